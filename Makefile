@@ -1,0 +1,77 @@
+# redlease: build, test, demo.
+#   make demo    a real example against a throwaway redis-server (or $REDIS_URL)
+#   make test    every suite, plus the core under ASan+UBSan and TSan
+#   make bench   benchmarks (minutes)
+
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -ec
+CC ?= cc
+HIREDIS_CFLAGS := $(shell pkg-config --cflags hiredis 2>/dev/null)
+HIREDIS_LIBS := $(shell pkg-config --libs hiredis 2>/dev/null || echo -lhiredis)
+WARN := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
+CFLAGS ?= -O2 -g
+ALL_CFLAGS := $(WARN) $(CFLAGS) -fPIC -pthread -Icsrc/core $(HIREDIS_CFLAGS)
+LIBS := $(HIREDIS_LIBS) -pthread
+
+CORE_SRC := $(wildcard csrc/core/*.c)
+TEST_SRC := $(wildcard tests/c/*.c)
+B := build
+
+# One build tree per flavour: plain, asan (ASan+UBSan, leak checking on), tsan.
+FLAVOURS := plain asan tsan
+FLAGS_plain :=
+FLAGS_asan := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+FLAGS_tsan := -O1 -fsanitize=thread
+
+define flavour
+$(B)/$(1)/core/%.o: csrc/core/%.c csrc/core/*.h
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(ALL_CFLAGS) $$(FLAGS_$(1)) -c $$< -o $$@
+$(B)/$(1)/tests/%.o: tests/c/%.c tests/c/*.h csrc/core/redlease.h
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(ALL_CFLAGS) $$(FLAGS_$(1)) -c $$< -o $$@
+$(B)/$(1)/librlcore.a: $(patsubst csrc/core/%.c,$(B)/$(1)/core/%.o,$(CORE_SRC))
+	ar rcs $$@ $$^
+$(B)/$(1)/test_core: $(patsubst tests/c/%.c,$(B)/$(1)/tests/%.o,$(TEST_SRC)) $(B)/$(1)/librlcore.a
+	$$(CC) $$(FLAGS_$(1)) -o $$@ $$^ $$(LIBS)
+endef
+$(foreach f,$(FLAVOURS),$(eval $(call flavour,$(f))))
+
+$(B)/demo: examples/c/demo.c $(B)/plain/librlcore.a
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS)
+
+.PHONY: all deps build demo test test-c test-asan test-tsan bench clean
+all: build
+deps:
+	@scripts/install-deps
+build: $(B)/plain/test_core $(B)/demo
+
+demo: deps
+	@$(MAKE) --no-print-directory $(B)/demo
+	scripts/with-redis $(B)/demo
+
+test: deps
+	@$(MAKE) --no-print-directory test-c test-asan test-tsan
+	@scripts/summarize build/results
+
+test-c: $(B)/plain/test_core
+	@mkdir -p build/results
+	$(B)/plain/test_core | tee build/results/c.txt
+test-asan: $(B)/asan/test_core
+	@mkdir -p build/results
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	  $(B)/asan/test_core | tee build/results/c-asan.txt
+test-tsan: $(B)/tsan/test_core
+	@mkdir -p build/results
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+	  $(B)/tsan/test_core | tee build/results/c-tsan.txt
+
+$(B)/bench_core: bench/c/bench_core.c $(B)/plain/librlcore.a
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS)
+
+bench: deps
+	@$(MAKE) --no-print-directory $(B)/bench_core
+	scripts/with-redis sh -c '$(B)/bench_core "$$REDIS_URL" 20000 500'
+
+clean:
+	rm -rf $(B)

@@ -1,0 +1,229 @@
+#include "client.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "error.h"
+#include "fork.h"
+#include "random.h"
+
+void rl_options_init(rl_options *o) {
+    memset(o, 0, sizeof *o);
+    o->connect_timeout_ms = 5000;
+    o->command_timeout_ms = 5000;
+    o->watchdog_timeout_ms = 30000;
+    o->latch_ttl_ms = 20000;
+    o->pool_size = 4;
+}
+
+static rl_status check_options(const rl_options *o, rl_error *err) {
+    if (o->connect_timeout_ms <= 0) return rl_fail(err, RL_ERR_ARGUMENT, "connect_timeout must be > 0");
+    if (o->command_timeout_ms <= 0) return rl_fail(err, RL_ERR_ARGUMENT, "command_timeout must be > 0");
+    if (o->watchdog_timeout_ms < 3)
+        return rl_fail(err, RL_ERR_ARGUMENT, "watchdog_timeout must be at least 3 ms");
+    if (o->latch_ttl_ms <= 0) return rl_fail(err, RL_ERR_ARGUMENT, "latch_ttl must be > 0");
+    if (o->pool_size < 1 || o->pool_size > 256)
+        return rl_fail(err, RL_ERR_ARGUMENT, "pool_size must be from 1 to 256");
+    return RL_OK;
+}
+
+rl_status rl_client_new(const char *url, const rl_options *options, rl_client **out, rl_error *err) {
+    rl_error_clear(err);
+    if (!out) return rl_fail(err, RL_ERR_ARGUMENT, "out must not be NULL");
+    *out = NULL;
+    rl_options o;
+    if (options) o = *options;
+    else rl_options_init(&o);
+    rl_status st = check_options(&o, err);
+    if (st != RL_OK) return st;
+    rl_client *c = calloc(1, sizeof *c);
+    if (!c) return rl_fail(err, RL_ERR_MEMORY, "out of memory");
+    st = rl_endpoint_parse(url, &c->cfg.endpoint, err);
+    if (st != RL_OK) {
+        free(c);
+        return st;
+    }
+    if (rl_pool_init(&c->pool, o.pool_size) != 0) {
+        rl_endpoint_free(&c->cfg.endpoint);
+        free(c);
+        return rl_fail(err, RL_ERR_MEMORY, "out of memory");
+    }
+    c->cfg.options = o;
+    rl_random_uuid(c->id);
+    atomic_init(&c->refs, 1);
+    atomic_init(&c->closed, 0);
+    atomic_init(&c->fork_generation, rl_fork_generation());
+    pthread_mutex_init(&c->mu, NULL);
+    rl_holds_init(&c->holds);
+    rl_watchdog_init(&c->watchdog);
+    rl_scripts_init(&c->scripts);
+    rl_sub_init(&c->sub, &c->cfg);
+    rl_events_init(&c->events, o.on_event, o.event_userdata);
+    rl_fork_register(c);
+    *out = c;
+    return RL_OK;
+}
+
+static void destroy(rl_client *c) {
+    rl_fork_unregister(c);
+    rl_holds_clear(&c->holds);
+    rl_watchdog_destroy(&c->watchdog);
+    rl_pool_destroy(&c->pool);
+    rl_scripts_destroy(&c->scripts);
+    rl_sub_destroy(&c->sub);
+    rl_events_destroy(&c->events);
+    rl_endpoint_free(&c->cfg.endpoint);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+}
+
+void rl_client_ref(rl_client *c) { atomic_fetch_add(&c->refs, 1); }
+
+void rl_client_unref(rl_client *c) {
+    if (atomic_fetch_sub(&c->refs, 1) == 1) destroy(c);
+}
+
+void rl_client_free(rl_client *c) {
+    if (!c) return;
+    if (atomic_exchange(&c->closed, 1) == 0) {
+        rl_watchdog_stop(c);
+        rl_sub_stop(&c->sub);
+        rl_pool_close(&c->pool);
+        rl_events_stop(&c->events);
+    }
+    rl_client_unref(c);
+}
+
+/* A forked child's first call: everything it inherited belongs to the parent. It gets a new
+ * identity (so it can never act as the parent's owner), forgets the parent's holds without
+ * releasing or renewing them, and drops the parent's connections without a word to Redis. */
+static void reset_after_fork(rl_client *c, uint64_t generation) {
+    pthread_mutex_lock(&c->mu);
+    if (atomic_load(&c->fork_generation) != generation) {
+        rl_random_uuid(c->id);
+        rl_holds_clear(&c->holds);
+        rl_watchdog_forget_after_fork(&c->watchdog);
+        pthread_mutex_lock(&c->pool.mu);
+        rl_pool_forget_after_fork(&c->pool);
+        pthread_mutex_unlock(&c->pool.mu);
+        pthread_mutex_lock(&c->sub.mu);
+        rl_sub_forget_after_fork(&c->sub);
+        pthread_mutex_unlock(&c->sub.mu);
+        pthread_mutex_lock(&c->events.mu);
+        rl_events_forget_after_fork(&c->events);
+        pthread_mutex_unlock(&c->events.mu);
+        atomic_store(&c->fork_generation, generation);
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+rl_status rl_client_enter(rl_client *c, rl_error *err) {
+    rl_error_clear(err);
+    if (!c) return rl_fail(err, RL_ERR_ARGUMENT, "client must not be NULL");
+    rl_client_ref(c);
+    if (atomic_load(&c->closed)) {
+        rl_client_unref(c);
+        return rl_fail(err, RL_ERR_CLOSED, "the client is closed");
+    }
+    uint64_t generation = rl_fork_generation();
+    if (atomic_load(&c->fork_generation) != generation) reset_after_fork(c, generation);
+    return RL_OK;
+}
+
+void rl_client_leave(rl_client *c) { rl_client_unref(c); }
+
+const char *rl_client_id(rl_client *c) {
+    if (rl_client_enter(c, NULL) == RL_OK) rl_client_leave(c);
+    return c ? c->id : "";
+}
+
+size_t rl_client_owner(rl_client *c, uint64_t context, char *out) {
+    int n = snprintf(out, RL_OWNER_MAX, "%s:%llu", c->id, (unsigned long long)context);
+    return (size_t)n;
+}
+
+void rl_client_hold_lost(rl_client *c, rl_hold *h, rl_lost_reason reason) {
+    if (h->lost) return;
+    h->lost = reason;
+    rl_holds_unwatch(&c->holds, h);
+    char message[200];
+    snprintf(message, sizeof message, "lock \"%.*s\" lost while held: %s",
+             (int)(h->name_len > 120 ? 120 : h->name_len), h->name, rl_lost_reason_name(reason));
+    rl_events_push(&c->events, RL_EVENT_LOST, h->name, h->name_len, h->context, reason, 1, message);
+}
+
+rl_status rl_client_script(rl_client *c, rl_script_id id, int argc, const char **argv,
+                           size_t *lens, redisReply **reply, int idempotent,
+                           const rl_cmd *then_send, rl_error *err) {
+    rl_conn *conn = rl_pool_take(&c->pool);
+    if (!conn) return rl_fail(err, RL_ERR_CLOSED, "the client is closed");
+    rl_cmd cmd = {argc, argv, lens};
+    rl_status st = rl_scripts_run(&c->scripts, conn, &c->cfg, c->cfg.options.command_timeout_ms,
+                                  id, 1, &cmd, reply, idempotent, err);
+    if (st == RL_OK && then_send) rl_conn_send_only(conn, then_send);
+    rl_pool_give(&c->pool, conn);
+    return st;
+}
+
+rl_status rl_client_command(rl_client *c, int argc, const char **argv, size_t *lens,
+                            redisReply **reply, rl_error *err) {
+    rl_conn *conn = rl_pool_take(&c->pool);
+    if (!conn) return rl_fail(err, RL_ERR_CLOSED, "the client is closed");
+    rl_cmd cmd = {argc, argv, lens};
+    rl_status st = rl_conn_exchange(conn, &c->cfg, c->cfg.options.command_timeout_ms, 1, &cmd,
+                                    reply, 1, err);
+    rl_pool_give(&c->pool, conn);
+    if (st == RL_OK && (*reply)->type == REDIS_REPLY_ERROR) {
+        st = rl_fail(err, RL_ERR_SERVER, "Redis refused %s: %.*s", argv[0], (int)(*reply)->len,
+                     (*reply)->str);
+        freeReplyObject(*reply);
+        *reply = NULL;
+    }
+    return st;
+}
+
+void rl_client_stats(rl_client *c, rl_stats *out) {
+    memset(out, 0, sizeof *out);
+    if (rl_client_enter(c, NULL) != RL_OK) return;
+    pthread_mutex_lock(&c->mu);
+    out->renew_rounds = c->watchdog.rounds;
+    out->renew_round_trips = c->watchdog.round_trips;
+    out->renew_calls = c->watchdog.calls;
+    out->renewed_holds = c->watchdog.renewed;
+    out->last_round_holds = c->watchdog.last_round_holds;
+    out->watchdog_running = c->watchdog.running;
+    pthread_mutex_unlock(&c->mu);
+    out->subscriptions = rl_sub_count(&c->sub);
+    rl_client_leave(c);
+}
+
+/* Lock order, here and everywhere: c->mu before events.mu; the others are never nested. */
+void rl_client_before_fork(rl_client *c) {
+    pthread_mutex_lock(&c->mu);
+    pthread_mutex_lock(&c->events.mu);
+    pthread_mutex_lock(&c->pool.mu);
+    pthread_mutex_lock(&c->scripts.mu);
+    pthread_mutex_lock(&c->sub.mu);
+}
+
+void rl_client_after_fork_parent(rl_client *c) {
+    pthread_mutex_unlock(&c->sub.mu);
+    pthread_mutex_unlock(&c->scripts.mu);
+    pthread_mutex_unlock(&c->pool.mu);
+    pthread_mutex_unlock(&c->events.mu);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Condition variables may have had waiters in threads the child does not have: start them
+ * afresh before anything waits on or destroys them. */
+void rl_client_after_fork_child(rl_client *c) {
+    rl_cond_init(&c->watchdog.wake);
+    rl_cond_init(&c->watchdog.round_done);
+    rl_cond_init(&c->pool.freed);
+    rl_cond_init(&c->events.more);
+    rl_cond_init(&c->sub.thread_wake);
+    for (rl_sub_entry *e = c->sub.entries; e; e = e->next) rl_cond_init(&e->changed);
+    rl_client_after_fork_parent(c);
+}

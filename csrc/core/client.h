@@ -1,0 +1,62 @@
+/* The client object shared by the core's modules: configuration, identity, the hold table and its
+ * mutex, the connections, and the background threads. */
+#ifndef RL_CLIENT_H
+#define RL_CLIENT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "conn.h"
+#include "events.h"
+#include "holds.h"
+#include "pool.h"
+#include "redlease.h"
+#include "scripts.h"
+#include "subscriber.h"
+#include "watchdog.h"
+
+struct rl_client {
+    rl_config cfg;
+    char id[37];             /* UUID; replaced in a forked child */
+    atomic_int refs;         /* the owner's reference, each lock, each call in progress */
+    atomic_int closed;
+    _Atomic uint64_t fork_generation; /* rl_fork_generation() when `id` and the state were made */
+    pthread_mutex_t mu;       /* guards holds and watchdog; never held during network I/O */
+    rl_holds holds;
+    rl_watchdog watchdog;
+    rl_pool pool;
+    rl_scripts scripts;
+    rl_subscriber sub;
+    rl_events events;
+    struct rl_client *registry_prev, *registry_next; /* fork.c's list of live clients */
+};
+
+/* Every public entry point brackets its work with these: enter takes a reference, fails on a
+ * closed client, and gives a forked child a fresh identity and state. */
+rl_status rl_client_enter(rl_client *c, rl_error *err);
+void rl_client_leave(rl_client *c);
+void rl_client_ref(rl_client *c);
+void rl_client_unref(rl_client *c);
+
+/* "<uuid>:<context>" into out[RL_OWNER_MAX]; returns its length. */
+size_t rl_client_owner(rl_client *c, uint64_t context, char *out);
+
+/* Runs one call of a script on a pooled connection. argv/lens have RL_SCRIPT_ARGV_HEAD free
+ * slots first. When `then_send` is set it is sent, without waiting, after Redis answered. */
+rl_status rl_client_script(rl_client *c, rl_script_id id, int argc, const char **argv,
+                           size_t *lens, redisReply **reply, int idempotent,
+                           const rl_cmd *then_send, rl_error *err);
+
+/* Runs one plain read-only command on a pooled connection. */
+rl_status rl_client_command(rl_client *c, int argc, const char **argv, size_t *lens,
+                            redisReply **reply, rl_error *err);
+
+/* Marks `hold` lost (client mutex held): stops its renewal and reports the loss as an event. */
+void rl_client_hold_lost(rl_client *c, rl_hold *hold, rl_lost_reason reason);
+
+/* fork.c's hooks, one per phase of fork(). */
+void rl_client_before_fork(rl_client *c);
+void rl_client_after_fork_parent(rl_client *c);
+void rl_client_after_fork_child(rl_client *c);
+
+#endif

@@ -1,0 +1,17 @@
+/* Monotonic time in milliseconds, and deadlines for condition-variable waits. */
+#ifndef RL_CLOCK_H
+#define RL_CLOCK_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <time.h>
+
+int64_t rl_now_ms(void);
+
+/* Initialises a condition variable that waits on CLOCK_MONOTONIC (immune to wall-clock jumps). */
+int rl_cond_init(pthread_cond_t *cond);
+
+/* Waits on cond until signalled or until the monotonic time `until_ms`. */
+int rl_cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mutex, int64_t until_ms);
+
+#endif

@@ -1,0 +1,14 @@
+/* Filling rl_error: one place formats every failure the core reports. */
+#ifndef RL_ERROR_H
+#define RL_ERROR_H
+
+#include "redlease.h"
+
+/* Sets *err (if non-NULL) and returns status, so callers can `return rl_fail(...)`. */
+rl_status rl_fail(rl_error *err, rl_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Clears *err to RL_OK with an empty message. */
+void rl_error_clear(rl_error *err);
+
+#endif

@@ -1,0 +1,104 @@
+#include "holds.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t hash_of(const void *name, size_t len, uint64_t context) {
+    const unsigned char *p = name;
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (size_t i = 0; i < len; i++) h = (h ^ p[i]) * 1099511628211ULL;
+    h ^= context + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    return h;
+}
+
+void rl_holds_init(rl_holds *holds) { memset(holds, 0, sizeof *holds); }
+
+void rl_holds_clear(rl_holds *holds) {
+    for (size_t b = 0; b < holds->nbuckets; b++) {
+        rl_hold *h = holds->buckets[b];
+        while (h) {
+            rl_hold *next = h->bucket_next;
+            free(h);
+            h = next;
+        }
+    }
+    free(holds->buckets);
+    rl_holds_init(holds);
+}
+
+rl_hold *rl_holds_find(const rl_holds *holds, const void *name, size_t name_len,
+                       uint64_t context) {
+    if (holds->nbuckets == 0) return NULL;
+    uint64_t hash = hash_of(name, name_len, context);
+    for (rl_hold *h = holds->buckets[hash & (holds->nbuckets - 1)]; h; h = h->bucket_next)
+        if (h->hash == hash && h->context == context && h->name_len == name_len &&
+            memcmp(h->name, name, name_len) == 0)
+            return h;
+    return NULL;
+}
+
+static int grow(rl_holds *holds) {
+    size_t n = holds->nbuckets ? holds->nbuckets * 2 : 64;
+    rl_hold **buckets = calloc(n, sizeof *buckets);
+    if (!buckets) return -1;
+    for (size_t b = 0; b < holds->nbuckets; b++) {
+        rl_hold *h = holds->buckets[b];
+        while (h) {
+            rl_hold *next = h->bucket_next;
+            h->bucket_next = buckets[h->hash & (n - 1)];
+            buckets[h->hash & (n - 1)] = h;
+            h = next;
+        }
+    }
+    free(holds->buckets);
+    holds->buckets = buckets;
+    holds->nbuckets = n;
+    return 0;
+}
+
+rl_hold *rl_holds_add(rl_holds *holds, const void *name, size_t name_len, uint64_t context,
+                      const char *owner) {
+    if (holds->count + 1 > holds->nbuckets && grow(holds) != 0) return NULL;
+    rl_hold *h = calloc(1, sizeof *h + name_len + 1);
+    if (!h) return NULL;
+    h->hash = hash_of(name, name_len, context);
+    h->context = context;
+    h->owner_len = strlen(owner);
+    memcpy(h->owner, owner, h->owner_len + 1);
+    h->name_len = name_len;
+    memcpy(h->name, name, name_len);
+    rl_hold **bucket = &holds->buckets[h->hash & (holds->nbuckets - 1)];
+    h->bucket_next = *bucket;
+    *bucket = h;
+    holds->count++;
+    return h;
+}
+
+void rl_holds_remove(rl_holds *holds, rl_hold *hold) {
+    rl_holds_unwatch(holds, hold);
+    rl_hold **p = &holds->buckets[hold->hash & (holds->nbuckets - 1)];
+    while (*p != hold) p = &(*p)->bucket_next;
+    *p = hold->bucket_next;
+    holds->count--;
+    free(hold);
+}
+
+void rl_holds_watch(rl_holds *holds, rl_hold *hold) {
+    if (hold->watched) return;
+    hold->watched = 1;
+    hold->watch_prev = NULL;
+    hold->watch_next = holds->watch_head;
+    if (holds->watch_head) holds->watch_head->watch_prev = hold;
+    holds->watch_head = hold;
+    holds->watched++;
+}
+
+void rl_holds_unwatch(rl_holds *holds, rl_hold *hold) {
+    if (!hold->watched) return;
+    if (hold->watch_prev) hold->watch_prev->watch_next = hold->watch_next;
+    else holds->watch_head = hold->watch_next;
+    if (hold->watch_next) hold->watch_next->watch_prev = hold->watch_prev;
+    hold->watched = 0;
+    hold->watch_prev = hold->watch_next = NULL;
+    holds->watched--;
+}

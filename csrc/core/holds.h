@@ -1,0 +1,55 @@
+/* The client's local table of what it holds: (name, context) -> hold count, lease mode and
+ * health. Release and renewal read it instead of asking Redis; the watchdog walks only the holds
+ * on its list. Not thread-safe by itself: the client's mutex guards it. */
+#ifndef RL_HOLDS_H
+#define RL_HOLDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "redlease.h"
+
+#define RL_OWNER_MAX 58 /* 36-char UUID + ':' + up to 20 digits + NUL */
+
+typedef struct rl_hold {
+    struct rl_hold *bucket_next;
+    struct rl_hold *watch_prev, *watch_next; /* on the watchdog's list while renewed */
+    uint64_t hash;
+    uint64_t context;
+    int64_t count;           /* holds this context has, as this client knows */
+    int64_t lease_ms;        /* lease of the latest fixed-lease acquire */
+    int64_t confirmed_until; /* monotonic ms when the lease Redis last confirmed ends */
+    rl_lost_reason lost;     /* RL_LOST_NONE while healthy */
+    unsigned watchdog : 1;   /* taken in watchdog mode: renewed until fully released */
+    unsigned watched : 1;    /* on the watchdog list */
+    unsigned releasing : 1;  /* a release is in flight: the watchdog leaves it alone */
+    unsigned in_round : 1;   /* part of the renewal round on the wire: must not be freed */
+    unsigned release_failed : 1;
+    char request_id[33];     /* the failed release's id, reused by its retry */
+    char owner[RL_OWNER_MAX];
+    size_t owner_len;
+    size_t name_len;
+    char name[]; /* name_len bytes + NUL */
+} rl_hold;
+
+typedef struct rl_holds {
+    rl_hold **buckets;
+    size_t nbuckets;
+    size_t count;
+    rl_hold *watch_head; /* watched holds, newest first */
+    size_t watched;
+} rl_holds;
+
+void rl_holds_init(rl_holds *holds);
+void rl_holds_clear(rl_holds *holds); /* frees every hold */
+
+rl_hold *rl_holds_find(const rl_holds *holds, const void *name, size_t name_len, uint64_t context);
+/* Adds an empty hold (count 0); NULL when out of memory. */
+rl_hold *rl_holds_add(rl_holds *holds, const void *name, size_t name_len, uint64_t context,
+                      const char *owner);
+void rl_holds_remove(rl_holds *holds, rl_hold *hold); /* unlinks and frees */
+
+void rl_holds_watch(rl_holds *holds, rl_hold *hold);
+void rl_holds_unwatch(rl_holds *holds, rl_hold *hold);
+
+#endif

@@ -1,0 +1,13 @@
+/* Redis key and channel names derived from a lock name, exactly as PROTOCOL.md (and Redisson)
+ * spell them. */
+#ifndef RL_NAMES_H
+#define RL_NAMES_H
+
+#include <stddef.h>
+
+/* prefix(p, name): name has '{' ? p + ":" + name : p + ":{" + name + "}". Returns a malloc'd
+ * buffer (NUL-terminated for convenience) with room for `extra` more bytes, or NULL. */
+char *rl_name_prefixed(const char *p, const void *name, size_t name_len, size_t extra,
+                       size_t *out_len);
+
+#endif

@@ -1,0 +1,32 @@
+/* The small pool of command connections that host threads share. A thread takes a connection for
+ * one exchange and gives it back; connections open lazily and reopen after errors. */
+#ifndef RL_POOL_H
+#define RL_POOL_H
+
+#include <pthread.h>
+
+#include "conn.h"
+
+typedef struct rl_pool {
+    pthread_mutex_t mu;
+    pthread_cond_t freed;
+    int size;
+    int closed;
+    rl_conn *conns;
+    unsigned char *busy;
+} rl_pool;
+
+int rl_pool_init(rl_pool *pool, int size); /* 0 on success */
+void rl_pool_destroy(rl_pool *pool);       /* every connection must have been given back */
+
+/* Blocks until a connection is free; NULL once the pool is closed. */
+rl_conn *rl_pool_take(rl_pool *pool);
+void rl_pool_give(rl_pool *pool, rl_conn *conn);
+
+/* Closes idle connections now and the busy ones as they come back; take() answers NULL. */
+void rl_pool_close(rl_pool *pool);
+
+/* In a forked child: drop every connection without a word to the server. */
+void rl_pool_forget_after_fork(rl_pool *pool);
+
+#endif

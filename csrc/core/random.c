@@ -1,0 +1,67 @@
+#include "random.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+static void random_bytes(unsigned char *buf, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = getrandom(buf + got, n - got, 0);
+        if (r > 0) {
+            got += (size_t)r;
+        } else if (r < 0 && errno != EINTR) {
+            break;
+        }
+    }
+    if (got == n) return;
+    /* getrandom unavailable (very old kernel): fall back to /dev/urandom. */
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    while (fd >= 0 && got < n) {
+        ssize_t r = read(fd, buf + got, n - got);
+        if (r > 0) got += (size_t)r;
+        else if (r < 0 && errno == EINTR) continue;
+        else break;
+    }
+    if (fd >= 0) close(fd);
+    if (got < n) {
+        /* Last resort so ids stay distinct per process even without an entropy source. */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ ((uint64_t)getpid() << 40);
+        for (size_t i = got; i < n; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            buf[i] = (unsigned char)x;
+        }
+    }
+}
+
+static const char hexdigits[] = "0123456789abcdef";
+
+void rl_random_hex(char *out, size_t nbytes) {
+    unsigned char buf[64];
+    if (nbytes > sizeof buf) nbytes = sizeof buf;
+    random_bytes(buf, nbytes);
+    for (size_t i = 0; i < nbytes; i++) {
+        out[2 * i] = hexdigits[buf[i] >> 4];
+        out[2 * i + 1] = hexdigits[buf[i] & 15];
+    }
+    out[2 * nbytes] = '\0';
+}
+
+void rl_random_uuid(char out[37]) {
+    unsigned char b[16];
+    random_bytes(b, sizeof b);
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4 */
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
+    size_t o = 0;
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10) out[o++] = '-';
+        out[o++] = hexdigits[b[i] >> 4];
+        out[o++] = hexdigits[b[i] & 15];
+    }
+    out[o] = '\0';
+}

@@ -1,0 +1,163 @@
+/* redlease: Redisson-compatible distributed locks on Redis, the C core.
+ *
+ * One rl_client per process (or per Redis deployment) is shared by any number of host threads.
+ * Locks are stored in Redisson's format (see PROTOCOL.md), so redlease, Redisson and the other
+ * redlease bindings exclude each other on the same name.
+ *
+ * Every function that can fail returns an rl_status and, when it fails, fills *err (which may be
+ * NULL) with the same status and a message. Times are milliseconds.
+ *
+ * An owner is (client, context): the client's random UUID plus a context id that the caller
+ * chooses (the Python binding passes the OS thread id, the Lua binding the coroutine). Two
+ * contexts never share a hold; the same context re-entering a lock increments its hold count.
+ */
+#ifndef REDLEASE_H
+#define REDLEASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RL_VERSION "0.1.0"
+
+typedef enum rl_status {
+    RL_OK = 0,
+    RL_NOT_ACQUIRED = 1, /* held by another owner: the one try failed or the wait timed out */
+    RL_NOT_OWNED = 2,    /* released or used by a context that does not hold it */
+    RL_LOST = 3,         /* this context's hold was lost while held (see rl_lost_reason) */
+    RL_ABORTED = 4,      /* the wait hook asked to stop waiting; nothing is held */
+    RL_ERR_ARGUMENT = 10,
+    RL_ERR_CONNECTION = 11, /* unreachable, timed out, authentication refused */
+    RL_ERR_SERVER = 12,     /* Redis answered with an error (e.g. WRONGTYPE) */
+    RL_ERR_CLOSED = 13,     /* the client was closed */
+    RL_ERR_MEMORY = 14,
+    RL_ERR_UNSUPPORTED = 15 /* e.g. rediss:// in a build without TLS */
+} rl_status;
+
+typedef struct rl_error {
+    rl_status status;
+    char message[256];
+} rl_error;
+
+/* Stable lowercase names ("ok", "not_acquired", "connection", ...) for messages and bindings. */
+const char *rl_status_name(rl_status status);
+
+typedef enum rl_lost_reason {
+    RL_LOST_NONE = 0,
+    RL_LOST_EXPIRED,       /* the key expired before it could be renewed */
+    RL_LOST_DELETED,       /* the key was deleted (force unlock, DEL, FLUSH, restart) */
+    RL_LOST_OWNER_CHANGED, /* the key exists but no longer holds this owner */
+    RL_LOST_UNREACHABLE,   /* Redis could not be reached before the confirmed lease ran out */
+    RL_LOST_MAX_HOLD       /* reserved for the maximum-hold cap */
+} rl_lost_reason;
+
+const char *rl_lost_reason_name(rl_lost_reason reason);
+
+typedef enum rl_event_kind {
+    RL_EVENT_LOST = 1,         /* a hold was lost while held: name, context, reason */
+    RL_EVENT_RENEW_FAILED = 2, /* a renewal round failed and will be retried: holds, message */
+    RL_EVENT_RENEWED = 3       /* a renewal round succeeded: holds renewed */
+} rl_event_kind;
+
+typedef struct rl_event {
+    rl_event_kind kind;
+    const char *name; /* RL_EVENT_LOST only; valid during the callback */
+    size_t name_len;
+    uint64_t context;
+    rl_lost_reason reason;
+    size_t holds;
+    const char *message; /* human-readable summary, valid during the callback */
+} rl_event;
+
+/* Called on the client's own event thread (never the watchdog thread, never a host thread), one
+ * event at a time, in the order they happened. It may block without delaying renewals. It must not
+ * free the client. */
+typedef void (*rl_event_fn)(const rl_event *event, void *userdata);
+
+typedef struct rl_options {
+    int64_t connect_timeout_ms;  /* default 5000 */
+    int64_t command_timeout_ms;  /* default 5000 */
+    int64_t watchdog_timeout_ms; /* lease in watchdog mode, renewed every third; default 30000 */
+    int64_t latch_ttl_ms;        /* lifetime of an unlock latch; default 20000 */
+    int pool_size;               /* command connections shared by host threads; default 4 */
+    rl_event_fn on_event;        /* optional */
+    void *event_userdata;
+} rl_options;
+
+void rl_options_init(rl_options *options);
+
+typedef struct rl_client rl_client;
+
+/* url: redis://[user[:password]@]host[:port][/db], unix://[user[:password]@]/path[?db=N],
+ * rediss://... (only in builds with TLS). Connects nothing yet: connections open on first use. */
+rl_status rl_client_new(const char *url, const rl_options *options, rl_client **out, rl_error *err);
+
+/* Stops the client's threads, closes its connections and drops the caller's reference. Holds are
+ * not released (they expire by their lease). Locks made from the client keep its memory alive
+ * until they are freed; using them afterwards answers RL_ERR_CLOSED. */
+void rl_client_free(rl_client *client);
+
+/* The client's UUID (36 chars). A forked child gets a new one on its first call. */
+const char *rl_client_id(rl_client *client);
+
+typedef struct rl_stats {
+    uint64_t renew_rounds;      /* renewal rounds that reached Redis */
+    uint64_t renew_round_trips; /* network round trips spent on renewal */
+    uint64_t renew_calls;       /* script calls spent on renewal */
+    uint64_t renewed_holds;     /* (key, owner) pairs renewed */
+    size_t last_round_holds;    /* holds in the most recent round */
+    int watchdog_running;
+    size_t subscriptions; /* channels the subscriber connection is subscribed to */
+} rl_stats;
+
+void rl_client_stats(rl_client *client, rl_stats *out);
+
+typedef struct rl_lock rl_lock;
+
+/* A Redisson RLock on `name` (any bytes, at least one). */
+rl_status rl_lock_new(rl_client *client, const void *name, size_t name_len, rl_lock **out,
+                      rl_error *err);
+void rl_lock_free(rl_lock *lock);
+
+#define RL_LEASE_WATCHDOG (-1) /* lease_ms: hold with the watchdog timeout and keep renewing */
+#define RL_WAIT_FOREVER (-1)   /* wait_ms: wait until acquired */
+
+/* Called between wait slices of about 50 ms; a non-zero return aborts the wait (RL_ABORTED). */
+typedef int (*rl_wait_hook)(void *userdata);
+
+/* Acquires one hold for `context`. lease_ms > 0: fixed lease, not renewed; RL_LEASE_WATCHDOG:
+ * renewed by the watchdog until released. wait_ms: 0 = one try, < 0 = forever, else the longest
+ * wait. Returns RL_OK, RL_NOT_ACQUIRED, RL_ABORTED, RL_LOST (this context's earlier hold of the
+ * lock was lost and not yet released) or an error. */
+rl_status rl_lock_acquire(rl_lock *lock, uint64_t context, int64_t lease_ms, int64_t wait_ms,
+                          rl_wait_hook hook, void *hook_userdata, rl_error *err);
+
+/* Releases one hold of `context`. RL_OK; RL_NOT_OWNED when it holds none; RL_LOST when the hold
+ * was lost (the hold is dropped all the same). When the call fails on the network, renewal stops
+ * at once and calling release again retries the same release (idempotent via the unlock latch). */
+rl_status rl_lock_release(rl_lock *lock, uint64_t context, rl_error *err);
+
+/* Deletes the lock whoever holds it and wakes a waiter. *deleted = 1 if it was held. */
+rl_status rl_lock_force_unlock(rl_lock *lock, int *deleted, rl_error *err);
+
+/* Server-side queries (one round trip each). */
+rl_status rl_lock_is_locked(rl_lock *lock, int *locked, rl_error *err);
+rl_status rl_lock_is_held(rl_lock *lock, uint64_t context, int *held, rl_error *err);
+rl_status rl_lock_hold_count(rl_lock *lock, uint64_t context, int64_t *count, rl_error *err);
+/* Lease left in ms; -2 when not locked, -1 when the key has no expiry. */
+rl_status rl_lock_remaining(rl_lock *lock, int64_t *pttl_ms, rl_error *err);
+
+/* Local state, no round trip: the context's hold count as this client knows it, and whether that
+ * hold was lost (reason in *reason when non-NULL). */
+int64_t rl_lock_local_holds(rl_lock *lock, uint64_t context);
+int rl_lock_lost(rl_lock *lock, uint64_t context, rl_lost_reason *reason);
+
+const char *rl_lock_name(const rl_lock *lock, size_t *len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,400 @@
+#include "subscriber.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "error.h"
+#include "threads.h"
+
+#define WAIT_SLICE_MS 50 /* how often a waiter wakes to run the host's hook */
+#define RECONNECT_MIN_MS 50
+#define RECONNECT_MAX_MS 1000
+
+void rl_sub_init(rl_subscriber *sub, const rl_config *cfg) {
+    memset(sub, 0, sizeof *sub);
+    pthread_mutex_init(&sub->mu, NULL);
+    rl_cond_init(&sub->thread_wake);
+    sub->cfg = cfg;
+    sub->wake_pipe[0] = sub->wake_pipe[1] = -1;
+    atomic_init(&sub->in_io, 0);
+}
+
+/* Everything below marked "mu held" runs with sub->mu locked. */
+
+static void wake_thread(rl_subscriber *sub) { /* mu held */
+    pthread_cond_signal(&sub->thread_wake);
+    if (sub->wake_pipe[1] >= 0) {
+        char byte = 1;
+        ssize_t rc = write(sub->wake_pipe[1], &byte, 1); /* full pipe: already woken */
+        (void)rc;
+    }
+}
+
+static void mark_dirty(rl_subscriber *sub, rl_sub_entry *e) { /* mu held */
+    if (e->dirty) return;
+    e->dirty = 1;
+    e->dirty_next = sub->dirty;
+    sub->dirty = e;
+}
+
+static rl_sub_entry *find_entry(rl_subscriber *sub, const char *channel, size_t len) {
+    for (rl_sub_entry *e = sub->entries; e; e = e->next)
+        if (e->len == len && memcmp(e->channel, channel, len) == 0) return e;
+    return NULL;
+}
+
+static void free_entry(rl_subscriber *sub, rl_sub_entry *e) { /* mu held, e not dirty */
+    rl_sub_entry **p = &sub->entries;
+    while (*p != e) p = &(*p)->next;
+    *p = e->next;
+    pthread_cond_destroy(&e->changed);
+    free(e);
+}
+
+static void set_subscribed(rl_subscriber *sub, rl_sub_entry *e, int on) {
+    if (e->subscribed && !on) sub->subscribed_count--;
+    if (!e->subscribed && on) sub->subscribed_count++;
+    e->subscribed = on ? 1 : 0;
+}
+
+/* Sends what each dirty entry needs, and frees the ones nobody needs any more. */
+static void process_dirty(rl_subscriber *sub) { /* mu held */
+    rl_sub_entry *e = sub->dirty;
+    sub->dirty = NULL;
+    while (e) {
+        rl_sub_entry *next = e->dirty_next;
+        e->dirty = 0;
+        e->dirty_next = NULL;
+        if (!e->inflight) {
+            const char *cmd = NULL;
+            if (e->waiters > 0 && !e->subscribed) cmd = "SUBSCRIBE";
+            else if (e->waiters == 0 && e->subscribed) cmd = "UNSUBSCRIBE";
+            if (cmd && sub->connected) {
+                const char *argv[2] = {cmd, e->channel};
+                size_t lens[2] = {strlen(cmd), e->len};
+                if (redisAppendCommandArgv(sub->conn.ctx, 2, argv, lens) == REDIS_OK)
+                    e->inflight = 1;
+            } else if (!cmd && e->waiters == 0 && e->pins == 0) {
+                free_entry(sub, e);
+            }
+        }
+        e = next;
+    }
+}
+
+/* The connection is gone: nothing is subscribed any more. Waiters are woken and will wait for the
+ * resubscription, then try again. */
+static void connection_lost(rl_subscriber *sub, const char *why) { /* mu held */
+    snprintf(sub->last_error, sizeof sub->last_error, "%s", why);
+    if (atomic_load(&sub->in_io) == 0) rl_conn_close(&sub->conn);
+    sub->connected = 0;
+    for (rl_sub_entry *e = sub->entries; e; e = e->next) {
+        set_subscribed(sub, e, 0);
+        e->inflight = 0;
+        mark_dirty(sub, e);
+        pthread_cond_broadcast(&e->changed);
+    }
+}
+
+static int str_is(const redisReply *r, const char *s) {
+    size_t n = strlen(s);
+    return r->type == REDIS_REPLY_STRING && r->len == n && memcmp(r->str, s, n) == 0;
+}
+
+static void handle_reply(rl_subscriber *sub, const redisReply *r) { /* mu held */
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 3) return;
+    const redisReply *kind = r->element[0], *channel = r->element[1];
+    if (channel->type != REDIS_REPLY_STRING) return;
+    rl_sub_entry *e = find_entry(sub, channel->str, channel->len);
+    if (!e) return;
+    if (str_is(kind, "message")) {
+        if (str_is(r->element[2], "0")) { /* one waiter may proceed */
+            if (e->permits < (unsigned)e->waiters) e->permits++;
+        } else { /* "1" (read/write unlock) and anything else: all may proceed */
+            e->wake_all_gen++;
+        }
+    } else if (str_is(kind, "subscribe")) {
+        e->inflight = 0;
+        set_subscribed(sub, e, 1);
+        e->sub_gen++;
+        mark_dirty(sub, e); /* its waiters may have left meanwhile */
+    } else if (str_is(kind, "unsubscribe")) {
+        e->inflight = 0;
+        set_subscribed(sub, e, 0);
+        mark_dirty(sub, e);
+    } else {
+        return;
+    }
+    pthread_cond_broadcast(&e->changed);
+}
+
+static int has_waiters(rl_subscriber *sub) {
+    for (rl_sub_entry *e = sub->entries; e; e = e->next)
+        if (e->waiters > 0) return 1;
+    return 0;
+}
+
+static void drain_pipe(int fd) {
+    char buf[64];
+    while (read(fd, buf, sizeof buf) > 0) {
+    }
+}
+
+/* Opens the connection when some waiter needs it; returns 0 when the loop should go round. */
+static int ensure_connected(rl_subscriber *sub, int64_t *backoff) { /* mu held */
+    if (sub->connected) return 1;
+    process_dirty(sub); /* frees entries nobody needs */
+    if (!has_waiters(sub)) {
+        pthread_cond_wait(&sub->thread_wake, &sub->mu);
+        return 0;
+    }
+    pthread_mutex_unlock(&sub->mu);
+    rl_error err;
+    atomic_store(&sub->in_io, 1);
+    rl_status st = rl_conn_open(&sub->conn, sub->cfg, sub->cfg->options.command_timeout_ms, &err);
+    atomic_store(&sub->in_io, 0);
+    pthread_mutex_lock(&sub->mu);
+    if (st != RL_OK) {
+        snprintf(sub->last_error, sizeof sub->last_error, "%s", err.message);
+        if (!sub->stop) rl_cond_wait_until(&sub->thread_wake, &sub->mu, rl_now_ms() + *backoff);
+        *backoff = *backoff * 2 > RECONNECT_MAX_MS ? RECONNECT_MAX_MS : *backoff * 2;
+        return 0;
+    }
+    *backoff = RECONNECT_MIN_MS;
+    sub->connected = 1;
+    sub->last_error[0] = '\0';
+    for (rl_sub_entry *e = sub->entries; e; e = e->next) mark_dirty(sub, e);
+    return 1;
+}
+
+static void *subscriber_main(void *arg) {
+    rl_subscriber *sub = arg;
+    int64_t backoff = RECONNECT_MIN_MS;
+    pthread_mutex_lock(&sub->mu);
+    while (!sub->stop) {
+        if (!ensure_connected(sub, &backoff)) continue;
+        process_dirty(sub);
+        redisContext *ctx = sub->conn.ctx;
+        pthread_mutex_unlock(&sub->mu);
+
+        /* Network I/O without the mutex. Signals are blocked in this thread, so a write to a
+         * closed socket raises no SIGPIPE here. */
+        atomic_store(&sub->in_io, 1);
+        int done = 0, ok = 1;
+        while (ok && !done) ok = redisBufferWrite(ctx, &done) == REDIS_OK;
+        int readable = 0;
+        if (ok) {
+            struct pollfd fds[2] = {{.fd = ctx->fd, .events = POLLIN},
+                                    {.fd = sub->wake_pipe[0], .events = POLLIN}};
+            if (poll(fds, 2, -1) > 0) {
+                if (fds[1].revents) drain_pipe(sub->wake_pipe[0]);
+                readable = fds[0].revents != 0;
+            }
+            if (readable) ok = redisBufferRead(ctx) == REDIS_OK;
+        }
+        atomic_store(&sub->in_io, 0);
+
+        pthread_mutex_lock(&sub->mu);
+        void *reply;
+        while (ok && readable) {
+            if (redisGetReplyFromReader(ctx, &reply) != REDIS_OK) ok = 0;
+            else if (!reply) break;
+            else {
+                handle_reply(sub, reply);
+                freeReplyObject(reply);
+            }
+        }
+        if (!ok) connection_lost(sub, ctx->err ? ctx->errstr : "subscriber connection failed");
+    }
+    connection_lost(sub, "client closed");
+    pthread_mutex_unlock(&sub->mu);
+    return NULL;
+}
+
+void rl_sub_stop(rl_subscriber *sub) {
+    pthread_mutex_lock(&sub->mu);
+    sub->stop = 1;
+    wake_thread(sub);
+    int started = sub->thread_started;
+    sub->thread_started = 0;
+    pthread_mutex_unlock(&sub->mu);
+    if (started) pthread_join(sub->thread, NULL);
+    pthread_mutex_lock(&sub->mu);
+    for (rl_sub_entry *e = sub->entries; e; e = e->next) pthread_cond_broadcast(&e->changed);
+    pthread_mutex_unlock(&sub->mu);
+}
+
+static void free_all(rl_subscriber *sub) {
+    while (sub->entries) {
+        rl_sub_entry *e = sub->entries;
+        sub->entries = e->next;
+        pthread_cond_destroy(&e->changed);
+        free(e);
+    }
+    sub->dirty = NULL;
+    sub->subscribed_count = 0;
+    for (int i = 0; i < 2; i++) {
+        if (sub->wake_pipe[i] >= 0) close(sub->wake_pipe[i]);
+        sub->wake_pipe[i] = -1;
+    }
+}
+
+void rl_sub_destroy(rl_subscriber *sub) {
+    free_all(sub);
+    rl_conn_close(&sub->conn);
+    pthread_mutex_destroy(&sub->mu);
+    pthread_cond_destroy(&sub->thread_wake);
+}
+
+rl_status rl_sub_join(rl_subscriber *sub, const char *channel, size_t len, rl_sub_ticket *t,
+                      rl_error *err) {
+    pthread_mutex_lock(&sub->mu);
+    rl_status st = RL_OK;
+    if (sub->stop) {
+        st = rl_fail(err, RL_ERR_CLOSED, "the client is closed");
+        goto out;
+    }
+    if (!sub->thread_started) {
+        if (sub->wake_pipe[0] < 0 && pipe2(sub->wake_pipe, O_NONBLOCK | O_CLOEXEC) != 0) {
+            st = rl_fail(err, RL_ERR_MEMORY, "cannot create a pipe: %s", strerror(errno));
+            goto out;
+        }
+        if (rl_thread_start(&sub->thread, subscriber_main, sub) != 0) {
+            st = rl_fail(err, RL_ERR_MEMORY, "cannot start the subscriber thread");
+            goto out;
+        }
+        sub->thread_started = 1;
+    }
+    rl_sub_entry *e = find_entry(sub, channel, len);
+    if (!e) {
+        e = calloc(1, sizeof *e + len + 1);
+        if (!e) {
+            st = rl_fail(err, RL_ERR_MEMORY, "out of memory");
+            goto out;
+        }
+        rl_cond_init(&e->changed);
+        memcpy(e->channel, channel, len);
+        e->len = len;
+        e->next = sub->entries;
+        sub->entries = e;
+    }
+    e->waiters++;
+    e->pins++;
+    mark_dirty(sub, e);
+    wake_thread(sub);
+    pthread_cond_broadcast(&e->changed); /* a leaver waiting to unsubscribe need wait no more */
+    /* sub_seen 0: the first wait returns once subscribed, so the caller tries again after the
+     * subscription exists (no release can slip between its try and its wait). */
+    *t = (rl_sub_ticket){.entry = e,
+                         .wake_all_seen = e->wake_all_gen,
+                         .sub_seen = 0,
+                         .unsubscribed_since = -1,
+                         .last_hook = rl_now_ms()};
+out:
+    pthread_mutex_unlock(&sub->mu);
+    return st;
+}
+
+rl_status rl_sub_wait(rl_subscriber *sub, rl_sub_ticket *t, int64_t until_ms, rl_wait_hook hook,
+                      void *hook_userdata, rl_error *err) {
+    rl_sub_entry *e = t->entry;
+    const rl_options *o = &sub->cfg->options;
+    rl_status st;
+    pthread_mutex_lock(&sub->mu);
+    for (;;) {
+        if (sub->stop) {
+            st = rl_fail(err, RL_ERR_CLOSED, "the client is closed");
+            break;
+        }
+        int64_t now = rl_now_ms();
+        if (e->subscribed) {
+            t->unsubscribed_since = -1;
+            if (e->sub_gen != t->sub_seen) {
+                t->sub_seen = e->sub_gen;
+                t->wake_all_seen = e->wake_all_gen;
+                st = RL_OK;
+                break;
+            }
+            if (e->permits > 0) {
+                e->permits--;
+                st = RL_OK;
+                break;
+            }
+            if (e->wake_all_gen != t->wake_all_seen) {
+                t->wake_all_seen = e->wake_all_gen;
+                st = RL_OK;
+                break;
+            }
+        } else if (t->unsubscribed_since < 0) {
+            t->unsubscribed_since = now;
+        } else if (now - t->unsubscribed_since > o->connect_timeout_ms + o->command_timeout_ms) {
+            st = rl_fail(err, RL_ERR_CONNECTION, "cannot subscribe to lock notifications: %s",
+                         sub->last_error[0] ? sub->last_error : "no answer");
+            break;
+        }
+        if (until_ms >= 0 && now >= until_ms) {
+            st = RL_NOT_ACQUIRED;
+            break;
+        }
+        if (hook && now - t->last_hook >= WAIT_SLICE_MS) {
+            t->last_hook = now;
+            pthread_mutex_unlock(&sub->mu);
+            int stop = hook(hook_userdata);
+            pthread_mutex_lock(&sub->mu);
+            if (stop) {
+                st = rl_fail(err, RL_ABORTED, "the wait was interrupted");
+                break;
+            }
+            continue;
+        }
+        int64_t wake = now + WAIT_SLICE_MS;
+        if (until_ms >= 0 && until_ms < wake) wake = until_ms;
+        rl_cond_wait_until(&e->changed, &sub->mu, wake);
+    }
+    pthread_mutex_unlock(&sub->mu);
+    return st;
+}
+
+void rl_sub_leave(rl_subscriber *sub, rl_sub_ticket *t) {
+    rl_sub_entry *e = t->entry;
+    pthread_mutex_lock(&sub->mu);
+    e->waiters--;
+    if (e->permits > (unsigned)e->waiters) e->permits = (unsigned)e->waiters;
+    mark_dirty(sub, e);
+    wake_thread(sub);
+    /* The last waiter waits for the server to confirm the UNSUBSCRIBE. */
+    int64_t deadline = rl_now_ms() + sub->cfg->options.command_timeout_ms;
+    while (!sub->stop && sub->connected && e->waiters == 0 && (e->subscribed || e->inflight) &&
+           rl_now_ms() < deadline)
+        rl_cond_wait_until(&e->changed, &sub->mu, deadline);
+    if (--e->pins == 0) {
+        mark_dirty(sub, e); /* the thread frees it */
+        wake_thread(sub);
+    }
+    pthread_mutex_unlock(&sub->mu);
+    t->entry = NULL;
+}
+
+size_t rl_sub_count(rl_subscriber *sub) {
+    pthread_mutex_lock(&sub->mu);
+    size_t n = sub->subscribed_count;
+    pthread_mutex_unlock(&sub->mu);
+    return n;
+}
+
+void rl_sub_forget_after_fork(rl_subscriber *sub) {
+    if (atomic_load(&sub->in_io)) rl_conn_abandon(&sub->conn);
+    else rl_conn_close(&sub->conn);
+    atomic_store(&sub->in_io, 0);
+    free_all(sub);
+    sub->connected = 0;
+    sub->thread_started = 0;
+    sub->stop = 0;
+    sub->last_error[0] = '\0';
+}

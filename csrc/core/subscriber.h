@@ -1,0 +1,78 @@
+/* The client's one pub/sub connection, shared by every waiter of every lock name.
+ *
+ * A waiter joins the channel of the lock it waits for; the first join subscribes, the last leave
+ * unsubscribes and waits until the server confirms, so no subscription outlives its waits. A
+ * background thread owns the connection: it sends (UN)SUBSCRIBE, reads messages and wakes local
+ * waiters: one per "0" message, all of them on "1". When the connection drops it reconnects,
+ * resubscribes and wakes every waiter to try again (a message may have been missed). */
+#ifndef RL_SUBSCRIBER_H
+#define RL_SUBSCRIBER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "conn.h"
+
+typedef struct rl_sub_entry {
+    struct rl_sub_entry *next;       /* every entry */
+    struct rl_sub_entry *dirty_next; /* entries the thread must look at */
+    unsigned dirty : 1;
+    unsigned subscribed : 1; /* the server confirmed SUBSCRIBE */
+    unsigned inflight : 1;   /* a (UN)SUBSCRIBE awaits its confirmation */
+    int waiters;             /* joined and not yet left */
+    int pins;                /* threads that may still touch the entry */
+    unsigned permits;        /* "0" messages not yet taken by a waiter */
+    uint64_t wake_all_gen;   /* bumped by "1" messages */
+    uint64_t sub_gen;        /* bumped by each confirmed SUBSCRIBE */
+    pthread_cond_t changed;
+    size_t len;
+    char channel[];
+} rl_sub_entry;
+
+typedef struct rl_subscriber {
+    pthread_mutex_t mu;
+    pthread_cond_t thread_wake; /* wakes the thread while it has no connection */
+    const rl_config *cfg;
+    rl_sub_entry *entries, *dirty;
+    size_t subscribed_count;
+    rl_conn conn;
+    int connected;
+    atomic_int in_io; /* the thread is inside hiredis on conn */
+    int wake_pipe[2];
+    pthread_t thread;
+    int thread_started;
+    int stop;
+    char last_error[256];
+} rl_subscriber;
+
+/* A waiter's place on a channel. */
+typedef struct rl_sub_ticket {
+    rl_sub_entry *entry;
+    uint64_t wake_all_seen;
+    uint64_t sub_seen;
+    int64_t unsubscribed_since;
+    int64_t last_hook;
+} rl_sub_ticket;
+
+void rl_sub_init(rl_subscriber *sub, const rl_config *cfg);
+void rl_sub_stop(rl_subscriber *sub); /* stops the thread; waiters get RL_ERR_CLOSED */
+void rl_sub_destroy(rl_subscriber *sub);
+
+rl_status rl_sub_join(rl_subscriber *sub, const char *channel, size_t len, rl_sub_ticket *ticket,
+                      rl_error *err);
+
+/* Waits until woken (RL_OK: a release message, or a fresh subscription after which the caller
+ * must try again), until the monotonic time until_ms (RL_NOT_ACQUIRED; until_ms < 0 = never),
+ * until `hook` returns non-zero (RL_ABORTED), or fails (RL_ERR_CONNECTION, RL_ERR_CLOSED). */
+rl_status rl_sub_wait(rl_subscriber *sub, rl_sub_ticket *ticket, int64_t until_ms,
+                      rl_wait_hook hook, void *hook_userdata, rl_error *err);
+
+void rl_sub_leave(rl_subscriber *sub, rl_sub_ticket *ticket);
+
+size_t rl_sub_count(rl_subscriber *sub);
+
+/* In a forked child: the thread is gone and the connection is the parent's. */
+void rl_sub_forget_after_fork(rl_subscriber *sub);
+
+#endif

@@ -1,0 +1,164 @@
+#include "url.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+
+static int hexval(int c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    c = tolower(c);
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+}
+
+/* Copies [s, s+n) percent-decoded into a new string; NULL on a bad escape or no memory. */
+static char *decode(const char *s, size_t n, int *bad) {
+    char *out = malloc(n + 1);
+    if (!out) return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '%') {
+            int hi = i + 2 < n ? hexval((unsigned char)s[i + 1]) : -1;
+            int lo = i + 2 < n ? hexval((unsigned char)s[i + 2]) : -1;
+            if (hi < 0 || lo < 0) {
+                *bad = 1;
+                free(out);
+                return NULL;
+            }
+            out[o++] = (char)(hi * 16 + lo);
+            i += 2;
+        } else {
+            out[o++] = s[i];
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
+/* Parses a decimal in [lo, hi] from [s, s+n). */
+static int parse_int(const char *s, size_t n, long lo, long hi, int *out) {
+    if (n == 0 || n > 9) return -1;
+    long v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isdigit((unsigned char)s[i])) return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    if (v < lo || v > hi) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+void rl_endpoint_free(rl_endpoint *ep) {
+    free(ep->host);
+    free(ep->user);
+    free(ep->password);
+    memset(ep, 0, sizeof *ep);
+}
+
+/* user[:password] from [s, s+n); an empty user means password-only AUTH. */
+static rl_status parse_userinfo(const char *s, size_t n, rl_endpoint *ep, rl_error *err) {
+    const char *colon = memchr(s, ':', n);
+    size_t ulen = colon ? (size_t)(colon - s) : n;
+    int bad = 0;
+    if (ulen > 0) {
+        ep->user = decode(s, ulen, &bad);
+        if (!ep->user) goto fail;
+    }
+    if (colon) {
+        ep->password = decode(colon + 1, n - ulen - 1, &bad);
+        if (!ep->password) goto fail;
+    }
+    return RL_OK;
+fail:
+    return bad ? rl_fail(err, RL_ERR_ARGUMENT, "bad percent-escape in the URL's user or password")
+               : rl_fail(err, RL_ERR_MEMORY, "out of memory");
+}
+
+static rl_status parse_tcp(const char *rest, rl_endpoint *ep, rl_error *err) {
+    const char *end = rest + strlen(rest);
+    const char *at = NULL;
+    for (const char *p = rest; p < end && *p != '/'; p++)
+        if (*p == '@') at = p; /* the last '@' before the path ends the userinfo */
+    if (at) {
+        rl_status st = parse_userinfo(rest, (size_t)(at - rest), ep, err);
+        if (st != RL_OK) return st;
+        rest = at + 1;
+    }
+    const char *slash = strchr(rest, '/');
+    const char *hostport_end = slash ? slash : end;
+    const char *host = rest, *host_end, *port = NULL;
+    if (*rest == '[') { /* [IPv6]:port */
+        const char *close = memchr(rest, ']', (size_t)(hostport_end - rest));
+        if (!close) return rl_fail(err, RL_ERR_ARGUMENT, "unterminated '[' in the URL's host");
+        host = rest + 1;
+        host_end = close;
+        if (close + 1 < hostport_end) {
+            if (close[1] != ':') return rl_fail(err, RL_ERR_ARGUMENT, "junk after ']' in URL");
+            port = close + 2;
+        }
+    } else {
+        const char *colon = memchr(rest, ':', (size_t)(hostport_end - rest));
+        host_end = colon ? colon : hostport_end;
+        if (colon) port = colon + 1;
+    }
+    if (host_end == host) return rl_fail(err, RL_ERR_ARGUMENT, "the URL has no host");
+    ep->port = 6379;
+    if (port && parse_int(port, (size_t)(hostport_end - port), 1, 65535, &ep->port) != 0)
+        return rl_fail(err, RL_ERR_ARGUMENT, "the URL's port must be a number from 1 to 65535");
+    if (slash && slash[1] != '\0' &&
+        parse_int(slash + 1, strlen(slash + 1), 0, 1000000, &ep->db) != 0)
+        return rl_fail(err, RL_ERR_ARGUMENT, "the URL's database (after '/') must be a number");
+    ep->host = strndup(host, (size_t)(host_end - host));
+    return ep->host ? RL_OK : rl_fail(err, RL_ERR_MEMORY, "out of memory");
+}
+
+static rl_status parse_unix(const char *rest, rl_endpoint *ep, rl_error *err) {
+    ep->is_unix = 1;
+    const char *path = strchr(rest, '/');
+    if (!path) return rl_fail(err, RL_ERR_ARGUMENT, "unix:// URL needs an absolute path");
+    if (path != rest) {
+        if (path[-1] != '@')
+            return rl_fail(err, RL_ERR_ARGUMENT, "unix:// URL: write unix:///path or unix://user:pass@/path");
+        rl_status st = parse_userinfo(rest, (size_t)(path - 1 - rest), ep, err);
+        if (st != RL_OK) return st;
+    }
+    const char *query = strchr(path, '?');
+    size_t path_len = query ? (size_t)(query - path) : strlen(path);
+    if (path_len < 2) return rl_fail(err, RL_ERR_ARGUMENT, "unix:// URL has an empty path");
+    if (query) {
+        if (strncmp(query, "?db=", 4) != 0 ||
+            parse_int(query + 4, strlen(query + 4), 0, 1000000, &ep->db) != 0)
+            return rl_fail(err, RL_ERR_ARGUMENT, "unix:// URL accepts only ?db=N");
+    }
+    int bad = 0;
+    ep->host = decode(path, path_len, &bad);
+    if (!ep->host)
+        return rl_fail(err, bad ? RL_ERR_ARGUMENT : RL_ERR_MEMORY, "bad unix socket path");
+    return RL_OK;
+}
+
+rl_status rl_endpoint_parse(const char *url, rl_endpoint *ep, rl_error *err) {
+    memset(ep, 0, sizeof *ep);
+    if (!url) return rl_fail(err, RL_ERR_ARGUMENT, "url must not be NULL");
+    rl_status st;
+    if (strncmp(url, "redis://", 8) == 0) {
+        st = parse_tcp(url + 8, ep, err);
+    } else if (strncmp(url, "rediss://", 9) == 0) {
+#ifdef RL_WITH_TLS
+        ep->tls = 1;
+        st = parse_tcp(url + 9, ep, err);
+#else
+        st = rl_fail(err, RL_ERR_UNSUPPORTED,
+                     "rediss:// needs a redlease built with TLS (hiredis_ssl); this build has none");
+#endif
+    } else if (strncmp(url, "unix://", 7) == 0) {
+        st = parse_unix(url + 7, ep, err);
+    } else {
+        st = rl_fail(err, RL_ERR_ARGUMENT,
+                     "URL must start with redis://, rediss:// or unix:// (got \"%.40s\")", url);
+    }
+    if (st != RL_OK) rl_endpoint_free(ep);
+    return st;
+}

@@ -1,0 +1,22 @@
+/* Parsing redis://, rediss:// and unix:// URLs into where and how to connect. */
+#ifndef RL_URL_H
+#define RL_URL_H
+
+#include "redlease.h"
+
+typedef struct rl_endpoint {
+    int is_unix;
+    int tls;
+    char *host; /* TCP host without brackets, or the unix socket path */
+    int port;
+    int db;
+    char *user;     /* ACL user, or NULL */
+    char *password; /* or NULL */
+} rl_endpoint;
+
+/* Fills *out (to be freed with rl_endpoint_free) or fails with RL_ERR_ARGUMENT /
+ * RL_ERR_UNSUPPORTED. */
+rl_status rl_endpoint_parse(const char *url, rl_endpoint *out, rl_error *err);
+void rl_endpoint_free(rl_endpoint *ep);
+
+#endif

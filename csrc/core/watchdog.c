@@ -1,0 +1,244 @@
+#include "watchdog.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "client.h"
+#include "clock.h"
+#include "threads.h"
+
+/* Pairs per script call: big enough that 100,000 holds take 100 calls in one round trip, small
+ * enough that one call keeps Redis busy for only a fraction of a millisecond. */
+#define RENEW_PAIRS_PER_CALL 1000
+
+void rl_watchdog_init(rl_watchdog *wd) {
+    *wd = (rl_watchdog){0};
+    rl_cond_init(&wd->wake);
+    rl_cond_init(&wd->round_done);
+    atomic_init(&wd->in_io, 0);
+}
+
+void rl_watchdog_destroy(rl_watchdog *wd) {
+    rl_conn_close(&wd->conn);
+    pthread_cond_destroy(&wd->wake);
+    pthread_cond_destroy(&wd->round_done);
+}
+
+static int64_t period_ms(const rl_client *c) {
+    int64_t p = c->cfg.options.watchdog_timeout_ms / 3;
+    return p > 0 ? p : 1;
+}
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* The argv of one renewal round: n pairs split into calls of RENEW_PAIRS_PER_CALL. */
+typedef struct round_buffers {
+    size_t ncalls;
+    rl_cmd *cmds;
+    redisReply **replies;
+    const char **argv;
+    size_t *lens;
+    char (*numkeys)[16];
+    char lease[24];
+} round_buffers;
+
+static void free_round(round_buffers *b) {
+    if (b->replies)
+        for (size_t i = 0; i < b->ncalls; i++) freeReplyObject(b->replies[i]);
+    free(b->cmds);
+    free(b->replies);
+    free(b->argv);
+    free(b->lens);
+    free(b->numkeys);
+}
+
+/* Builds EVALSHA renew <k> name... lease owner... per call, pointing into the holds (which the
+ * round pins with in_round, and whose name and owner never change). */
+static int build_round(round_buffers *b, rl_hold **batch, size_t n, int64_t lease) {
+    b->ncalls = (n + RENEW_PAIRS_PER_CALL - 1) / RENEW_PAIRS_PER_CALL;
+    size_t slots = 2 * n + b->ncalls * (RL_SCRIPT_ARGV_HEAD + 1);
+    b->cmds = calloc(b->ncalls, sizeof *b->cmds);
+    b->replies = calloc(b->ncalls, sizeof *b->replies);
+    b->argv = calloc(slots, sizeof *b->argv);
+    b->lens = calloc(slots, sizeof *b->lens);
+    b->numkeys = calloc(b->ncalls, sizeof *b->numkeys);
+    if (!b->cmds || !b->replies || !b->argv || !b->lens || !b->numkeys) return -1;
+    int lease_len = snprintf(b->lease, sizeof b->lease, "%lld", (long long)lease);
+    size_t slot = 0;
+    for (size_t k = 0; k < b->ncalls; k++) {
+        size_t first = k * RENEW_PAIRS_PER_CALL;
+        size_t count = min64((int64_t)RENEW_PAIRS_PER_CALL, (int64_t)(n - first));
+        const char **a = b->argv + slot;
+        size_t *l = b->lens + slot;
+        int nk = snprintf(b->numkeys[k], sizeof b->numkeys[k], "%zu", count);
+        a[2] = b->numkeys[k], l[2] = (size_t)nk;
+        for (size_t i = 0; i < count; i++) {
+            rl_hold *h = batch[first + i];
+            a[RL_SCRIPT_ARGV_HEAD + i] = h->name, l[RL_SCRIPT_ARGV_HEAD + i] = h->name_len;
+            a[RL_SCRIPT_ARGV_HEAD + count + 1 + i] = h->owner;
+            l[RL_SCRIPT_ARGV_HEAD + count + 1 + i] = h->owner_len;
+        }
+        a[RL_SCRIPT_ARGV_HEAD + count] = b->lease, l[RL_SCRIPT_ARGV_HEAD + count] = (size_t)lease_len;
+        b->cmds[k] = (rl_cmd){(int)(RL_SCRIPT_ARGV_HEAD + 2 * count + 1), a, l};
+        slot += RL_SCRIPT_ARGV_HEAD + 2 * count + 1;
+    }
+    return 0;
+}
+
+static long long answer_for(const round_buffers *b, size_t i) {
+    const redisReply *r = b->replies[i / RENEW_PAIRS_PER_CALL];
+    size_t j = i % RENEW_PAIRS_PER_CALL;
+    if (!r || r->type != REDIS_REPLY_ARRAY || j >= r->elements) return -1;
+    return r->element[j]->type == REDIS_REPLY_INTEGER ? r->element[j]->integer : -1;
+}
+
+/* One round. Called and returns with the client mutex held; drops it for the network. Returns 1
+ * when Redis answered, 0 when the round must be retried. */
+static int renew_round(rl_client *c) {
+    rl_watchdog *wd = &c->watchdog;
+    rl_hold **batch = malloc(c->holds.watched * sizeof *batch);
+    if (!batch) return 0;
+    size_t n = 0;
+    for (rl_hold *h = c->holds.watch_head; h; h = h->watch_next) {
+        if (h->releasing || h->lost) continue;
+        h->in_round = 1;
+        batch[n++] = h;
+    }
+    int64_t lease = c->cfg.options.watchdog_timeout_ms;
+    int64_t sent_at = rl_now_ms();
+    pthread_mutex_unlock(&c->mu);
+
+    round_buffers b = {0};
+    rl_error err = {RL_OK, "out of memory building a renewal round"};
+    rl_status st = RL_ERR_MEMORY;
+    uint64_t exchanges_before = wd->conn.exchanges;
+    if (n > 0 && build_round(&b, batch, n, lease) == 0) {
+        atomic_store(&wd->in_io, 1);
+        st = rl_scripts_run(&c->scripts, &wd->conn, &c->cfg,
+                            min64(c->cfg.options.command_timeout_ms, period_ms(c)),
+                            RL_SCRIPT_RENEW, b.ncalls, b.cmds, b.replies, 1, &err);
+        atomic_store(&wd->in_io, 0);
+    }
+
+    pthread_mutex_lock(&c->mu);
+    int64_t now = rl_now_ms();
+    size_t renewed = 0;
+    for (size_t i = 0; i < n; i++) {
+        rl_hold *h = batch[i];
+        h->in_round = 0;
+        long long answer = st == RL_OK ? answer_for(&b, i) : -1;
+        if (answer == 1) {
+            h->confirmed_until = sent_at + lease;
+            renewed++;
+        } else if (answer == 0) {
+            rl_client_hold_lost(c, h, now >= h->confirmed_until ? RL_LOST_EXPIRED : RL_LOST_DELETED);
+        } else if (answer == 2) {
+            rl_client_hold_lost(c, h, RL_LOST_OWNER_CHANGED);
+        } else if (now >= h->confirmed_until) {
+            rl_client_hold_lost(c, h, RL_LOST_UNREACHABLE);
+        }
+    }
+    wd->round_trips += wd->conn.exchanges - exchanges_before;
+    if (st == RL_OK) {
+        wd->rounds++;
+        wd->calls += b.ncalls;
+        wd->renewed += renewed;
+        wd->last_round_holds = n;
+        rl_events_push(&c->events, RL_EVENT_RENEWED, NULL, 0, 0, RL_LOST_NONE, renewed,
+                       "renewal round done");
+    } else if (n > 0) {
+        char message[320];
+        snprintf(message, sizeof message, "renewal of %zu hold(s) failed, retrying: %s", n,
+                 err.message);
+        rl_events_push(&c->events, RL_EVENT_RENEW_FAILED, NULL, 0, 0, RL_LOST_NONE, n, message);
+    }
+    pthread_cond_broadcast(&wd->round_done);
+    free_round(&b);
+    free(batch);
+    return st == RL_OK || n == 0;
+}
+
+static void *watchdog_main(void *arg) {
+    rl_client *c = arg;
+    rl_watchdog *wd = &c->watchdog;
+    const int64_t period = period_ms(c);
+    const int64_t retry_min = min64(100, period / 4 + 1), retry_max = min64(2000, period / 2 + 1);
+    int64_t retry = retry_min, next = rl_now_ms() + period, idle_since = -1;
+    pthread_mutex_lock(&c->mu);
+    while (!wd->stop) {
+        int64_t now = rl_now_ms();
+        if (c->holds.watched == 0) {
+            /* Linger one period so that a tight acquire/release loop does not start a thread
+             * per hold. */
+            if (idle_since < 0) idle_since = now;
+            if (now - idle_since >= period) break;
+            rl_cond_wait_until(&wd->wake, &c->mu, idle_since + period);
+            continue;
+        }
+        if (idle_since >= 0) {
+            idle_since = -1;
+            next = now + period;
+        }
+        if (now < next) {
+            rl_cond_wait_until(&wd->wake, &c->mu, next);
+            continue;
+        }
+        if (renew_round(c)) {
+            retry = retry_min;
+            next += period; /* fixed rate */
+            if (next < rl_now_ms()) next = rl_now_ms();
+        } else {
+            next = rl_now_ms() + retry;
+            retry = min64(retry * 2, retry_max);
+        }
+    }
+    wd->running = 0;
+    pthread_cond_broadcast(&wd->round_done);
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+int rl_watchdog_watch(rl_client *c, rl_hold *hold) {
+    rl_watchdog *wd = &c->watchdog;
+    rl_holds_watch(&c->holds, hold);
+    if (wd->running) {
+        pthread_cond_signal(&wd->wake);
+        return 0;
+    }
+    if (wd->thread_started) { /* it left its loop: reap it before starting anew */
+        pthread_join(wd->thread, NULL);
+        wd->thread_started = 0;
+    }
+    if (wd->stop || rl_thread_start(&wd->thread, watchdog_main, c) != 0) {
+        rl_holds_unwatch(&c->holds, hold);
+        return -1;
+    }
+    wd->thread_started = 1;
+    wd->running = 1;
+    return 0;
+}
+
+void rl_watchdog_wait_out_round(rl_client *c, rl_hold *hold) {
+    while (hold->in_round) pthread_cond_wait(&c->watchdog.round_done, &c->mu);
+}
+
+void rl_watchdog_stop(rl_client *c) {
+    rl_watchdog *wd = &c->watchdog;
+    pthread_mutex_lock(&c->mu);
+    wd->stop = 1;
+    pthread_cond_broadcast(&wd->wake);
+    int started = wd->thread_started;
+    wd->thread_started = 0;
+    pthread_mutex_unlock(&c->mu);
+    if (started) pthread_join(wd->thread, NULL);
+    rl_conn_close(&wd->conn);
+}
+
+void rl_watchdog_forget_after_fork(rl_watchdog *wd) {
+    if (atomic_load(&wd->in_io)) rl_conn_abandon(&wd->conn);
+    else rl_conn_close(&wd->conn);
+    atomic_store(&wd->in_io, 0);
+    wd->thread_started = 0;
+    wd->running = 0;
+    wd->stop = 0;
+}

@@ -1,0 +1,51 @@
+/* The watchdog: one background thread per client that keeps watchdog-mode holds alive.
+ *
+ * Every watchdog_timeout/3, at a fixed rate, one round renews all of the client's watched holds
+ * with as few round trips as possible: many (key, owner) pairs per script call and every call of
+ * the round pipelined. The thread starts with the first watched hold and stops after a renewal
+ * period with none. It never holds the client mutex during network I/O; a release waits for the
+ * round that carries its hold, so no renewal can follow a release. A renewal that fails on the
+ * network is retried with back-off until the lease Redis last confirmed runs out; only then, or
+ * as soon as Redis answers that the hold is gone, is the hold declared lost. */
+#ifndef RL_WATCHDOG_H
+#define RL_WATCHDOG_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "conn.h"
+#include "holds.h"
+
+struct rl_client;
+
+typedef struct rl_watchdog {
+    pthread_t thread;
+    int thread_started; /* a thread exists and must be joined */
+    int running;        /* the thread is in its loop */
+    int stop;
+    pthread_cond_t wake;       /* new hold, stop */
+    pthread_cond_t round_done; /* holds left a round */
+    rl_conn conn;              /* the watchdog's own connection */
+    atomic_int in_io;
+    uint64_t rounds, round_trips, calls, renewed;
+    size_t last_round_holds;
+} rl_watchdog;
+
+void rl_watchdog_init(rl_watchdog *wd);
+void rl_watchdog_destroy(rl_watchdog *wd);
+
+/* With the client mutex held: put `hold` on the renewal list, starting the thread if needed.
+ * Returns 0, or -1 when the thread cannot start (the hold is then not watched). */
+int rl_watchdog_watch(struct rl_client *c, rl_hold *hold);
+
+/* With the client mutex held: wait until `hold` is in no renewal round on the wire. */
+void rl_watchdog_wait_out_round(struct rl_client *c, rl_hold *hold);
+
+/* Stops and joins the thread, closes its connection. */
+void rl_watchdog_stop(struct rl_client *c);
+
+/* In a forked child: the thread is gone and the connection is the parent's. */
+void rl_watchdog_forget_after_fork(rl_watchdog *wd);
+
+#endif

@@ -1,0 +1,211 @@
+#include "harness.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_TESTS 128
+
+typedef struct test_entry {
+    const char *name;
+    test_fn fn;
+} test_entry;
+static test_entry tests[MAX_TESTS];
+static int ntests;
+static int current_failed;
+
+test_server g_server;
+redisContext *g_raw;
+
+void test_register(const char *name, test_fn fn) {
+    if (ntests < MAX_TESTS) tests[ntests++] = (test_entry){name, fn};
+}
+
+void test_fail(const char *file, int line, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stdout, "    FAIL %s:%d: ", file, line);
+    vfprintf(stdout, fmt, ap);
+    fprintf(stdout, "\n");
+    va_end(ap);
+    fflush(stdout);
+    current_failed = 1;
+}
+
+int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void sleep_ms(int64_t ms) {
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+static int free_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    int port = -1;
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    if (fd >= 0) close(fd);
+    return port;
+}
+
+static int answers_ping(const test_server *s) {
+    struct timeval tv = {0, 200000};
+    redisContext *c = redisConnectWithTimeout("127.0.0.1", s->port, tv);
+    int ok = 0;
+    if (c && !c->err) {
+        redisReply *r = redisCommand(c, "PING");
+        ok = r != NULL; /* PONG, or NOAUTH from a server with a password */
+        if (r) freeReplyObject(r);
+    }
+    if (c) redisFree(c);
+    return ok;
+}
+
+int server_start(test_server *s, const char *const *extra) {
+    memset(s, 0, sizeof *s);
+    snprintf(s->dir, sizeof s->dir, "/tmp/rltest.XXXXXX");
+    if (!mkdtemp(s->dir)) return -1;
+    snprintf(s->socket, sizeof s->socket, "%s/redis.sock", s->dir);
+    for (int attempt = 0; attempt < 20; attempt++) {
+        s->port = free_port();
+        if (s->port <= 0) continue;
+        char port[16];
+        snprintf(port, sizeof port, "%d", s->port);
+        const char *argv[64] = {"redis-server", "--port", port, "--bind", "127.0.0.1",
+                                "--save", "", "--appendonly", "no", "--dir", s->dir,
+                                "--unixsocket", s->socket, "--unixsocketperm", "700"};
+        int n = 15;
+        for (int i = 0; extra && extra[i] && n < 63; i++) argv[n++] = extra[i];
+        argv[n] = NULL;
+        pid_t pid = fork();
+        if (pid == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the test run */
+            char log[128];
+            snprintf(log, sizeof log, "%s/redis.log", s->dir);
+            int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+            if (fd >= 0) dup2(fd, 1), dup2(fd, 2);
+            execvp("redis-server", (char *const *)argv);
+            _exit(127);
+        }
+        s->pid = pid;
+        for (int wait = 0; wait < 100; wait++) {
+            if (answers_ping(s)) {
+                snprintf(s->url, sizeof s->url, "redis://127.0.0.1:%d", s->port);
+                return 0;
+            }
+            int status;
+            if (waitpid(pid, &status, WNOHANG) == pid) break; /* port taken: try another */
+            sleep_ms(50);
+        }
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+    return -1;
+}
+
+void server_stop(test_server *s) {
+    if (s->pid > 0) {
+        kill(s->pid, SIGKILL);
+        waitpid(s->pid, NULL, 0);
+        s->pid = 0;
+    }
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", s->dir);
+    if (s->dir[0] && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", s->dir);
+}
+
+redisContext *server_connect(const test_server *s) {
+    struct timeval tv = {5, 0};
+    redisContext *c = redisConnectWithTimeout("127.0.0.1", s->port, tv);
+    if (!c || c->err) {
+        fprintf(stderr, "cannot connect to the test server\n");
+        exit(2);
+    }
+    return c;
+}
+
+static redisReply *vraw(redisContext *c, const char *fmt, va_list ap) {
+    redisReply *r = redisvCommand(c, fmt, ap);
+    if (!r) {
+        fprintf(stderr, "raw command \"%s\" failed: %s\n", fmt, c->errstr);
+        exit(2);
+    }
+    return r;
+}
+
+redisReply *raw(redisContext *c, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = vraw(c, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+long long raw_int(redisContext *c, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = vraw(c, fmt, ap);
+    va_end(ap);
+    long long v = r->type == REDIS_REPLY_INTEGER ? r->integer
+                  : r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10)
+                                                  : -999;
+    freeReplyObject(r);
+    return v;
+}
+
+rl_client *new_client(const char *url, int64_t watchdog_ms) {
+    rl_options o;
+    rl_options_init(&o);
+    if (watchdog_ms > 0) o.watchdog_timeout_ms = watchdog_ms;
+    rl_client *c = NULL;
+    rl_error err;
+    if (rl_client_new(url, &o, &c, &err) != RL_OK) {
+        fprintf(stderr, "rl_client_new(%s): %s\n", url, err.message);
+        exit(2);
+    }
+    return c;
+}
+
+int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (server_start(&g_server, NULL) != 0) {
+        fprintf(stdout, "cannot start redis-server (is it installed?)\n0 passed, 1 failed\n");
+        return 1;
+    }
+    g_raw = server_connect(&g_server);
+    int passed = 0, failed = 0;
+    for (int i = 0; i < ntests; i++) {
+        if (argc > 1 && !strstr(tests[i].name, argv[1])) continue;
+        freeReplyObject(raw(g_raw, "FLUSHALL"));
+        current_failed = 0;
+        int64_t t0 = now_ms();
+        tests[i].fn();
+        printf("%s %s (%lld ms)\n", current_failed ? "FAIL" : "ok  ", tests[i].name,
+               (long long)(now_ms() - t0));
+        if (current_failed) failed++;
+        else passed++;
+    }
+    redisFree(g_raw);
+    server_stop(&g_server);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

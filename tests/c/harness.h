@@ -1,0 +1,87 @@
+/* A small test runner for the core: TEST(name) registers a test, CHECK* fail it with the file and
+ * line; the run ends with "N passed, N failed". Also throwaway redis-servers for tests. */
+#ifndef RL_TEST_HARNESS_H
+#define RL_TEST_HARNESS_H
+
+#include <hiredis/hiredis.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "redlease.h"
+
+typedef void (*test_fn)(void);
+void test_register(const char *name, test_fn fn);
+void test_fail(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#define TEST(name)                                                                                 \
+    static void name(void);                                                                        \
+    __attribute__((constructor)) static void register_##name(void) { test_register(#name, name); } \
+    static void name(void)
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            test_fail(__FILE__, __LINE__, "%s", #cond);                                            \
+            return;                                                                                \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_MSG(cond, ...)                                                                       \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            test_fail(__FILE__, __LINE__, __VA_ARGS__);                                            \
+            return;                                                                                \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_INT(a, b)                                                                            \
+    do {                                                                                           \
+        long long a_ = (long long)(a), b_ = (long long)(b);                                        \
+        if (a_ != b_) {                                                                            \
+            test_fail(__FILE__, __LINE__, "%s == %s: %lld != %lld", #a, #b, a_, b_);               \
+            return;                                                                                \
+        }                                                                                          \
+    } while (0)
+
+/* Expects status `want` from the call; prints the error message otherwise. */
+#define CHECK_STATUS(call, want)                                                                   \
+    do {                                                                                           \
+        rl_error e_ = {RL_OK, ""};                                                                 \
+        rl_error *err = &e_;                                                                       \
+        rl_status s_ = (call);                                                                     \
+        if (s_ != (want)) {                                                                        \
+            test_fail(__FILE__, __LINE__, "%s -> %s (want %s): %s", #call, rl_status_name(s_),     \
+                      rl_status_name(want), e_.message);                                           \
+            return;                                                                                \
+        }                                                                                          \
+    } while (0)
+#define CHECK_OK(call) CHECK_STATUS(call, RL_OK)
+
+typedef struct test_server {
+    int port;
+    pid_t pid;
+    char dir[64];
+    char url[96];    /* redis://127.0.0.1:port */
+    char socket[96]; /* unix socket path */
+} test_server;
+
+/* Starts redis-server (no persistence) on a free loopback port and a unix socket; extra args
+ * (NULL-terminated) are passed on. Dies with the test process. 0 on success. */
+int server_start(test_server *s, const char *const *extra_args);
+void server_stop(test_server *s);
+
+/* A raw hiredis connection to look at what the core wrote. */
+redisContext *server_connect(const test_server *s);
+/* Runs a command on a raw connection; aborts the test run if the connection fails. */
+redisReply *raw(redisContext *c, const char *fmt, ...);
+long long raw_int(redisContext *c, const char *fmt, ...);
+
+/* The run's shared server, flushed before every test. */
+extern test_server g_server;
+extern redisContext *g_raw;
+
+rl_client *new_client(const char *url, int64_t watchdog_ms);
+int64_t now_ms(void);
+void sleep_ms(int64_t ms);
+
+#endif

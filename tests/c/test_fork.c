@@ -1,0 +1,52 @@
+/* Fork: a child never renews or releases the parent's holds and can take its own. */
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+/* Runs in the child; the exit code says which check failed (0 = all passed). */
+static int child_checks(rl_client *c, rl_lock *held_by_parent) {
+    if (rl_lock_local_holds(held_by_parent, 1) != 0) return 10;
+    if (rl_lock_release(held_by_parent, 1, NULL) != RL_NOT_OWNED) return 11;
+    int held = -1;
+    if (rl_lock_is_held(held_by_parent, 1, &held, NULL) != RL_OK || held != 0) return 12;
+    if (rl_lock_acquire(held_by_parent, 1, 5000, 0, NULL, NULL, NULL) != RL_NOT_ACQUIRED) return 13;
+    rl_lock *own;
+    if (rl_lock_new(c, "child-own", 9, &own, NULL) != RL_OK) return 14;
+    if (rl_lock_acquire(own, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, NULL) != RL_OK) return 15;
+    if (rl_lock_release(own, 1, NULL) != RL_OK) return 16;
+    rl_lock_free(own);
+    return 0;
+}
+
+TEST(fork_child_cannot_touch_parent_holds) {
+    rl_client *c = new_client(g_server.url, 600);
+    rl_lock *l;
+    CHECK_OK(rl_lock_new(c, "forked", 6, &l, err));
+    CHECK_OK(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
+    char parent_id[37];
+    snprintf(parent_id, sizeof parent_id, "%s", rl_client_id(c));
+    pid_t pid = fork();
+    if (pid == 0) {
+        int rc = child_checks(c, l);
+        if (rc == 0 && strcmp(rl_client_id(c), parent_id) == 0) rc = 17;
+        rl_lock_free(l);
+        rl_client_free(c);
+        _exit(rc);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child failed check %d",
+              WEXITSTATUS(status));
+    sleep_ms(1000); /* the parent still renews its hold: more than a lease later it is there */
+    int64_t count;
+    CHECK_OK(rl_lock_hold_count(l, 1, &count, err));
+    CHECK_INT(count, 1);
+    CHECK(raw_int(g_raw, "PTTL forked") > 0);
+    CHECK_OK(rl_lock_release(l, 1, err));
+    CHECK_INT(raw_int(g_raw, "EXISTS forked"), 0);
+    rl_lock_free(l);
+    rl_client_free(c);
+}

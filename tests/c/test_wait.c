@@ -1,0 +1,222 @@
+/* Waiting: pub/sub wake-ups, expiry wake-ups, timeouts, aborts, no subscription left behind,
+ * and mutual exclusion under contention. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "harness.h"
+
+typedef struct waiter {
+    rl_lock *lock;
+    uint64_t context;
+    int64_t wait_ms;
+    rl_status status;
+    int64_t acquired_at;
+    rl_wait_hook hook;
+    void *hook_userdata;
+} waiter;
+
+static void *wait_for_lock(void *arg) {
+    waiter *w = arg;
+    w->status = rl_lock_acquire(w->lock, w->context, 10000, w->wait_ms, w->hook, w->hook_userdata, NULL);
+    w->acquired_at = now_ms();
+    return NULL;
+}
+
+static size_t channels_on_server(void) {
+    redisReply *r = raw(g_raw, "PUBSUB CHANNELS *");
+    size_t n = r->elements;
+    freeReplyObject(r);
+    return n;
+}
+
+TEST(release_wakes_a_waiter_long_before_the_lease_ends) {
+    rl_client *a = new_client(g_server.url, 0), *b = new_client(g_server.url, 0);
+    rl_lock *la, *lb;
+    CHECK_OK(rl_lock_new(a, "wake", 4, &la, err));
+    CHECK_OK(rl_lock_new(b, "wake", 4, &lb, err));
+    CHECK_OK(rl_lock_acquire(la, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err)); /* PTTL 30 s */
+    waiter w = {.lock = lb, .context = 1, .wait_ms = RL_WAIT_FOREVER};
+    pthread_t t;
+    pthread_create(&t, NULL, wait_for_lock, &w);
+    sleep_ms(300);
+    /* The waiter is subscribed to Redisson's channel name for this lock. */
+    redisReply *r = raw(g_raw, "PUBSUB CHANNELS *");
+    CHECK_INT(r->elements, 1);
+    CHECK(strcmp(r->element[0]->str, "redisson_lock__channel:{wake}") == 0);
+    freeReplyObject(r);
+    int64_t released_at = now_ms();
+    CHECK_OK(rl_lock_release(la, 1, err));
+    pthread_join(t, NULL);
+    CHECK_INT(w.status, RL_OK);
+    CHECK_MSG(w.acquired_at - released_at < 1000, "woken after %lld ms",
+              (long long)(w.acquired_at - released_at));
+    CHECK_INT(channels_on_server(), 0);
+    CHECK_OK(rl_lock_release(lb, 1, err));
+    rl_stats st;
+    rl_client_stats(b, &st);
+    CHECK_INT(st.subscriptions, 0);
+    rl_lock_free(la);
+    rl_lock_free(lb);
+    rl_client_free(a);
+    rl_client_free(b);
+}
+
+TEST(expiry_wakes_a_waiter_without_a_message) {
+    rl_client *a = new_client(g_server.url, 0), *b = new_client(g_server.url, 0);
+    rl_lock *la, *lb;
+    CHECK_OK(rl_lock_new(a, "exp", 3, &la, err));
+    CHECK_OK(rl_lock_new(b, "exp", 3, &lb, err));
+    int64_t t0 = now_ms();
+    CHECK_OK(rl_lock_acquire(la, 1, 400, 0, NULL, NULL, err));
+    CHECK_OK(rl_lock_acquire(lb, 1, 5000, 5000, NULL, NULL, err));
+    int64_t waited = now_ms() - t0;
+    CHECK_MSG(waited >= 350 && waited < 2000, "waited %lld ms for a 400 ms lease", (long long)waited);
+    CHECK_INT(channels_on_server(), 0);
+    CHECK_OK(rl_lock_release(lb, 1, err));
+    rl_lock_free(la);
+    rl_lock_free(lb);
+    rl_client_free(a);
+    rl_client_free(b);
+}
+
+TEST(wait_times_out) {
+    rl_client *a = new_client(g_server.url, 0);
+    rl_lock *l;
+    CHECK_OK(rl_lock_new(a, "to", 2, &l, err));
+    CHECK_OK(rl_lock_acquire(l, 1, 10000, 0, NULL, NULL, err));
+    int64_t t0 = now_ms();
+    CHECK_STATUS(rl_lock_acquire(l, 2, 10000, 300, NULL, NULL, err), RL_NOT_ACQUIRED);
+    int64_t waited = now_ms() - t0;
+    CHECK_MSG(waited >= 290 && waited < 2000, "waited %lld ms", (long long)waited);
+    CHECK_INT(channels_on_server(), 0);
+    CHECK_INT(rl_lock_local_holds(l, 2), 0);
+    rl_lock_free(l);
+    rl_client_free(a);
+}
+
+static int abort_after_deadline(void *userdata) {
+    int64_t *deadline = userdata;
+    return now_ms() >= *deadline;
+}
+
+TEST(hook_aborts_a_wait_cleanly) {
+    rl_client *a = new_client(g_server.url, 0);
+    rl_lock *l;
+    CHECK_OK(rl_lock_new(a, "ab", 2, &l, err));
+    CHECK_OK(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
+    int64_t deadline = now_ms() + 200;
+    CHECK_STATUS(rl_lock_acquire(l, 2, 10000, RL_WAIT_FOREVER, abort_after_deadline, &deadline, err),
+                 RL_ABORTED);
+    int64_t late = now_ms() - deadline;
+    CHECK_MSG(late >= 0 && late < 300, "aborted %lld ms after the hook asked", (long long)late);
+    CHECK_INT(channels_on_server(), 0);
+    CHECK_INT(rl_lock_local_holds(l, 2), 0);
+    CHECK_OK(rl_lock_release(l, 1, err));
+    rl_lock_free(l);
+    rl_client_free(a);
+}
+
+/* Eight threads over two clients increment a counter inside the lock with a separate read and
+ * write; any overlap of two holders would lose an increment or trip `inside`. */
+typedef struct contender {
+    rl_lock *lock;
+    uint64_t context;
+    int iterations;
+    atomic_int *counter, *inside, *overlaps;
+    int errors;
+    int64_t longest_wait;
+} contender;
+
+static void *contend(void *arg) {
+    contender *c = arg;
+    for (int i = 0; i < c->iterations; i++) {
+        int64_t t0 = now_ms();
+        if (rl_lock_acquire(c->lock, c->context, 10000, RL_WAIT_FOREVER, NULL, NULL, NULL) != RL_OK) {
+            c->errors++;
+            continue;
+        }
+        if (now_ms() - t0 > c->longest_wait) c->longest_wait = now_ms() - t0;
+        if (atomic_fetch_add(c->inside, 1) != 0) atomic_fetch_add(c->overlaps, 1);
+        int v = atomic_load_explicit(c->counter, memory_order_relaxed);
+        sched_yield();
+        atomic_store_explicit(c->counter, v + 1, memory_order_relaxed);
+        atomic_fetch_sub(c->inside, 1);
+        if (rl_lock_release(c->lock, c->context, NULL) != RL_OK) c->errors++;
+    }
+    return NULL;
+}
+
+TEST(contention_never_overlaps) {
+    enum { THREADS = 8, ITERATIONS = 150 };
+    rl_client *clients[2] = {new_client(g_server.url, 0), new_client(g_server.url, 0)};
+    rl_lock *locks[2];
+    for (int i = 0; i < 2; i++) CHECK_OK(rl_lock_new(clients[i], "counter", 7, &locks[i], err));
+    atomic_int counter = 0, inside = 0, overlaps = 0;
+    contender cs[THREADS];
+    pthread_t threads[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        cs[i] = (contender){locks[i % 2], (uint64_t)i + 1, ITERATIONS, &counter, &inside, &overlaps, 0, 0};
+        pthread_create(&threads[i], NULL, contend, &cs[i]);
+    }
+    int errors = 0;
+    int64_t longest = 0;
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(threads[i], NULL);
+        errors += cs[i].errors;
+        if (cs[i].longest_wait > longest) longest = cs[i].longest_wait;
+    }
+    /* Hand-offs go by pub/sub: no acquire may sit out a timeout (the command timeout is 5 s). */
+    CHECK_MSG(longest < 2500, "an acquire waited %lld ms", (long long)longest);
+    CHECK_INT(errors, 0);
+    CHECK_INT(overlaps, 0);
+    CHECK_INT(counter, THREADS * ITERATIONS);
+    CHECK_INT(raw_int(g_raw, "EXISTS counter"), 0);
+    CHECK_INT(channels_on_server(), 0);
+    for (int i = 0; i < 2; i++) {
+        rl_lock_free(locks[i]);
+        rl_client_free(clients[i]);
+    }
+}
+
+TEST(local_waiters_share_one_subscription) {
+    enum { WAITERS = 4 };
+    rl_client *a = new_client(g_server.url, 0), *b = new_client(g_server.url, 0);
+    rl_lock *la, *lb;
+    CHECK_OK(rl_lock_new(a, "many", 4, &la, err));
+    CHECK_OK(rl_lock_new(b, "many", 4, &lb, err));
+    CHECK_OK(rl_lock_acquire(la, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
+    waiter ws[WAITERS];
+    pthread_t ts[WAITERS];
+    for (int i = 0; i < WAITERS; i++) {
+        ws[i] = (waiter){.lock = lb, .context = (uint64_t)i + 1, .wait_ms = 20000};
+        pthread_create(&ts[i], NULL, wait_for_lock, &ws[i]);
+    }
+    sleep_ms(300);
+    redisReply *r = raw(g_raw, "PUBSUB NUMSUB redisson_lock__channel:{many}");
+    CHECK_INT(r->element[1]->integer, 1); /* one subscription for four waiters */
+    freeReplyObject(r);
+    CHECK_OK(rl_lock_release(la, 1, err));
+    /* Each waiter, once it holds the lock, releases it and so wakes the next. */
+    int done = 0;
+    int64_t deadline = now_ms() + 10000;
+    while (done < WAITERS && now_ms() < deadline) {
+        for (int i = 0; i < WAITERS; i++) {
+            if (rl_lock_local_holds(lb, ws[i].context) == 1) {
+                CHECK_OK(rl_lock_release(lb, ws[i].context, err));
+                done++;
+            }
+        }
+        sleep_ms(5);
+    }
+    for (int i = 0; i < WAITERS; i++) {
+        pthread_join(ts[i], NULL);
+        CHECK_INT(ws[i].status, RL_OK);
+    }
+    CHECK_INT(done, WAITERS);
+    CHECK_INT(channels_on_server(), 0);
+    rl_lock_free(la);
+    rl_lock_free(lb);
+    rl_client_free(a);
+    rl_client_free(b);
+}

@@ -1,0 +1,194 @@
+/* The watchdog: keeps watchdog-mode holds alive, in batches, stops with the release, and reports
+ * holds that Redis says are gone. */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "harness.h"
+
+TEST(watchdog_keeps_a_hold_alive_and_stops_at_release) {
+    rl_client *c = new_client(g_server.url, 600);
+    rl_lock *l;
+    CHECK_OK(rl_lock_new(c, "wd", 2, &l, err));
+    CHECK_OK(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
+    long long pttl = raw_int(g_raw, "PTTL wd");
+    CHECK_MSG(pttl > 500 && pttl <= 600, "pttl %lld", pttl);
+    for (int i = 0; i < 10; i++) { /* 2 s: more than 3 leases */
+        sleep_ms(200);
+        pttl = raw_int(g_raw, "PTTL wd");
+        CHECK_MSG(pttl > 0, "hold expired after %d ms", (i + 1) * 200);
+    }
+    rl_stats st;
+    rl_client_stats(c, &st);
+    CHECK_MSG(st.renew_rounds >= 6, "only %llu renewal rounds in 2 s", (unsigned long long)st.renew_rounds);
+    CHECK(st.watchdog_running);
+    CHECK_OK(rl_lock_release(l, 1, err));
+    rl_client_stats(c, &st);
+    uint64_t renewed_at_release = st.renewed_holds;
+    CHECK_INT(raw_int(g_raw, "EXISTS wd"), 0);
+    sleep_ms(700); /* three renewal periods: nothing renewed, and the thread stops */
+    rl_client_stats(c, &st);
+    CHECK_INT(st.renewed_holds, renewed_at_release);
+    CHECK_INT(st.watchdog_running, 0);
+    CHECK_INT(raw_int(g_raw, "EXISTS wd"), 0);
+    /* A new hold starts it again. */
+    CHECK_OK(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
+    sleep_ms(900);
+    CHECK(raw_int(g_raw, "PTTL wd") > 0);
+    CHECK_OK(rl_lock_release(l, 1, err));
+    rl_lock_free(l);
+    rl_client_free(c);
+}
+
+TEST(fixed_lease_is_not_renewed) {
+    rl_client *c = new_client(g_server.url, 600);
+    rl_lock *l;
+    CHECK_OK(rl_lock_new(c, "fixed", 5, &l, err));
+    CHECK_OK(rl_lock_acquire(l, 1, 300, 0, NULL, NULL, err));
+    sleep_ms(500);
+    CHECK_INT(raw_int(g_raw, "EXISTS fixed"), 0);
+    rl_stats st;
+    rl_client_stats(c, &st);
+    CHECK_INT(st.renewed_holds, 0);
+    CHECK_STATUS(rl_lock_release(l, 1, err), RL_LOST);
+    rl_lock_free(l);
+    rl_client_free(c);
+}
+
+TEST(thousand_holds_renewed_in_batches) {
+    enum { HOLDS = 1000 };
+    rl_client *c = new_client(g_server.url, 600);
+    static rl_lock *locks[HOLDS];
+    char name[32];
+    for (int i = 0; i < HOLDS; i++) {
+        int n = snprintf(name, sizeof name, "many:%d", i);
+        CHECK_OK(rl_lock_new(c, name, (size_t)n, &locks[i], err));
+        CHECK_OK(rl_lock_acquire(locks[i], 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
+    }
+    rl_stats before, after;
+    rl_client_stats(c, &before);
+    sleep_ms(1500); /* 2.5 leases: every hold must have been renewed */
+    rl_client_stats(c, &after);
+    uint64_t rounds = after.renew_rounds - before.renew_rounds;
+    uint64_t trips = after.renew_round_trips - before.renew_round_trips;
+    CHECK_MSG(rounds >= 4, "%llu rounds", (unsigned long long)rounds);
+    CHECK_INT(after.last_round_holds, HOLDS);
+    CHECK_INT(after.renewed_holds - before.renewed_holds, rounds * HOLDS);
+    /* One round trip per round, plus one SCRIPT LOAD the first time. */
+    CHECK_MSG(trips <= rounds + 1, "%llu round trips for %llu rounds", (unsigned long long)trips,
+              (unsigned long long)rounds);
+    printf("    %d holds: %llu rounds, %llu round trips, %llu script calls\n", HOLDS,
+           (unsigned long long)rounds, (unsigned long long)trips,
+           (unsigned long long)(after.renew_calls - before.renew_calls));
+    for (int i = 0; i < HOLDS; i++) {
+        int n = snprintf(name, sizeof name, "many:%d", i);
+        redisReply *r = raw(g_raw, "PTTL %b", name, (size_t)n);
+        long long pttl = r->integer;
+        freeReplyObject(r);
+        CHECK_MSG(pttl > 0, "%s expired", name);
+    }
+    for (int i = 0; i < HOLDS; i++) {
+        CHECK_OK(rl_lock_release(locks[i], 1, err));
+        rl_lock_free(locks[i]);
+    }
+    CHECK_INT(raw_int(g_raw, "DBSIZE"), 0);
+    rl_client_free(c);
+}
+
+/* Collects lost-lock events. */
+typedef struct lost_log {
+    pthread_mutex_t mu;
+    int count;
+    rl_lost_reason reason;
+    char name[64];
+    uint64_t context;
+    pthread_t thread;
+} lost_log;
+
+static void record_event(const rl_event *ev, void *userdata) {
+    lost_log *log = userdata;
+    if (ev->kind != RL_EVENT_LOST) return;
+    pthread_mutex_lock(&log->mu);
+    log->count++;
+    log->reason = ev->reason;
+    log->context = ev->context;
+    log->thread = pthread_self();
+    snprintf(log->name, sizeof log->name, "%.*s", (int)ev->name_len, ev->name);
+    pthread_mutex_unlock(&log->mu);
+}
+
+static rl_client *client_with_log(lost_log *log) {
+    memset(log, 0, sizeof *log);
+    pthread_mutex_init(&log->mu, NULL);
+    rl_options o;
+    rl_options_init(&o);
+    o.watchdog_timeout_ms = 600;
+    o.on_event = record_event;
+    o.event_userdata = log;
+    rl_client *c;
+    rl_error e;
+    if (rl_client_new(g_server.url, &o, &c, &e) != RL_OK) return NULL;
+    return c;
+}
+
+static int lost_count(lost_log *log) {
+    pthread_mutex_lock(&log->mu);
+    int n = log->count;
+    pthread_mutex_unlock(&log->mu);
+    return n;
+}
+
+TEST(deleted_key_is_reported_lost) {
+    lost_log log;
+    rl_client *c = client_with_log(&log);
+    CHECK(c);
+    rl_lock *l;
+    CHECK_OK(rl_lock_new(c, "gone", 4, &l, err));
+    CHECK_OK(rl_lock_acquire(l, 9, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
+    int64_t t0 = now_ms();
+    freeReplyObject(raw(g_raw, "DEL gone"));
+    while (lost_count(&log) == 0 && now_ms() - t0 < 3000) sleep_ms(10);
+    int64_t took = now_ms() - t0;
+    CHECK_INT(lost_count(&log), 1);
+    CHECK_MSG(took < 200 + 300, "reported after %lld ms (period 200 ms)", (long long)took);
+    CHECK_INT(log.reason, RL_LOST_DELETED);
+    CHECK(strcmp(log.name, "gone") == 0 && log.context == 9);
+    CHECK(!pthread_equal(log.thread, pthread_self()));
+    rl_lost_reason reason;
+    CHECK(rl_lock_lost(l, 9, &reason) && reason == RL_LOST_DELETED);
+    CHECK_STATUS(rl_lock_acquire(l, 9, RL_LEASE_WATCHDOG, 0, NULL, NULL, err), RL_LOST);
+    CHECK_STATUS(rl_lock_release(l, 9, err), RL_LOST);
+    CHECK(!rl_lock_lost(l, 9, NULL));
+    CHECK_OK(rl_lock_acquire(l, 9, RL_LEASE_WATCHDOG, 0, NULL, NULL, err)); /* usable again */
+    CHECK_OK(rl_lock_release(l, 9, err));
+    CHECK_INT(lost_count(&log), 1);
+    rl_lock_free(l);
+    rl_client_free(c);
+    pthread_mutex_destroy(&log.mu);
+}
+
+TEST(taken_over_key_is_reported_owner_changed) {
+    lost_log log;
+    rl_client *c = client_with_log(&log), *thief = new_client(g_server.url, 0);
+    CHECK(c);
+    rl_lock *l, *lt;
+    CHECK_OK(rl_lock_new(c, "taken", 5, &l, err));
+    CHECK_OK(rl_lock_new(thief, "taken", 5, &lt, err));
+    CHECK_OK(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
+    CHECK_OK(rl_lock_force_unlock(lt, NULL, err));
+    CHECK_OK(rl_lock_acquire(lt, 1, 10000, 0, NULL, NULL, err));
+    int64_t t0 = now_ms();
+    while (lost_count(&log) == 0 && now_ms() - t0 < 3000) sleep_ms(10);
+    CHECK_INT(lost_count(&log), 1);
+    CHECK_INT(log.reason, RL_LOST_OWNER_CHANGED);
+    CHECK_STATUS(rl_lock_release(l, 1, err), RL_LOST);
+    int64_t count;
+    CHECK_OK(rl_lock_hold_count(lt, 1, &count, err)); /* the new holder is untouched */
+    CHECK_INT(count, 1);
+    CHECK_OK(rl_lock_release(lt, 1, err));
+    rl_lock_free(l);
+    rl_lock_free(lt);
+    rl_client_free(c);
+    rl_client_free(thief);
+    pthread_mutex_destroy(&log.mu);
+}
