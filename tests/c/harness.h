@@ -12,6 +12,8 @@
 typedef void (*test_fn)(void);
 void test_register(const char *name, test_fn fn);
 void test_fail(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Marks the running test skipped, with the reason printed beside it. */
+void test_skip(const char *reason);
 
 #define TEST(name)                                                                                 \
     static void name(void);                                                                        \
