@@ -40,7 +40,7 @@ $(foreach f,$(FLAVOURS),$(eval $(call flavour,$(f))))
 $(B)/demo: examples/c/demo.c $(B)/plain/librlcore.a
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS)
 
-.PHONY: all deps build demo test test-c test-asan test-tsan bench clean
+.PHONY: all deps build demo test test-c test-asan test-tsan test-hiredis1 bench clean
 all: build
 deps:
 	@scripts/install-deps
@@ -51,7 +51,8 @@ demo: deps
 	scripts/with-redis $(B)/demo
 
 test: deps
-	@$(MAKE) --no-print-directory test-c test-asan test-tsan
+	@rm -rf build/results
+	@$(MAKE) --no-print-directory test-c test-asan test-tsan test-hiredis1
 	@scripts/summarize build/results
 
 test-c: $(B)/plain/test_core
@@ -72,6 +73,10 @@ $(B)/bench_core: bench/c/bench_core.c $(B)/plain/librlcore.a
 bench: deps
 	@$(MAKE) --no-print-directory $(B)/bench_core
 	scripts/with-redis sh -c '$(B)/bench_core "$$REDIS_URL" 20000 500'
+
+# The same suite built and run against hiredis 1.x (sources from PyPI's hiredis sdist).
+test-hiredis1:
+	scripts/check-hiredis1
 
 clean:
 	rm -rf $(B)
