@@ -147,8 +147,12 @@ static rl_status record_hold(rl_lock *l, uint64_t context, const char *owner, in
         h->confirmed_until = sent_at + lease;
         if (lease_ms == RL_LEASE_WATCHDOG) h->watchdog = 1;
         else h->lease_ms = lease_ms;
-        if (h->watchdog && !h->watched && !h->release_failed && rl_watchdog_watch(c, h) != 0)
+        if (h->watchdog && !h->watched && !h->release_failed && rl_watchdog_watch(c, h) != 0) {
+            /* Told "not acquired", the caller will not release: forget the hold locally and let
+             * Redis expire it by its lease. */
+            if (--h->count <= 0) rl_holds_remove(&c->holds, h);
             st = rl_fail(err, RL_ERR_MEMORY, "cannot start the watchdog thread");
+        }
     }
     pthread_mutex_unlock(&c->mu);
     return st;

@@ -92,7 +92,7 @@ static void process_dirty(rl_subscriber *sub) { /* mu held */
  * resubscription, then try again. */
 static void connection_lost(rl_subscriber *sub, const char *why) { /* mu held */
     snprintf(sub->last_error, sizeof sub->last_error, "%s", why);
-    if (atomic_load(&sub->in_io) == 0) rl_conn_close(&sub->conn);
+    rl_conn_close(&sub->conn); /* only the thread calls this, never inside hiredis */
     sub->connected = 0;
     for (rl_sub_entry *e = sub->entries; e; e = e->next) {
         set_subscribed(sub, e, 0);
