@@ -41,6 +41,10 @@ $(B)/demo: examples/c/demo.c $(B)/plain/librlcore.a
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS)
 
 .PHONY: all deps build demo test test-c test-asan test-tsan test-hiredis1 bench clean
+
+# Suites run by `make test`, in this order; each binding's mk/*.mk adds its own.
+SUITES := c asan tsan hiredis1
+-include mk/*.mk
 all: build
 deps:
 	@scripts/install-deps
@@ -52,7 +56,7 @@ demo: deps
 
 test: deps
 	@rm -rf build/results
-	@$(MAKE) --no-print-directory test-c test-asan test-tsan test-hiredis1
+	@$(MAKE) --no-print-directory $(addprefix test-,$(SUITES))
 	@scripts/summarize build/results
 
 test-c: $(B)/plain/test_core
