@@ -10,14 +10,23 @@ rl_status rl_fail(rl_error *err, rl_status status, const char *fmt, ...) {
         vsnprintf(err->message, sizeof err->message, fmt, ap);
         va_end(ap);
         err->status = status;
+        err->lost_reason = RL_LOST_NONE;
     }
     return status;
+}
+
+rl_status rl_fail_lost(rl_error *err, rl_lost_reason reason, const char *what, const char *name) {
+    rl_fail(err, RL_LOST, "the hold of lock \"%s\" was lost%s (%s)", name, what,
+            rl_lost_reason_name(reason));
+    if (err) err->lost_reason = reason;
+    return RL_LOST;
 }
 
 void rl_error_clear(rl_error *err) {
     if (err) {
         err->status = RL_OK;
         err->message[0] = '\0';
+        err->lost_reason = RL_LOST_NONE;
     }
 }
 

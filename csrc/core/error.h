@@ -8,6 +8,9 @@
 rl_status rl_fail(rl_error *err, rl_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* RL_LOST with its reason: "the hold of lock "<name>" was lost<what> (<reason>)". */
+rl_status rl_fail_lost(rl_error *err, rl_lost_reason reason, const char *what, const char *name);
+
 /* Clears *err to RL_OK with an empty message. */
 void rl_error_clear(rl_error *err);
 

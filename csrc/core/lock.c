@@ -175,8 +175,7 @@ rl_status rl_lock_acquire(rl_lock *l, uint64_t context, int64_t lease_ms, int64_
     rl_lost_reason lost = h ? h->lost : RL_LOST_NONE;
     pthread_mutex_unlock(&c->mu);
     if (lost) {
-        st = rl_fail(err, RL_LOST, "the hold of lock \"%s\" was lost (%s); release it first",
-                     printable(l, shown), rl_lost_reason_name(lost));
+        st = rl_fail_lost(err, lost, "; release it first", printable(l, shown));
         goto out;
     }
 
@@ -221,8 +220,7 @@ rl_status rl_lock_release(rl_lock *l, uint64_t context, rl_error *err) {
         h->releasing = 0;
         drop_one(c, h);
         pthread_mutex_unlock(&c->mu);
-        st = rl_fail(err, RL_LOST, "the hold of lock \"%s\" was lost while held (%s)",
-                     printable(l, shown), rl_lost_reason_name(reason));
+        st = rl_fail_lost(err, reason, " while held", printable(l, shown));
         goto out;
     }
     if (!h->request_id[0]) rl_random_hex(h->request_id, REQUEST_ID_BYTES);
@@ -270,8 +268,7 @@ rl_status rl_lock_release(rl_lock *l, uint64_t context, rl_error *err) {
         rl_lost_reason reason = rl_now_ms() >= h->confirmed_until ? RL_LOST_EXPIRED : RL_LOST_DELETED;
         rl_client_hold_lost(c, h, reason);
         drop_one(c, h);
-        st = rl_fail(err, RL_LOST, "the hold of lock \"%s\" was lost while held (%s)",
-                     printable(l, shown), rl_lost_reason_name(reason));
+        st = rl_fail_lost(err, reason, " while held", printable(l, shown));
     } else if (reply->type == REDIS_REPLY_INTEGER) {
         h->request_id[0] = '\0';
         if (reply->integer == 1 || h->count <= 1) {

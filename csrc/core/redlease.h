@@ -40,6 +40,7 @@ typedef enum rl_status {
 typedef struct rl_error {
     rl_status status;
     char message[256];
+    int lost_reason; /* an rl_lost_reason when status is RL_LOST, else 0 */
 } rl_error;
 
 /* Stable lowercase names ("ok", "not_acquired", "connection", ...) for messages and bindings. */

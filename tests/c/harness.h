@@ -48,7 +48,7 @@ void test_skip(const char *reason);
 /* Expects status `want` from the call; prints the error message otherwise. */
 #define CHECK_STATUS(call, want)                                                                   \
     do {                                                                                           \
-        rl_error e_ = {RL_OK, ""};                                                                 \
+        rl_error e_ = {0};                                                                 \
         rl_error *err = &e_;                                                                       \
         rl_status s_ = (call);                                                                     \
         if (s_ != (want)) {                                                                        \

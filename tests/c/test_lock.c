@@ -92,7 +92,9 @@ TEST(release_after_expiry_is_refused_and_reported) {
     CHECK_OK(rl_lock_acquire(la, 1, 150, 0, NULL, NULL, err));
     sleep_ms(300);
     CHECK_OK(rl_lock_acquire(lb, 1, 10000, 0, NULL, NULL, err)); /* expired: b gets in */
-    CHECK_STATUS(rl_lock_release(la, 1, err), RL_LOST);          /* a's hold is gone */
+    rl_error lost_err;
+    CHECK_INT(rl_lock_release(la, 1, &lost_err), RL_LOST); /* a's hold is gone */
+    CHECK_INT(lost_err.lost_reason, RL_LOST_EXPIRED);
     CHECK_INT(rl_lock_local_holds(la, 1), 0);
     int64_t count;
     CHECK_OK(rl_lock_hold_count(lb, 1, &count, err)); /* b untouched */

@@ -156,8 +156,11 @@ TEST(deleted_key_is_reported_lost) {
     CHECK(!pthread_equal(log.thread, pthread_self()));
     rl_lost_reason reason;
     CHECK(rl_lock_lost(l, 9, &reason) && reason == RL_LOST_DELETED);
-    CHECK_STATUS(rl_lock_acquire(l, 9, RL_LEASE_WATCHDOG, 0, NULL, NULL, err), RL_LOST);
-    CHECK_STATUS(rl_lock_release(l, 9, err), RL_LOST);
+    rl_error lost_err;
+    CHECK_INT(rl_lock_acquire(l, 9, RL_LEASE_WATCHDOG, 0, NULL, NULL, &lost_err), RL_LOST);
+    CHECK_INT(lost_err.lost_reason, RL_LOST_DELETED);
+    CHECK_INT(rl_lock_release(l, 9, &lost_err), RL_LOST);
+    CHECK_INT(lost_err.lost_reason, RL_LOST_DELETED);
     CHECK(!rl_lock_lost(l, 9, NULL));
     CHECK_OK(rl_lock_acquire(l, 9, RL_LEASE_WATCHDOG, 0, NULL, NULL, err)); /* usable again */
     CHECK_OK(rl_lock_release(l, 9, err));
