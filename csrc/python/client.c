@@ -1,0 +1,202 @@
+/* redlease._core.Client: owns one rl_client; forwards the core's events to a Python callable. */
+#include <pthread.h>
+#include <signal.h>
+
+#include "binding.h"
+
+/* Shared with the core's event thread; it outlives the Python object until that thread is gone. */
+struct rlpy_event_bridge {
+    PyObject *callable; /* read and cleared only with the GIL held; NULL once the client closes */
+};
+
+/* Set while the event thread runs Python code: a client closed from there (in a callback, or by
+ * a garbage collection that happens to run there) must not join the thread it is running on. */
+static _Thread_local int on_event_thread;
+
+static void deliver_event(const rl_event *event, void *userdata) {
+    rlpy_event_bridge *bridge = userdata;
+    if (rlpy_is_finalizing()) return;
+    PyGILState_STATE gil = PyGILState_Ensure();
+    PyObject *fn = Py_XNewRef(bridge->callable);
+    if (fn) {
+        on_event_thread = 1;
+        PyObject *name = event->name ? PyBytes_FromStringAndSize(event->name, (Py_ssize_t)event->name_len)
+                                     : Py_NewRef(Py_None);
+        PyObject *result =
+            name ? PyObject_CallFunction(fn, "iNKsns", (int)event->kind, name,
+                                         (unsigned long long)event->context,
+                                         rl_lost_reason_name(event->reason), (Py_ssize_t)event->holds,
+                                         event->message ? event->message : "")
+                 : NULL;
+        if (result) Py_DECREF(result);
+        else PyErr_WriteUnraisable(fn);
+        on_event_thread = 0;
+        Py_DECREF(fn);
+    }
+    PyGILState_Release(gil);
+}
+
+typedef struct {
+    rl_client *client;
+    rlpy_event_bridge *bridge;
+} deferred_close;
+
+static void *close_later(void *arg) {
+    deferred_close *d = arg;
+    rl_client_free(d->client); /* joins the event thread once its callback has returned */
+    PyMem_RawFree(d->bridge);
+    PyMem_RawFree(d);
+    return NULL;
+}
+
+/* From the event thread itself: hand the join to a short-lived thread. */
+static void close_from_event_thread(rl_client *client, rlpy_event_bridge *bridge) {
+    deferred_close *d = PyMem_RawMalloc(sizeof *d);
+    pthread_t thread;
+    pthread_attr_t attr;
+    sigset_t all, old;
+    int started = 0;
+    if (d && pthread_attr_init(&attr) == 0) {
+        *d = (deferred_close){client, bridge};
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old); /* signals stay with Python's threads */
+        started = pthread_create(&thread, &attr, close_later, d) == 0;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        pthread_attr_destroy(&attr);
+    }
+    if (!started) {
+        /* Cannot join here, cannot hand it off: leave the client open (its holds expire by
+         * their lease) rather than deadlock. */
+        PyMem_RawFree(d);
+    }
+}
+
+void rlpy_client_close(rlpy_client *self) {
+    rl_client *client = self->client;
+    rlpy_event_bridge *bridge = self->bridge;
+    if (!client) return;
+    self->client = NULL;
+    self->bridge = NULL;
+    if (bridge) Py_CLEAR(bridge->callable);
+    if (on_event_thread) {
+        close_from_event_thread(client, bridge);
+        return;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    rl_client_free(client);
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(bridge);
+}
+
+static int client_init(rlpy_client *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"url", "watchdog_timeout", "connect_timeout", "command_timeout",
+                               "on_event", NULL};
+    const char *url;
+    PyObject *watchdog, *connect, *command, *on_event = Py_None;
+    if (self->client) {
+        PyErr_SetString(PyExc_RuntimeError, "Client.__init__ called twice");
+        return -1;
+    }
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "sOOO|O:Client", keywords, &url, &watchdog,
+                                     &connect, &command, &on_event))
+        return -1;
+    rl_options options;
+    rl_options_init(&options);
+    if (rlpy_positive_ms(watchdog, "watchdog_timeout", &options.watchdog_timeout_ms) < 0 ||
+        rlpy_positive_ms(connect, "connect_timeout", &options.connect_timeout_ms) < 0 ||
+        rlpy_positive_ms(command, "command_timeout", &options.command_timeout_ms) < 0)
+        return -1;
+    if (on_event != Py_None && !PyCallable_Check(on_event)) {
+        PyErr_SetString(PyExc_TypeError, "on_event must be callable or None");
+        return -1;
+    }
+    rlpy_event_bridge *bridge = NULL;
+    if (on_event != Py_None) {
+        bridge = PyMem_RawMalloc(sizeof *bridge);
+        if (!bridge) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        bridge->callable = Py_NewRef(on_event);
+        options.on_event = deliver_event;
+        options.event_userdata = bridge;
+    }
+    rl_error err;
+    rl_client *client;
+    if (rl_client_new(url, &options, &client, &err) != RL_OK) {
+        if (bridge) {
+            Py_DECREF(bridge->callable);
+            PyMem_RawFree(bridge);
+        }
+        rlpy_raise(&err);
+        return -1;
+    }
+    self->client = client;
+    self->bridge = bridge;
+    return 0;
+}
+
+static void client_dealloc(rlpy_client *self) {
+    rlpy_client_close(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *client_close(rlpy_client *self, PyObject *unused) {
+    (void)unused;
+    rlpy_client_close(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *client_get_id(rlpy_client *self, void *unused) {
+    (void)unused;
+    if (!self->client) return PyErr_Format(rlpy_error_class(RL_ERR_CLOSED), "the client is closed");
+    return PyUnicode_FromString(rl_client_id(self->client));
+}
+
+static PyObject *client_get_closed(rlpy_client *self, void *unused) {
+    (void)unused;
+    return PyBool_FromLong(self->client == NULL);
+}
+
+static PyObject *client_stats(rlpy_client *self, PyObject *unused) {
+    (void)unused;
+    if (!self->client) return PyErr_Format(rlpy_error_class(RL_ERR_CLOSED), "the client is closed");
+    rl_stats s;
+    rl_client_stats(self->client, &s);
+    return Py_BuildValue("{sKsKsKsKsnsOsn}", "renew_rounds", (unsigned long long)s.renew_rounds,
+                         "renew_round_trips", (unsigned long long)s.renew_round_trips,
+                         "renew_calls", (unsigned long long)s.renew_calls, "renewed_holds",
+                         (unsigned long long)s.renewed_holds, "last_round_holds",
+                         (Py_ssize_t)s.last_round_holds, "watchdog_running",
+                         s.watchdog_running ? Py_True : Py_False, "subscriptions",
+                         (Py_ssize_t)s.subscriptions);
+}
+
+static PyMethodDef client_methods[] = {
+    {"close", (PyCFunction)client_close, METH_NOARGS,
+     "Stops the background threads and closes the connections. Idempotent."},
+    {"stats", (PyCFunction)client_stats, METH_NOARGS, "Watchdog and subscriber counters."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef client_getset[] = {
+    {"id", (getter)client_get_id, NULL, "The client's UUID, the first part of every owner field.",
+     NULL},
+    {"closed", (getter)client_get_closed, NULL, "True once close() was called.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject rlpy_client_type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "redlease._core.Client",
+    .tp_doc = "Client(url, watchdog_timeout, connect_timeout, command_timeout, on_event=None)\n\n"
+              "The core client; use redlease.Client.",
+    .tp_basicsize = sizeof(rlpy_client),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)client_init,
+    .tp_dealloc = (destructor)client_dealloc,
+    .tp_methods = client_methods,
+    .tp_getset = client_getset,
+};

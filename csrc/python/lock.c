@@ -1,0 +1,335 @@
+/* redlease.Lock: a handle on one Redisson RLock name. The owner of a hold is (client, OS thread);
+ * holds live in the client, so two Lock objects of one client on one name share them. */
+#include <math.h>
+
+#include "binding.h"
+
+typedef struct {
+    PyObject_HEAD
+    rl_lock *lock;
+    PyObject *client; /* the redlease._core.Client, kept alive while the lock is */
+    PyObject *name;   /* as given: str or bytes */
+    int64_t timeout_ms, lease_ms; /* defaults for `with` and for acquire() without them */
+    PyObject *weakrefs;
+} rlpy_lock;
+
+/* ---- waiting with the GIL released, but Ctrl-C still heard -------------------------------- */
+
+typedef struct {
+    PyThreadState *thread_state; /* saved when the GIL was released */
+    int role;                    /* 0 unknown, 1 main thread, 2 another thread */
+} wait_state;
+
+static int is_main_thread(void) {
+    PyObject *threading = PyImport_ImportModule("threading");
+    PyObject *main = threading ? PyObject_CallMethod(threading, "main_thread", NULL) : NULL;
+    PyObject *ident = main ? PyObject_GetAttrString(main, "ident") : NULL;
+    int is_main = ident && PyLong_AsUnsignedLong(ident) == PyThread_get_thread_ident();
+    Py_XDECREF(ident);
+    Py_XDECREF(main);
+    Py_XDECREF(threading);
+    PyErr_Clear();
+    return is_main;
+}
+
+/* Between wait slices (~50 ms): Python runs signal handlers only in the main thread, so only
+ * the main thread takes the GIL to run them; a handler that raises (KeyboardInterrupt) ends the
+ * wait, and the core leaves nothing held and no subscription behind. */
+static int check_signals(void *userdata) {
+    wait_state *w = userdata;
+    if (w->role == 2) return 0;
+    PyEval_RestoreThread(w->thread_state);
+    if (!w->role) w->role = is_main_thread() ? 1 : 2;
+    int abort = w->role == 1 && PyErr_CheckSignals() < 0;
+    w->thread_state = PyEval_SaveThread();
+    return abort;
+}
+
+/* ---- construction ------------------------------------------------------------------------- */
+
+static int lock_init(rlpy_lock *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"client", "name", "timeout", "lease", NULL};
+    PyObject *client, *name, *timeout = NULL, *lease = Py_None;
+    if (self->lock) {
+        PyErr_SetString(PyExc_RuntimeError, "Lock.__init__ called twice");
+        return -1;
+    }
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O|$OO:Lock", keywords, &rlpy_client_type,
+                                     &client, &name, &timeout, &lease))
+        return -1;
+    const char *bytes;
+    Py_ssize_t len;
+    if (PyUnicode_Check(name)) {
+        bytes = PyUnicode_AsUTF8AndSize(name, &len);
+        if (!bytes) return -1;
+    } else if (PyBytes_Check(name)) {
+        bytes = PyBytes_AS_STRING(name);
+        len = PyBytes_GET_SIZE(name);
+    } else {
+        PyErr_Format(PyExc_TypeError, "a lock name must be str or bytes, not %.100s",
+                     Py_TYPE(name)->tp_name);
+        return -1;
+    }
+    int64_t timeout_ms = RL_WAIT_FOREVER, lease_ms;
+    if ((timeout && rlpy_timeout_ms(timeout, "timeout", &timeout_ms) < 0) ||
+        rlpy_lease_ms(lease, &lease_ms) < 0)
+        return -1;
+    rl_client *core = ((rlpy_client *)client)->client;
+    if (!core) {
+        PyErr_SetString(rlpy_error_class(RL_ERR_CLOSED), "the client is closed");
+        return -1;
+    }
+    rl_error err;
+    if (rl_lock_new(core, bytes, (size_t)len, &self->lock, &err) != RL_OK) {
+        rlpy_raise(&err);
+        return -1;
+    }
+    self->client = Py_NewRef(client);
+    self->name = Py_NewRef(name);
+    self->timeout_ms = timeout_ms;
+    self->lease_ms = lease_ms;
+    return 0;
+}
+
+static void lock_dealloc(rlpy_lock *self) {
+    if (self->weakrefs) PyObject_ClearWeakRefs((PyObject *)self);
+    rl_lock_free(self->lock); /* local only; a hold it took stays with the client */
+    Py_XDECREF(self->name);
+    Py_XDECREF(self->client);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int ready(rlpy_lock *self) {
+    if (self->lock) return 1;
+    PyErr_SetString(PyExc_RuntimeError, "Lock.__init__ was not called");
+    return 0;
+}
+
+/* ---- acquire / release -------------------------------------------------------------------- */
+
+/* 1 acquired, 0 not acquired (another owner), -1 exception set. */
+static int acquire(rlpy_lock *self, int64_t lease_ms, int64_t wait_ms) {
+    uint64_t context = rlpy_thread_context();
+    wait_state w = {NULL, 0};
+    rl_error err;
+    w.thread_state = PyEval_SaveThread();
+    rl_status st = rl_lock_acquire(self->lock, context, lease_ms, wait_ms,
+                                   wait_ms != 0 ? check_signals : NULL, &w, &err);
+    PyEval_RestoreThread(w.thread_state);
+    if (st == RL_OK) return 1;
+    if (st == RL_NOT_ACQUIRED) return 0;
+    rlpy_raise(&err);
+    return -1;
+}
+
+static PyObject *lock_acquire(rlpy_lock *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"blocking", "timeout", "lease", NULL};
+    int blocking = 1;
+    PyObject *timeout = NULL, *lease = NULL;
+    if (!ready(self) ||
+        !PyArg_ParseTupleAndKeywords(args, kwargs, "|pOO:acquire", keywords, &blocking, &timeout,
+                                     &lease))
+        return NULL;
+    int64_t wait_ms = self->timeout_ms, lease_ms = self->lease_ms;
+    if (timeout && rlpy_timeout_ms(timeout, "timeout", &wait_ms) < 0) return NULL;
+    if (lease && rlpy_lease_ms(lease, &lease_ms) < 0) return NULL;
+    if (!blocking) {
+        if (timeout && wait_ms != RL_WAIT_FOREVER) {
+            PyErr_SetString(PyExc_ValueError, "can't specify a timeout for a non-blocking call");
+            return NULL;
+        }
+        wait_ms = 0;
+    }
+    int got = acquire(self, lease_ms, wait_ms);
+    return got < 0 ? NULL : PyBool_FromLong(got);
+}
+
+static int release(rlpy_lock *self) {
+    rl_error err;
+    rl_status st;
+    uint64_t context = rlpy_thread_context();
+    Py_BEGIN_ALLOW_THREADS
+    st = rl_lock_release(self->lock, context, &err);
+    Py_END_ALLOW_THREADS
+    if (st == RL_OK) return 0;
+    rlpy_raise(&err);
+    return -1;
+}
+
+static PyObject *lock_release(rlpy_lock *self, PyObject *unused) {
+    (void)unused;
+    if (!ready(self) || release(self) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *lock_enter(rlpy_lock *self, PyObject *unused) {
+    (void)unused;
+    if (!ready(self)) return NULL;
+    int got = acquire(self, self->lease_ms, self->timeout_ms);
+    if (got < 0) return NULL;
+    if (!got) {
+        PyObject *shown = PyObject_Repr(self->name);
+        PyErr_Format(rlpy_error_class(RL_NOT_ACQUIRED),
+                     "lock %U is held by another owner; not acquired within %.3f s",
+                     shown ? shown : Py_None, (double)self->timeout_ms / 1000.0);
+        Py_XDECREF(shown);
+        return NULL;
+    }
+    return Py_NewRef(self);
+}
+
+/* A release error at the end of a `with` is raised; when the body raised too, Python chains the
+ * body's exception as its __context__, so neither is hidden. */
+static PyObject *lock_exit(rlpy_lock *self, PyObject *args) {
+    (void)args;
+    if (!ready(self) || release(self) < 0) return NULL;
+    Py_RETURN_FALSE;
+}
+
+/* ---- queries ------------------------------------------------------------------------------ */
+
+static PyObject *lock_locked(rlpy_lock *self, PyObject *unused) {
+    (void)unused;
+    int locked = 0;
+    rl_error err;
+    rl_status st;
+    if (!ready(self)) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    st = rl_lock_is_locked(self->lock, &locked, &err);
+    Py_END_ALLOW_THREADS
+    return st == RL_OK ? PyBool_FromLong(locked) : rlpy_raise(&err);
+}
+
+static PyObject *lock_held(rlpy_lock *self, PyObject *unused) {
+    (void)unused;
+    int held = 0;
+    rl_error err;
+    rl_status st;
+    if (!ready(self)) return NULL;
+    uint64_t context = rlpy_thread_context();
+    Py_BEGIN_ALLOW_THREADS
+    st = rl_lock_is_held(self->lock, context, &held, &err);
+    Py_END_ALLOW_THREADS
+    return st == RL_OK ? PyBool_FromLong(held) : rlpy_raise(&err);
+}
+
+static PyObject *lock_remaining(rlpy_lock *self, PyObject *unused) {
+    (void)unused;
+    int64_t pttl = -2;
+    rl_error err;
+    rl_status st;
+    if (!ready(self)) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    st = rl_lock_remaining(self->lock, &pttl, &err);
+    Py_END_ALLOW_THREADS
+    if (st != RL_OK) return rlpy_raise(&err);
+    if (pttl == -2) Py_RETURN_NONE;
+    return PyFloat_FromDouble(pttl == -1 ? INFINITY : (double)pttl / 1000.0);
+}
+
+static PyObject *lock_force_unlock(rlpy_lock *self, PyObject *unused) {
+    (void)unused;
+    int deleted = 0;
+    rl_error err;
+    rl_status st;
+    if (!ready(self)) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    st = rl_lock_force_unlock(self->lock, &deleted, &err);
+    Py_END_ALLOW_THREADS
+    return st == RL_OK ? PyBool_FromLong(deleted) : rlpy_raise(&err);
+}
+
+static PyObject *lock_get_hold_count(rlpy_lock *self, void *unused) {
+    (void)unused;
+    if (!ready(self)) return NULL;
+    return PyLong_FromLongLong(rl_lock_local_holds(self->lock, rlpy_thread_context()));
+}
+
+static PyObject *lock_get_lost(rlpy_lock *self, void *unused) {
+    (void)unused;
+    if (!ready(self)) return NULL;
+    return PyBool_FromLong(rl_lock_lost(self->lock, rlpy_thread_context(), NULL));
+}
+
+static PyObject *lock_get_lost_reason(rlpy_lock *self, void *unused) {
+    (void)unused;
+    rl_lost_reason reason;
+    if (!ready(self)) return NULL;
+    if (!rl_lock_lost(self->lock, rlpy_thread_context(), &reason)) Py_RETURN_NONE;
+    return PyUnicode_FromString(rl_lost_reason_name(reason));
+}
+
+static PyObject *lock_get_name(rlpy_lock *self, void *unused) {
+    (void)unused;
+    if (!ready(self)) return NULL;
+    return Py_NewRef(self->name);
+}
+
+static PyObject *lock_repr(rlpy_lock *self) {
+    if (!self->lock) return PyUnicode_FromString("<redlease.Lock (uninitialised)>");
+    return PyUnicode_FromFormat("<redlease.Lock %R hold_count=%lld>", self->name,
+                                (long long)rl_lock_local_holds(self->lock, rlpy_thread_context()));
+}
+
+/* ---- type --------------------------------------------------------------------------------- */
+
+static PyMethodDef lock_methods[] = {
+    {"acquire", (PyCFunction)(void (*)(void))lock_acquire, METH_VARARGS | METH_KEYWORDS,
+     "acquire(blocking=True, timeout=-1, lease=None) -> bool\n--\n\n"
+     "Takes one hold for the calling thread (reentrant). timeout: seconds to wait, -1 forever, "
+     "0 one try; blocking=False is one try. lease: None keeps the lock with the watchdog until "
+     "release(); a number of seconds is a fixed lease, not renewed. Arguments left out take the "
+     "values given to Client.lock(). Returns False when another owner kept it. Raises "
+     "LockLostError when this thread's earlier hold was lost and not yet released."},
+    {"release", (PyCFunction)lock_release, METH_NOARGS,
+     "release() -> None\n--\n\nReleases one hold of the calling thread. Raises NotOwnedError "
+     "when it holds none, LockLostError when its hold was lost while held (the hold is dropped "
+     "all the same), ConnectionError when Redis could not be reached (renewal stops at once; "
+     "calling release() again retries the same release)."},
+    {"__enter__", (PyCFunction)lock_enter, METH_NOARGS,
+     "Acquires with the timeout and lease given to Client.lock(); LockTimeout if not acquired."},
+    {"__exit__", (PyCFunction)lock_exit, METH_VARARGS,
+     "Releases; a failed release (e.g. LockLostError) is raised, chained to the body's error."},
+    {"locked", (PyCFunction)lock_locked, METH_NOARGS,
+     "locked() -> bool\n--\n\nWhether anyone holds the lock (one round trip)."},
+    {"held", (PyCFunction)lock_held, METH_NOARGS,
+     "held() -> bool\n--\n\nWhether the calling thread holds the lock, as Redis sees it (one "
+     "round trip)."},
+    {"remaining", (PyCFunction)lock_remaining, METH_NOARGS,
+     "remaining() -> float | None\n--\n\nSeconds of lease left, None when not locked (one round "
+     "trip)."},
+    {"force_unlock", (PyCFunction)lock_force_unlock, METH_NOARGS,
+     "force_unlock() -> bool\n--\n\nDeletes the lock whoever holds it and wakes a waiter; True "
+     "if it was held. The holder finds its hold lost."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef lock_getset[] = {
+    {"hold_count", (getter)lock_get_hold_count, NULL,
+     "The calling thread's holds of this lock as this client knows them (no round trip).", NULL},
+    {"lost", (getter)lock_get_lost, NULL,
+     "True when the calling thread's hold was lost while held (until it is released).", NULL},
+    {"lost_reason", (getter)lock_get_lost_reason, NULL,
+     "Why the calling thread's hold was lost ('expired', 'deleted', 'owner_changed', "
+     "'unreachable', 'max_hold'), or None.",
+     NULL},
+    {"name", (getter)lock_get_name, NULL, "The lock's name, as given (str or bytes).", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject rlpy_lock_type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "redlease.Lock",
+    .tp_doc = "A Redisson-compatible reentrant lock; made by Client.lock(name, *, timeout=-1, "
+              "lease=None).\n\nThe owner of a hold is (client, OS thread). Use it in a `with` "
+              "block, or call acquire() and release().",
+    .tp_basicsize = sizeof(rlpy_lock),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)lock_init,
+    .tp_dealloc = (destructor)lock_dealloc,
+    .tp_repr = (reprfunc)lock_repr,
+    .tp_methods = lock_methods,
+    .tp_getset = lock_getset,
+    .tp_weaklistoffset = offsetof(rlpy_lock, weakrefs),
+};

@@ -1,0 +1,109 @@
+/* redlease._core: module setup, owner contexts and the status -> exception mapping. */
+#include <stdatomic.h>
+
+#include "binding.h"
+
+static PyObject *errors_module; /* redlease._errors, where the exception classes live */
+static PyObject *error_classes[RL_ERR_UNSUPPORTED + 1];
+
+static atomic_uint_fast64_t next_context = 1;
+static _Thread_local uint64_t thread_context;
+
+uint64_t rlpy_thread_context(void) {
+    if (!thread_context) thread_context = atomic_fetch_add(&next_context, 1);
+    return thread_context;
+}
+
+int rlpy_is_finalizing(void) {
+#if PY_VERSION_HEX >= 0x030D0000
+    return Py_IsFinalizing();
+#else
+    return _Py_IsFinalizing();
+#endif
+}
+
+PyObject *rlpy_error_class(rl_status status) {
+    if ((int)status >= 0 && (size_t)status < sizeof error_classes / sizeof *error_classes &&
+        error_classes[status])
+        return error_classes[status];
+    return error_classes[RL_OK]; /* LockError */
+}
+
+PyObject *rlpy_raise(const rl_error *err) {
+    if (err->status == RL_ABORTED && PyErr_Occurred()) return NULL; /* e.g. KeyboardInterrupt */
+    PyObject *cls = rlpy_error_class(err->status);
+    if (err->status == RL_LOST) {
+        /* LockLostError(message, reason) */
+        PyObject *exc = PyObject_CallFunction(cls, "ss", err->message,
+                                              rl_lost_reason_name((rl_lost_reason)err->lost_reason));
+        if (exc) {
+            PyErr_SetObject(cls, exc);
+            Py_DECREF(exc);
+        }
+        return NULL;
+    }
+    PyErr_SetString(cls, err->message[0] ? err->message : rl_status_name(err->status));
+    return NULL;
+}
+
+static int load_error_classes(void) {
+    static const struct {
+        rl_status status;
+        const char *name;
+    } from_errors[] = {
+        {RL_OK, "LockError"}, /* the fallback for anything unexpected */
+        {RL_NOT_ACQUIRED, "LockTimeout"},
+        {RL_NOT_OWNED, "NotOwnedError"},
+        {RL_LOST, "LockLostError"},
+        {RL_ABORTED, "LockError"},
+        {RL_ERR_CONNECTION, "ConnectionError"},
+        {RL_ERR_SERVER, "ServerError"},
+        {RL_ERR_CLOSED, "ClientClosedError"},
+    };
+    errors_module = PyImport_ImportModule("redlease._errors");
+    if (!errors_module) return -1;
+    for (size_t i = 0; i < sizeof from_errors / sizeof *from_errors; i++) {
+        PyObject *cls = PyObject_GetAttrString(errors_module, from_errors[i].name);
+        if (!cls) return -1;
+        error_classes[from_errors[i].status] = cls; /* kept for the life of the process */
+    }
+    error_classes[RL_ERR_ARGUMENT] = Py_NewRef(PyExc_ValueError);
+    error_classes[RL_ERR_UNSUPPORTED] = Py_NewRef(PyExc_ValueError);
+    error_classes[RL_ERR_MEMORY] = Py_NewRef(PyExc_MemoryError);
+    return 0;
+}
+
+static PyObject *current_context(PyObject *module, PyObject *unused) {
+    (void)module;
+    (void)unused;
+    return PyLong_FromUnsignedLongLong(rlpy_thread_context());
+}
+
+static PyMethodDef module_methods[] = {
+    {"current_context", current_context, METH_NOARGS,
+     "current_context() -> int\n--\n\nThe owner context id of the calling thread (the part after "
+     "the client id in a lock's hash field)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef core_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "redlease._core",
+    .m_doc = "The C core of redlease and its thin CPython binding.",
+    .m_size = -1,
+    .m_methods = module_methods,
+};
+
+PyMODINIT_FUNC PyInit__core(void) {
+    if (load_error_classes() < 0) return NULL;
+    if (PyType_Ready(&rlpy_client_type) < 0 || PyType_Ready(&rlpy_lock_type) < 0) return NULL;
+    PyObject *m = PyModule_Create(&core_module);
+    if (!m) return NULL;
+    if (PyModule_AddObjectRef(m, "Client", (PyObject *)&rlpy_client_type) < 0 ||
+        PyModule_AddObjectRef(m, "Lock", (PyObject *)&rlpy_lock_type) < 0 ||
+        PyModule_AddStringConstant(m, "CORE_VERSION", RL_VERSION) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

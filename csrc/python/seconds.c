@@ -1,0 +1,72 @@
+/* Seconds as Python numbers -> the core's milliseconds, with the library's rules for -1 and None. */
+#include <math.h>
+
+#include "binding.h"
+
+/* Beyond this many ms (about 292 years) a wait is as good as forever. */
+#define MAX_MS 9.2e18
+
+/* A real number of seconds from an int or float (bool too, as in threading); TypeError else. */
+static int to_seconds(PyObject *value, const char *what, double *out) {
+    if (!PyLong_Check(value) && !PyFloat_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a number of seconds, not %.100s", what,
+                     Py_TYPE(value)->tp_name);
+        return -1;
+    }
+    double s = PyFloat_AsDouble(value);
+    if (s == -1.0 && PyErr_Occurred()) return -1;
+    if (isnan(s)) {
+        PyErr_Format(PyExc_ValueError, "%s must not be NaN", what);
+        return -1;
+    }
+    *out = s;
+    return 0;
+}
+
+static int64_t ceil_ms(double seconds) {
+    double ms = ceil(seconds * 1000.0);
+    return ms >= MAX_MS ? INT64_MAX : (int64_t)ms;
+}
+
+int rlpy_timeout_ms(PyObject *value, const char *what, int64_t *out) {
+    double s;
+    if (to_seconds(value, what, &s) < 0) return -1;
+    if (s == -1.0 || isinf(s) > 0) {
+        *out = RL_WAIT_FOREVER;
+        return 0;
+    }
+    if (s < 0) {
+        PyErr_Format(PyExc_ValueError, "%s must be >= 0, or -1 to wait forever", what);
+        return -1;
+    }
+    int64_t ms = ceil_ms(s);
+    *out = ms == INT64_MAX ? RL_WAIT_FOREVER : ms;
+    return 0;
+}
+
+int rlpy_positive_ms(PyObject *value, const char *what, int64_t *out) {
+    double s;
+    if (to_seconds(value, what, &s) < 0) return -1;
+    if (!(s > 0) || isinf(s)) {
+        PyErr_Format(PyExc_ValueError, "%s must be a finite number of seconds > 0", what);
+        return -1;
+    }
+    *out = ceil_ms(s);
+    return 0;
+}
+
+int rlpy_lease_ms(PyObject *value, int64_t *out) {
+    if (value == Py_None) {
+        *out = RL_LEASE_WATCHDOG;
+        return 0;
+    }
+    double s;
+    if (to_seconds(value, "lease", &s) < 0) return -1;
+    if (!(s > 0) || isinf(s)) {
+        PyErr_SetString(PyExc_ValueError,
+                        "lease must be a finite number of seconds > 0, or None for the watchdog");
+        return -1;
+    }
+    *out = ceil_ms(s);
+    return 0;
+}

@@ -1,0 +1,39 @@
+"""redlease: Redisson-compatible distributed locks on Redis.
+
+    import redlease
+
+    client = redlease.Client("redis://127.0.0.1:6379/0")
+    with client.lock("orders:42"):
+        ...  # held; the watchdog renews the lease while this block runs
+
+Locks are stored in Redisson's format, so redlease (Python, Lua) and Redisson (Java) exclude each
+other on the same name. See docs/python.md for the full API.
+"""
+
+from . import _core
+from ._client import Client
+from ._errors import (
+    ClientClosedError,
+    ConnectionError,
+    LockError,
+    LockLostError,
+    LockTimeout,
+    NotOwnedError,
+    ServerError,
+)
+
+Lock = _core.Lock
+
+__version__ = _core.CORE_VERSION
+
+__all__ = [
+    "Client",
+    "Lock",
+    "LockError",
+    "LockTimeout",
+    "NotOwnedError",
+    "LockLostError",
+    "ConnectionError",
+    "ServerError",
+    "ClientClosedError",
+]

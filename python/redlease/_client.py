@@ -1,0 +1,86 @@
+"""redlease.Client: one connection set, watchdog and subscriber per process (or per Redis)."""
+
+import atexit
+import re
+import weakref
+from typing import Optional, Union
+
+from . import _core
+from ._events import EventDispatcher, OnLost
+
+# Clients still open when the interpreter exits are closed first, while calling into Python from
+# their event threads is still safe.
+_open_clients: "weakref.WeakSet[Client]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_clients() -> None:
+    for client in list(_open_clients):
+        client.close()
+
+
+class Client:
+    """A connection to one Redis deployment, shared by every thread of the process.
+
+    ``url``: ``redis://[user[:password]@]host[:port][/db]`` or
+    ``unix://[user[:password]@]/path[?db=N]``. Nothing connects until the first call.
+
+    ``watchdog_timeout``: the lease (seconds) of locks held in watchdog mode; the watchdog renews
+    them every third of it while they are held. ``connect_timeout`` and ``command_timeout`` bound
+    every network call. ``on_lost(name, reason)`` is called, on a background thread, for every
+    hold lost while held; an exception it raises is logged.
+
+    Close it with ``close()`` or use it as a context manager. Closing does not release held
+    locks: they expire by their lease.
+    """
+
+    def __init__(self, url: str = "redis://127.0.0.1:6379/0", *, watchdog_timeout: float = 30.0,
+                 connect_timeout: float = 5.0, command_timeout: float = 5.0,
+                 on_lost: Optional[OnLost] = None) -> None:
+        if on_lost is not None and not callable(on_lost):
+            raise TypeError("on_lost must be callable or None")
+        self._core = _core.Client(url, watchdog_timeout, connect_timeout, command_timeout,
+                                  EventDispatcher(on_lost))
+        self.url = url
+        self.watchdog_timeout = float(watchdog_timeout)
+        _open_clients.add(self)
+
+    def lock(self, name: Union[str, bytes], *, timeout: float = -1,
+             lease: Optional[float] = None) -> "_core.Lock":
+        """A Redisson RLock on ``name`` (str, UTF-8 encoded, or bytes).
+
+        ``timeout`` (seconds; -1 forever, 0 one try) and ``lease`` (None: watchdog; seconds: a
+        fixed lease, not renewed) apply to ``with lock:`` and to ``acquire()`` calls that leave
+        them out.
+        """
+        return _core.Lock(self._core, name, timeout=timeout, lease=lease)
+
+    @property
+    def id(self) -> str:
+        """The client's UUID: owner fields in Redis read ``<id>:<thread context>``."""
+        return self._core.id
+
+    @property
+    def closed(self) -> bool:
+        """True once ``close()`` was called."""
+        return self._core.closed
+
+    def stats(self) -> dict:
+        """Counters of the watchdog (rounds, round trips, holds renewed) and the subscriber."""
+        return self._core.stats()
+
+    def close(self) -> None:
+        """Stops the watchdog and the subscriber and closes the connections. Idempotent."""
+        self._core.close()
+        _open_clients.discard(self)
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else self.id
+        shown = re.sub(r"//([^:@/]*):[^@/]*@", r"//\1:***@", self.url)  # no password in logs
+        return f"<redlease.Client {shown!r} {state}>"

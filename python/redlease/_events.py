@@ -1,0 +1,45 @@
+"""Turns the core's events into log records and on_lost calls.
+
+Runs on the client's event thread (never the watchdog's), with the GIL held. It holds no reference
+to the Client, so a client is never kept alive, or closed, by its own event thread.
+"""
+
+import logging
+from typing import Callable, Optional, Union
+
+log = logging.getLogger("redlease")
+
+# Event kinds, as numbered by the core (redlease.h: rl_event_kind).
+LOST, RENEW_FAILED, RENEWED = 1, 2, 3
+
+OnLost = Callable[[Union[str, bytes], str], object]
+
+
+def shown_name(raw: bytes) -> Union[str, bytes]:
+    """The lock name as users passed it, most likely: str when it is UTF-8, else bytes."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw
+
+
+class EventDispatcher:
+    """The callable handed to the core client."""
+
+    def __init__(self, on_lost: Optional[OnLost]) -> None:
+        self.on_lost = on_lost
+
+    def __call__(self, kind: int, name: Optional[bytes], context: int, reason: str,
+                 holds: int, message: str) -> None:
+        if kind == RENEWED:
+            log.debug("renewed %d hold(s)", holds)
+        elif kind == RENEW_FAILED:
+            log.warning("renewal failed, will retry: %s", message)
+        elif kind == LOST and name is not None:
+            lock_name = shown_name(name)
+            log.error("lock %r lost while held (%s): %s", lock_name, reason, message)
+            if self.on_lost is not None:
+                try:
+                    self.on_lost(lock_name, reason)
+                except Exception:
+                    log.exception("on_lost callback raised for lock %r", lock_name)
