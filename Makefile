@@ -40,7 +40,7 @@ $(foreach f,$(FLAVOURS),$(eval $(call flavour,$(f))))
 $(B)/demo: examples/c/demo.c $(B)/plain/librlcore.a
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS)
 
-.PHONY: all deps build demo test test-c test-asan test-tsan test-hiredis1 bench clean
+.PHONY: all deps build demo demo-c test test-c test-asan test-tsan test-hiredis1 bench clean
 
 # Suites run by `make test`, in this order; each binding's mk/*.mk adds its own.
 SUITES := c asan tsan hiredis1
@@ -50,7 +50,11 @@ deps:
 	@scripts/install-deps
 build: $(B)/plain/test_core $(B)/demo
 
+# The main example: two Python workers sharing a job list (examples/python/jobs_demo.py).
 demo: deps
+	@$(MAKE) --no-print-directory demo-python
+
+demo-c: deps
 	@$(MAKE) --no-print-directory $(B)/demo
 	scripts/with-redis $(B)/demo
 

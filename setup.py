@@ -39,10 +39,13 @@ def hiredis_flags():
 cflags, libs = hiredis_flags()
 extra_compile_args = ["-std=c11", "-D_GNU_SOURCE", "-pthread", *cflags]
 if os.environ.get("REDLEASE_STRICT"):  # make test: the project's warning flags
-    extra_compile_args += ["-Wall", "-Wextra", "-Werror", "-Wshadow", "-Wno-missing-field-initializers",
+    extra_compile_args += ["-Wall", "-Wextra", "-Werror", "-Wshadow",  
                            "-Wno-cast-function-type"]
 
+# Build products go under build/python, beside the Makefile's own build trees.
+os.makedirs("build/python", exist_ok=True)
 setup(
+    options={"build": {"build_base": "build/python"}, "egg_info": {"egg_base": "build/python"}},
     ext_modules=[
         Extension(
             "redlease._core",

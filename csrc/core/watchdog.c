@@ -109,7 +109,7 @@ static int renew_round(rl_client *c) {
     pthread_mutex_unlock(&c->mu);
 
     round_buffers b = {0};
-    rl_error err = {RL_OK, "out of memory building a renewal round"};
+    rl_error err = {.status = RL_OK, .message = "out of memory building a renewal round"};
     rl_status st = RL_ERR_MEMORY;
     uint64_t exchanges_before = wd->conn.exchanges;
     if (n > 0 && build_round(&b, batch, n, lease) == 0) {

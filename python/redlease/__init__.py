@@ -10,8 +10,9 @@ Locks are stored in Redisson's format, so redlease (Python, Lua) and Redisson (J
 other on the same name. See docs/python.md for the full API.
 """
 
-from . import _core
 from ._client import Client
+from ._core import CORE_VERSION as __version__
+from ._core import Lock
 from ._errors import (
     ClientClosedError,
     ConnectionError,
@@ -21,10 +22,6 @@ from ._errors import (
     NotOwnedError,
     ServerError,
 )
-
-Lock = _core.Lock
-
-__version__ = _core.CORE_VERSION
 
 __all__ = [
     "Client",

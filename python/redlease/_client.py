@@ -3,9 +3,10 @@
 import atexit
 import re
 import weakref
-from typing import Optional, Union
+from typing import Dict, Optional, Union
 
 from . import _core
+from ._core import Lock
 from ._events import EventDispatcher, OnLost
 
 # Clients still open when the interpreter exits are closed first, while calling into Python from
@@ -46,14 +47,14 @@ class Client:
         _open_clients.add(self)
 
     def lock(self, name: Union[str, bytes], *, timeout: float = -1,
-             lease: Optional[float] = None) -> "_core.Lock":
+             lease: Optional[float] = None) -> Lock:
         """A Redisson RLock on ``name`` (str, UTF-8 encoded, or bytes).
 
         ``timeout`` (seconds; -1 forever, 0 one try) and ``lease`` (None: watchdog; seconds: a
         fixed lease, not renewed) apply to ``with lock:`` and to ``acquire()`` calls that leave
         them out.
         """
-        return _core.Lock(self._core, name, timeout=timeout, lease=lease)
+        return Lock(self._core, name, timeout=timeout, lease=lease)
 
     @property
     def id(self) -> str:
@@ -65,7 +66,7 @@ class Client:
         """True once ``close()`` was called."""
         return self._core.closed
 
-    def stats(self) -> dict:
+    def stats(self) -> Dict[str, Union[int, bool]]:
         """Counters of the watchdog (rounds, round trips, holds renewed) and the subscriber."""
         return self._core.stats()
 

@@ -107,8 +107,9 @@ class RedisServer:
         self.close()
 
     def __del__(self) -> None:
-        if getattr(self, "process", None) is not None:
-            self.process.kill()
+        process = getattr(self, "process", None)
+        if process is not None:
+            process.kill()
 
 
 try:
