@@ -39,7 +39,7 @@ def hiredis_flags():
 cflags, libs = hiredis_flags()
 extra_compile_args = ["-std=c11", "-D_GNU_SOURCE", "-pthread", *cflags]
 if os.environ.get("REDLEASE_STRICT"):  # make test: the project's warning flags
-    extra_compile_args += ["-Wall", "-Wextra", "-Werror", "-Wshadow",  
+    extra_compile_args += ["-Wall", "-Wextra", "-Werror", "-Wshadow",
                            "-Wno-cast-function-type"]
 
 # Build products go under build/python, beside the Makefile's own build trees.
