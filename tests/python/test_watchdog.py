@@ -166,3 +166,19 @@ def test_client_closed_from_on_lost_does_not_deadlock(make_client, raw, server):
     raw("DEL", "self-close")
     assert done.wait(3)
     assert wait_for(lambda: c.closed)
+
+
+def test_force_unlock_by_another_client_is_reported(make_client):
+    lost = []
+    got = threading.Event()
+    holder = make_client(watchdog_timeout=0.3,
+                         on_lost=lambda name, reason: (lost.append((name, reason)), got.set()))
+    other = make_client()
+    lock = holder.lock(b"bytes:\xff")
+    lock.acquire()
+    assert other.lock(b"bytes:\xff").force_unlock()
+    assert got.wait(2.0)
+    assert lost == [(b"bytes:\xff", "deleted")]  # not UTF-8: the name comes back as bytes
+    assert other.lock(b"bytes:\xff").acquire(timeout=0)
+    with pytest.raises(redlease.LockLostError):
+        lock.release()
