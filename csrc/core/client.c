@@ -7,6 +7,7 @@
 #include "clock.h"
 #include "error.h"
 #include "fork.h"
+#include "names.h"
 #include "random.h"
 
 void rl_options_init(rl_options *o) {
@@ -148,9 +149,9 @@ void rl_client_hold_lost(rl_client *c, rl_hold *h, rl_lost_reason reason) {
     if (h->lost) return;
     h->lost = reason;
     rl_holds_unwatch(&c->holds, h);
-    char message[200];
-    snprintf(message, sizeof message, "lock \"%.*s\" lost while held: %s",
-             (int)(h->name_len > 120 ? 120 : h->name_len), h->name, rl_lost_reason_name(reason));
+    char message[200], shown[RL_NAME_SHOWN_MAX];
+    snprintf(message, sizeof message, "lock \"%s\" lost while held: %s",
+             rl_name_shown(h->name, h->name_len, shown), rl_lost_reason_name(reason));
     rl_events_push(&c->events, RL_EVENT_LOST, h->name, h->name_len, h->context, reason, 1, message);
 }
 

@@ -72,14 +72,8 @@ const char *rl_lock_name(const rl_lock *l, size_t *len) {
 }
 
 /* For messages: the name, cut short and with unprintable bytes as '?'. */
-static const char *printable(const rl_lock *l, char out[64]) {
-    size_t n = l->name_len < 60 ? l->name_len : 60;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)l->name[i];
-        out[i] = ch >= 32 && ch < 127 ? (char)ch : '?';
-    }
-    strcpy(out + n, l->name_len > 60 ? "..." : "");
-    return out;
+static const char *printable(const rl_lock *l, char out[RL_NAME_SHOWN_MAX]) {
+    return rl_name_shown(l->name, l->name_len, out);
 }
 
 /* One acquire attempt. RL_OK = acquired (at *sent_at); RL_NOT_ACQUIRED with the holder's PTTL. */
@@ -167,7 +161,7 @@ rl_status rl_lock_acquire(rl_lock *l, uint64_t context, int64_t lease_ms, int64_
     rl_client *c = l->client;
     rl_status st = rl_client_enter(c, err);
     if (st != RL_OK) return st;
-    char owner[RL_OWNER_MAX], shown[64];
+    char owner[RL_OWNER_MAX], shown[RL_NAME_SHOWN_MAX];
     size_t owner_len = rl_client_owner(c, context, owner);
 
     pthread_mutex_lock(&c->mu);
@@ -204,7 +198,8 @@ rl_status rl_lock_release(rl_lock *l, uint64_t context, rl_error *err) {
     rl_client *c = l->client;
     rl_status st = rl_client_enter(c, err);
     if (st != RL_OK) return st;
-    char shown[64], lease_s[24], latch_ttl_s[24], request_id[2 * REQUEST_ID_BYTES + 1];
+    char shown[RL_NAME_SHOWN_MAX], lease_s[24], latch_ttl_s[24];
+    char request_id[2 * REQUEST_ID_BYTES + 1];
 
     pthread_mutex_lock(&c->mu);
     rl_hold *h = rl_holds_find(&c->holds, l->name, l->name_len, context);

@@ -10,4 +10,9 @@
 char *rl_name_prefixed(const char *p, const void *name, size_t name_len, size_t extra,
                        size_t *out_len);
 
+/* A lock name for messages: at most 60 bytes, printable ASCII kept, any other byte as '?', "..."
+ * when cut. `out` needs RL_NAME_SHOWN_MAX bytes. Returns out. */
+#define RL_NAME_SHOWN_MAX 64
+const char *rl_name_shown(const void *name, size_t name_len, char out[RL_NAME_SHOWN_MAX]);
+
 #endif

@@ -1,6 +1,7 @@
 /* redlease._core.Client: owns one rl_client; forwards the core's events to a Python callable. */
 #include <pthread.h>
 #include <signal.h>
+#include <string.h>
 
 #include "binding.h"
 
@@ -20,14 +21,19 @@ static void deliver_event(const rl_event *event, void *userdata) {
     PyObject *fn = Py_XNewRef(bridge->callable);
     if (fn) {
         on_event_thread = 1;
+        const char *text = event->message ? event->message : "";
+        /* Messages may quote a lock name that is not UTF-8: never fail on it. */
+        PyObject *message = PyUnicode_DecodeUTF8(text, (Py_ssize_t)strlen(text), "backslashreplace");
         PyObject *name = event->name ? PyBytes_FromStringAndSize(event->name, (Py_ssize_t)event->name_len)
                                      : Py_NewRef(Py_None);
-        PyObject *result =
-            name ? PyObject_CallFunction(fn, "iNKsns", (int)event->kind, name,
-                                         (unsigned long long)event->context,
-                                         rl_lost_reason_name(event->reason), (Py_ssize_t)event->holds,
-                                         event->message ? event->message : "")
-                 : NULL;
+        PyObject *result = NULL;
+        if (message && name)
+            result = PyObject_CallFunction(fn, "iOKsnO", (int)event->kind, name,
+                                           (unsigned long long)event->context,
+                                           rl_lost_reason_name(event->reason),
+                                           (Py_ssize_t)event->holds, message);
+        Py_XDECREF(message);
+        Py_XDECREF(name);
         if (result) Py_DECREF(result);
         else PyErr_WriteUnraisable(fn);
         on_event_thread = 0;
