@@ -31,12 +31,13 @@ static int64_t ceil_ms(double seconds) {
 int rlpy_timeout_ms(PyObject *value, const char *what, int64_t *out) {
     double s;
     if (to_seconds(value, what, &s) < 0) return -1;
-    if (s == -1.0 || isinf(s) > 0) {
+    if (s == -1.0) {
         *out = RL_WAIT_FOREVER;
         return 0;
     }
-    if (s < 0) {
-        PyErr_Format(PyExc_ValueError, "%s must be >= 0, or -1 to wait forever", what);
+    if (s < 0 || isinf(s)) { /* -1, not infinity, is "forever": one spelling, as threading */
+        PyErr_Format(PyExc_ValueError, "%s must be a finite number >= 0, or -1 to wait forever",
+                     what);
         return -1;
     }
     int64_t ms = ceil_ms(s);

@@ -183,6 +183,8 @@ def test_str_names_are_utf8(client, raw):
     (lambda c: c.lock("x", timeout="1"), TypeError),
     (lambda c: c.lock("x", timeout=-2), ValueError),
     (lambda c: c.lock("x", timeout=float("nan")), ValueError),
+    (lambda c: c.lock("x", timeout=float("inf")), ValueError),
+    (lambda c: c.lock("x").acquire(timeout=float("-inf")), ValueError),
     (lambda c: c.lock("x", lease=0), ValueError),
     (lambda c: c.lock("x", lease=-1), ValueError),
     (lambda c: c.lock("x", lease=float("inf")), ValueError),
