@@ -45,18 +45,3 @@ def make_client(server):
     yield make
     for c in made:
         c.close()
-
-
-def pytest_terminal_summary(terminalreporter):
-    stats = terminalreporter.stats
-    passed = len(stats.get("passed", []))
-    failed = len(stats.get("failed", [])) + len(stats.get("error", []))
-    skipped = len(stats.get("skipped", []))
-    for report in stats.get("skipped", []):
-        terminalreporter.write_line(f"skipped: {report.nodeid}: {report.longrepr[2]}")
-    line = f"{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else "")
-    terminalreporter.write_line(line)
-    out = os.environ.get("REDLEASE_RESULTS")
-    if out:
-        with open(out, "w") as f:
-            f.write(line + "\n")

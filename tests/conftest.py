@@ -1,0 +1,19 @@
+"""Shared by the pytest suites (tests/python, tests/faults): each ends with the line
+`N passed, N failed` that `make test` adds up, written to $REDLEASE_RESULTS as well."""
+
+import os
+
+
+def pytest_terminal_summary(terminalreporter):
+    stats = terminalreporter.stats
+    passed = len(stats.get("passed", []))
+    failed = len(stats.get("failed", [])) + len(stats.get("error", []))
+    skipped = len(stats.get("skipped", []))
+    for report in stats.get("skipped", []):
+        terminalreporter.write_line(f"skipped: {report.nodeid}: {report.longrepr[2]}")
+    line = f"{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else "")
+    terminalreporter.write_line(line)
+    out = os.environ.get("REDLEASE_RESULTS")
+    if out:
+        with open(out, "w") as f:
+            f.write(line + "\n")
