@@ -25,6 +25,7 @@ static rl_status check_options(const rl_options *o, rl_error *err) {
     if (o->watchdog_timeout_ms < 3)
         return rl_fail(err, RL_ERR_ARGUMENT, "watchdog_timeout must be at least 3 ms");
     if (o->latch_ttl_ms <= 0) return rl_fail(err, RL_ERR_ARGUMENT, "latch_ttl must be > 0");
+    if (o->max_hold_ms < 0) return rl_fail(err, RL_ERR_ARGUMENT, "max_hold must be >= 0 (0 = none)");
     if (o->pool_size < 1 || o->pool_size > 256)
         return rl_fail(err, RL_ERR_ARGUMENT, "pool_size must be from 1 to 256");
     return RL_OK;

@@ -127,7 +127,7 @@ static rl_status wait_and_retry(rl_lock *l, const char *owner, size_t owner_len,
 /* Records an acquired hold and, in watchdog mode, starts its renewal: in one critical section
  * with the answer, so there is no moment when the hold exists without its renewal. */
 static rl_status record_hold(rl_lock *l, uint64_t context, const char *owner, int64_t lease_ms,
-                             int64_t lease, int64_t sent_at, rl_error *err) {
+                             int64_t lease, int64_t max_hold_ms, int64_t sent_at, rl_error *err) {
     rl_client *c = l->client;
     rl_status st = RL_OK;
     pthread_mutex_lock(&c->mu);
@@ -137,6 +137,7 @@ static rl_status record_hold(rl_lock *l, uint64_t context, const char *owner, in
         /* Held in Redis but untracked: it expires by its lease, never renewed. */
         st = rl_fail(err, RL_ERR_MEMORY, "out of memory recording a hold");
     } else {
+        if (h->count == 0 && max_hold_ms > 0) h->renew_until = sent_at + max_hold_ms;
         h->count++;
         h->confirmed_until = sent_at + lease;
         if (lease_ms == RL_LEASE_WATCHDOG) h->watchdog = 1;
@@ -152,12 +153,33 @@ static rl_status record_hold(rl_lock *l, uint64_t context, const char *owner, in
     return st;
 }
 
+void rl_acquire_options_init(rl_acquire_options *o) {
+    memset(o, 0, sizeof *o);
+    o->lease_ms = RL_LEASE_WATCHDOG;
+    o->wait_ms = RL_WAIT_FOREVER;
+}
+
 rl_status rl_lock_acquire(rl_lock *l, uint64_t context, int64_t lease_ms, int64_t wait_ms,
                           rl_wait_hook hook, void *hook_userdata, rl_error *err) {
+    rl_acquire_options o;
+    rl_acquire_options_init(&o);
+    o.lease_ms = lease_ms;
+    o.wait_ms = wait_ms;
+    o.hook = hook;
+    o.hook_userdata = hook_userdata;
+    return rl_lock_acquire_with(l, context, &o, err);
+}
+
+rl_status rl_lock_acquire_with(rl_lock *l, uint64_t context, const rl_acquire_options *o,
+                               rl_error *err) {
     rl_error_clear(err);
     if (!l) return rl_fail(err, RL_ERR_ARGUMENT, "lock must not be NULL");
+    if (!o) return rl_fail(err, RL_ERR_ARGUMENT, "options must not be NULL");
+    int64_t lease_ms = o->lease_ms, wait_ms = o->wait_ms;
     if (lease_ms <= 0 && lease_ms != RL_LEASE_WATCHDOG)
         return rl_fail(err, RL_ERR_ARGUMENT, "lease must be > 0 (or the watchdog mode)");
+    if (o->max_hold_ms < 0 && o->max_hold_ms != RL_MAX_HOLD_NONE)
+        return rl_fail(err, RL_ERR_ARGUMENT, "max_hold must be > 0, 0 (the client's) or none");
     rl_client *c = l->client;
     rl_status st = rl_client_enter(c, err);
     if (st != RL_OK) return st;
@@ -178,8 +200,10 @@ rl_status rl_lock_acquire(rl_lock *l, uint64_t context, int64_t lease_ms, int64_
     st = try_once(l, owner, owner_len, lease, &pttl, &sent_at, err);
     if (st == RL_NOT_ACQUIRED && wait_ms != 0)
         st = wait_and_retry(l, owner, owner_len, lease, wait_ms < 0 ? -1 : start + wait_ms, pttl,
-                            hook, hook_userdata, &sent_at, err);
-    if (st == RL_OK) st = record_hold(l, context, owner, lease_ms, lease, sent_at, err);
+                            o->hook, o->hook_userdata, &sent_at, err);
+    int64_t max_hold = o->max_hold_ms == 0 ? c->cfg.options.max_hold_ms
+                       : o->max_hold_ms > 0 ? o->max_hold_ms : 0;
+    if (st == RL_OK) st = record_hold(l, context, owner, lease_ms, lease, max_hold, sent_at, err);
     else if (st == RL_NOT_ACQUIRED)
         rl_fail(err, RL_NOT_ACQUIRED, "lock \"%s\" is held by another owner", printable(l, shown));
 out:

@@ -52,7 +52,7 @@ typedef enum rl_lost_reason {
     RL_LOST_DELETED,       /* the key was deleted (force unlock, DEL, FLUSH, restart) */
     RL_LOST_OWNER_CHANGED, /* the key exists but no longer holds this owner */
     RL_LOST_UNREACHABLE,   /* Redis could not be reached before the confirmed lease ran out */
-    RL_LOST_MAX_HOLD       /* reserved for the maximum-hold cap */
+    RL_LOST_MAX_HOLD       /* held longer than its max_hold: the watchdog stopped renewing it */
 } rl_lost_reason;
 
 const char *rl_lost_reason_name(rl_lost_reason reason);
@@ -84,6 +84,8 @@ typedef struct rl_options {
     int64_t watchdog_timeout_ms; /* lease in watchdog mode, renewed every third; default 30000 */
     int64_t latch_ttl_ms;        /* lifetime of an unlock latch; default 20000 */
     int pool_size;               /* command connections shared by host threads; default 4 */
+    int64_t max_hold_ms;         /* watchdog mode: stop renewing a hold this long after it was
+                                    first taken and report it lost (max_hold); 0 = no cap */
     rl_event_fn on_event;        /* optional */
     void *event_userdata;
 } rl_options;
@@ -135,6 +137,22 @@ typedef int (*rl_wait_hook)(void *userdata);
  * lock was lost and not yet released) or an error. */
 rl_status rl_lock_acquire(rl_lock *lock, uint64_t context, int64_t lease_ms, int64_t wait_ms,
                           rl_wait_hook hook, void *hook_userdata, rl_error *err);
+
+/* Everything an acquire can be told; rl_acquire_options_init gives rl_lock_acquire's defaults. */
+typedef struct rl_acquire_options {
+    int64_t lease_ms;    /* RL_LEASE_WATCHDOG (default) or a fixed lease > 0 */
+    int64_t wait_ms;     /* 0 = one try, RL_WAIT_FOREVER (default), else the longest wait */
+    int64_t max_hold_ms; /* watchdog mode cap for this hold: 0 = the client's max_hold_ms (default),
+                            RL_MAX_HOLD_NONE = no cap, else ms from the first hold */
+    rl_wait_hook hook;   /* optional, see rl_wait_hook */
+    void *hook_userdata;
+} rl_acquire_options;
+
+#define RL_MAX_HOLD_NONE (-1)
+
+void rl_acquire_options_init(rl_acquire_options *options);
+rl_status rl_lock_acquire_with(rl_lock *lock, uint64_t context, const rl_acquire_options *options,
+                               rl_error *err);
 
 /* Releases one hold of `context`. RL_OK; RL_NOT_OWNED when it holds none; RL_LOST when the hold
  * was lost (the hold is dropped all the same). When the call fails on the network, renewal stops

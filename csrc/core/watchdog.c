@@ -99,8 +99,14 @@ static int renew_round(rl_client *c) {
     rl_hold **batch = malloc(c->holds.watched * sizeof *batch);
     if (!batch) return 0;
     size_t n = 0;
-    for (rl_hold *h = c->holds.watch_head; h; h = h->watch_next) {
+    int64_t round_start = rl_now_ms();
+    for (rl_hold *h = c->holds.watch_head, *next; h; h = next) {
+        next = h->watch_next; /* a hold past its max_hold leaves the list */
         if (h->releasing || h->lost) continue;
+        if (h->renew_until && round_start >= h->renew_until) {
+            rl_client_hold_lost(c, h, RL_LOST_MAX_HOLD);
+            continue;
+        }
         h->in_round = 1;
         batch[n++] = h;
     }

@@ -35,6 +35,8 @@ PyObject *rlpy_error_class(rl_status status);
 int rlpy_timeout_ms(PyObject *value, const char *what, int64_t *out);
 int rlpy_lease_ms(PyObject *value, int64_t *out);
 int rlpy_positive_ms(PyObject *value, const char *what, int64_t *out);
+/* None -> RL_MAX_HOLD_NONE (no cap), else seconds > 0. */
+int rlpy_max_hold_ms(PyObject *value, int64_t *out);
 
 /* Closes the core client with the GIL released; safe from the event thread too. */
 void rlpy_client_close(rlpy_client *self);

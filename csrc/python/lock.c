@@ -10,6 +10,7 @@ typedef struct {
     PyObject *client; /* the redlease._core.Client, kept alive while the lock is */
     PyObject *name;   /* as given: str or bytes */
     int64_t timeout_ms, lease_ms; /* defaults for `with` and for acquire() without them */
+    int64_t max_hold_ms;          /* likewise: 0 = the client's, RL_MAX_HOLD_NONE, or a cap */
     PyObject *weakrefs;
 } rlpy_lock;
 
@@ -48,14 +49,14 @@ static int check_signals(void *userdata) {
 /* ---- construction ------------------------------------------------------------------------- */
 
 static int lock_init(rlpy_lock *self, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"client", "name", "timeout", "lease", NULL};
-    PyObject *client, *name, *timeout = NULL, *lease = Py_None;
+    static char *keywords[] = {"client", "name", "timeout", "lease", "max_hold", NULL};
+    PyObject *client, *name, *timeout = NULL, *lease = Py_None, *max_hold = NULL;
     if (self->lock) {
         PyErr_SetString(PyExc_RuntimeError, "Lock.__init__ called twice");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O|$OO:Lock", keywords, &rlpy_client_type,
-                                     &client, &name, &timeout, &lease))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O|$OOO:Lock", keywords, &rlpy_client_type,
+                                     &client, &name, &timeout, &lease, &max_hold))
         return -1;
     const char *bytes;
     Py_ssize_t len;
@@ -70,9 +71,10 @@ static int lock_init(rlpy_lock *self, PyObject *args, PyObject *kwargs) {
                      Py_TYPE(name)->tp_name);
         return -1;
     }
-    int64_t timeout_ms = RL_WAIT_FOREVER, lease_ms;
+    int64_t timeout_ms = RL_WAIT_FOREVER, lease_ms, max_hold_ms = 0;
     if ((timeout && rlpy_timeout_ms(timeout, "timeout", &timeout_ms) < 0) ||
-        rlpy_lease_ms(lease, &lease_ms) < 0)
+        rlpy_lease_ms(lease, &lease_ms) < 0 ||
+        (max_hold && rlpy_max_hold_ms(max_hold, &max_hold_ms) < 0))
         return -1;
     rl_client *core = ((rlpy_client *)client)->client;
     if (!core) {
@@ -88,6 +90,7 @@ static int lock_init(rlpy_lock *self, PyObject *args, PyObject *kwargs) {
     self->name = Py_NewRef(name);
     self->timeout_ms = timeout_ms;
     self->lease_ms = lease_ms;
+    self->max_hold_ms = max_hold_ms;
     return 0;
 }
 
@@ -108,13 +111,17 @@ static int ready(rlpy_lock *self) {
 /* ---- acquire / release -------------------------------------------------------------------- */
 
 /* 1 acquired, 0 not acquired (another owner), -1 exception set. */
-static int acquire(rlpy_lock *self, int64_t lease_ms, int64_t wait_ms) {
+static int acquire(rlpy_lock *self, int64_t lease_ms, int64_t wait_ms, int64_t max_hold_ms) {
     uint64_t context = rlpy_thread_context();
     wait_state w = {NULL, 0};
+    rl_acquire_options options = {.lease_ms = lease_ms,
+                                  .wait_ms = wait_ms,
+                                  .max_hold_ms = max_hold_ms,
+                                  .hook = wait_ms != 0 ? check_signals : NULL,
+                                  .hook_userdata = &w};
     rl_error err;
     w.thread_state = PyEval_SaveThread();
-    rl_status st = rl_lock_acquire(self->lock, context, lease_ms, wait_ms,
-                                   wait_ms != 0 ? check_signals : NULL, &w, &err);
+    rl_status st = rl_lock_acquire_with(self->lock, context, &options, &err);
     PyEval_RestoreThread(w.thread_state);
     if (st == RL_OK) return 1;
     if (st == RL_NOT_ACQUIRED) return 0;
@@ -123,16 +130,17 @@ static int acquire(rlpy_lock *self, int64_t lease_ms, int64_t wait_ms) {
 }
 
 static PyObject *lock_acquire(rlpy_lock *self, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"blocking", "timeout", "lease", NULL};
+    static char *keywords[] = {"blocking", "timeout", "lease", "max_hold", NULL};
     int blocking = 1;
-    PyObject *timeout = NULL, *lease = NULL;
+    PyObject *timeout = NULL, *lease = NULL, *max_hold = NULL;
     if (!ready(self) ||
-        !PyArg_ParseTupleAndKeywords(args, kwargs, "|pOO:acquire", keywords, &blocking, &timeout,
-                                     &lease))
+        !PyArg_ParseTupleAndKeywords(args, kwargs, "|pOO$O:acquire", keywords, &blocking, &timeout,
+                                     &lease, &max_hold))
         return NULL;
-    int64_t wait_ms = self->timeout_ms, lease_ms = self->lease_ms;
+    int64_t wait_ms = self->timeout_ms, lease_ms = self->lease_ms, max_hold_ms = self->max_hold_ms;
     if (timeout && rlpy_timeout_ms(timeout, "timeout", &wait_ms) < 0) return NULL;
     if (lease && rlpy_lease_ms(lease, &lease_ms) < 0) return NULL;
+    if (max_hold && rlpy_max_hold_ms(max_hold, &max_hold_ms) < 0) return NULL;
     if (!blocking) {
         if (timeout && wait_ms != RL_WAIT_FOREVER) {
             PyErr_SetString(PyExc_ValueError, "can't specify a timeout for a non-blocking call");
@@ -140,7 +148,7 @@ static PyObject *lock_acquire(rlpy_lock *self, PyObject *args, PyObject *kwargs)
         }
         wait_ms = 0;
     }
-    int got = acquire(self, lease_ms, wait_ms);
+    int got = acquire(self, lease_ms, wait_ms, max_hold_ms);
     return got < 0 ? NULL : PyBool_FromLong(got);
 }
 
@@ -165,7 +173,7 @@ static PyObject *lock_release(rlpy_lock *self, PyObject *unused) {
 static PyObject *lock_enter(rlpy_lock *self, PyObject *unused) {
     (void)unused;
     if (!ready(self)) return NULL;
-    int got = acquire(self, self->lease_ms, self->timeout_ms);
+    int got = acquire(self, self->lease_ms, self->timeout_ms, self->max_hold_ms);
     if (got < 0) return NULL;
     if (!got) {
         PyObject *shown = PyObject_Repr(self->name);
@@ -275,10 +283,12 @@ static PyObject *lock_repr(rlpy_lock *self) {
 
 static PyMethodDef lock_methods[] = {
     {"acquire", (PyCFunction)(void (*)(void))lock_acquire, METH_VARARGS | METH_KEYWORDS,
-     "acquire(blocking=True, timeout=-1, lease=None) -> bool\n--\n\n"
+     "acquire(blocking=True, timeout=-1, lease=None, *, max_hold=...) -> bool\n--\n\n"
      "Takes one hold for the calling thread (reentrant). timeout: seconds to wait, -1 forever, "
      "0 one try; blocking=False is one try. lease: None keeps the lock with the watchdog until "
-     "release(); a number of seconds is a fixed lease, not renewed. Arguments left out take the "
+     "release(); a number of seconds is a fixed lease, not renewed. max_hold: seconds after "
+     "which the watchdog stops renewing this hold and reports it lost (None: no cap; left out: "
+     "the client's max_hold). Arguments left out take the "
      "values given to Client.lock(). Returns False when another owner kept it. Raises "
      "LockLostError when this thread's earlier hold was lost and not yet released."},
     {"release", (PyCFunction)lock_release, METH_NOARGS,

@@ -71,3 +71,11 @@ int rlpy_lease_ms(PyObject *value, int64_t *out) {
     *out = ceil_ms(s);
     return 0;
 }
+
+int rlpy_max_hold_ms(PyObject *value, int64_t *out) {
+    if (value == Py_None) {
+        *out = RL_MAX_HOLD_NONE;
+        return 0;
+    }
+    return rlpy_positive_ms(value, "max_hold", out);
+}

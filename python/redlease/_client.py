@@ -1,6 +1,7 @@
 """redlease.Client: one connection set, watchdog and subscriber per process (or per Redis)."""
 
 import atexit
+import enum
 import re
 import weakref
 from typing import Dict, Optional, Union
@@ -12,6 +13,11 @@ from ._events import EventDispatcher, OnLost
 # Clients still open when the interpreter exits are closed first, while calling into Python from
 # their event threads is still safe.
 _open_clients: "weakref.WeakSet[Client]" = weakref.WeakSet()
+
+
+class _Default(enum.Enum):
+    """max_hold left out: the client's cap applies."""
+    CLIENT = "the client's max_hold"
 
 
 @atexit.register
@@ -29,7 +35,9 @@ class Client:
     ``watchdog_timeout``: the lease (seconds) of locks held in watchdog mode; the watchdog renews
     them every third of it while they are held. ``connect_timeout`` and ``command_timeout`` bound
     every network call. ``on_lost(name, reason)`` is called, on a background thread, for every
-    hold lost while held; an exception it raises is logged.
+    hold lost while held; an exception it raises is logged. ``max_hold`` (seconds, default no
+    cap): the watchdog stops renewing a hold that long after it was taken and reports it lost
+    (reason ``max_hold``); ``client.lock(..., max_hold=)`` and ``acquire(max_hold=)`` override it.
 
     Close it with ``close()`` or use it as a context manager. Closing does not release held
     locks: they expire by their lease.
@@ -37,24 +45,26 @@ class Client:
 
     def __init__(self, url: str = "redis://127.0.0.1:6379/0", *, watchdog_timeout: float = 30.0,
                  connect_timeout: float = 5.0, command_timeout: float = 5.0,
-                 on_lost: Optional[OnLost] = None) -> None:
+                 on_lost: Optional[OnLost] = None, max_hold: Optional[float] = None) -> None:
         if on_lost is not None and not callable(on_lost):
             raise TypeError("on_lost must be callable or None")
         self._core = _core.Client(url, watchdog_timeout, connect_timeout, command_timeout,
-                                  EventDispatcher(on_lost))
+                                  EventDispatcher(on_lost), max_hold)
         self.url = url
         self.watchdog_timeout = float(watchdog_timeout)
         _open_clients.add(self)
 
     def lock(self, name: Union[str, bytes], *, timeout: float = -1,
-             lease: Optional[float] = None) -> Lock:
+             lease: Optional[float] = None, max_hold: Union[float, None, _Default] = _Default.CLIENT) -> Lock:
         """A Redisson RLock on ``name`` (str, UTF-8 encoded, or bytes).
 
         ``timeout`` (seconds; -1 forever, 0 one try) and ``lease`` (None: watchdog; seconds: a
         fixed lease, not renewed) apply to ``with lock:`` and to ``acquire()`` calls that leave
-        them out.
+        them out. ``max_hold`` (seconds; None: no cap) overrides the client's cap.
         """
-        return Lock(self._core, name, timeout=timeout, lease=lease)
+        if max_hold is _Default.CLIENT:
+            return Lock(self._core, name, timeout=timeout, lease=lease)
+        return Lock(self._core, name, timeout=timeout, lease=lease, max_hold=max_hold)
 
     @property
     def id(self) -> str:

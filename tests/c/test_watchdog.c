@@ -117,12 +117,13 @@ static void record_event(const rl_event *ev, void *userdata) {
     pthread_mutex_unlock(&log->mu);
 }
 
-static rl_client *client_with_log(lost_log *log) {
+static rl_client *client_with_log_max_hold(lost_log *log, int64_t max_hold_ms) {
     memset(log, 0, sizeof *log);
     pthread_mutex_init(&log->mu, NULL);
     rl_options o;
     rl_options_init(&o);
     o.watchdog_timeout_ms = 600;
+    o.max_hold_ms = max_hold_ms;
     o.on_event = record_event;
     o.event_userdata = log;
     rl_client *c;
@@ -130,6 +131,8 @@ static rl_client *client_with_log(lost_log *log) {
     if (rl_client_new(g_server.url, &o, &c, &e) != RL_OK) return NULL;
     return c;
 }
+
+static rl_client *client_with_log(lost_log *log) { return client_with_log_max_hold(log, 0); }
 
 static int lost_count(lost_log *log) {
     pthread_mutex_lock(&log->mu);
@@ -193,5 +196,77 @@ TEST(taken_over_key_is_reported_owner_changed) {
     rl_lock_free(lt);
     rl_client_free(c);
     rl_client_free(thief);
+    pthread_mutex_destroy(&log.mu);
+}
+
+/* max_hold: renewed until then, then reported lost and left to expire. */
+static void check_max_hold(rl_client *c, lost_log *log, rl_lock *l, int64_t max_hold) {
+    int64_t t0 = now_ms();
+    while (lost_count(log) == 0 && now_ms() - t0 < 5000) {
+        CHECK_MSG(raw_int(g_raw, "PTTL capped") > 0, "expired before max_hold");
+        sleep_ms(10);
+    }
+    int64_t took = now_ms() - t0;
+    CHECK_INT(lost_count(log), 1);
+    CHECK_INT(log->reason, RL_LOST_MAX_HOLD);
+    /* renewed past one lease (600 ms), reported within one period (200 ms) of max_hold */
+    CHECK_MSG(took >= max_hold - 50 && took < max_hold + 200 + 300, "lost after %lld ms",
+              (long long)took);
+    while (raw_int(g_raw, "EXISTS capped") && now_ms() - t0 < max_hold + 600 + 500) sleep_ms(10);
+    CHECK_INT(raw_int(g_raw, "EXISTS capped"), 0); /* no longer renewed: expired */
+    rl_error lost_err;
+    CHECK_INT(rl_lock_release(l, 1, &lost_err), RL_LOST);
+    CHECK_INT(lost_err.lost_reason, RL_LOST_MAX_HOLD);
+    (void)c;
+}
+
+TEST(max_hold_per_acquire_stops_renewal_and_reports) {
+    lost_log log;
+    rl_client *c = client_with_log(&log);
+    CHECK(c);
+    rl_lock *l;
+    CHECK_OK(rl_lock_new(c, "capped", 6, &l, err));
+    rl_acquire_options o;
+    rl_acquire_options_init(&o);
+    o.wait_ms = 0;
+    o.max_hold_ms = 1000;
+    CHECK_OK(rl_lock_acquire_with(l, 1, &o, err));
+    CHECK_OK(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err)); /* reentry: same cap */
+    check_max_hold(c, &log, l, 1000);
+    CHECK_STATUS(rl_lock_release(l, 1, err), RL_LOST); /* the second hold, lost with the first */
+    CHECK_OK(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err)); /* no cap now */
+    sleep_ms(1300);
+    CHECK(raw_int(g_raw, "PTTL capped") > 0);
+    CHECK_OK(rl_lock_release(l, 1, err));
+    rl_lock_free(l);
+    rl_client_free(c);
+    pthread_mutex_destroy(&log.mu);
+}
+
+TEST(max_hold_client_default_and_override) {
+    lost_log log;
+    rl_client *c = client_with_log_max_hold(&log, 900);
+    CHECK(c);
+    rl_lock *l;
+    CHECK_OK(rl_lock_new(c, "capped", 6, &l, err));
+    CHECK_OK(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
+    check_max_hold(c, &log, l, 900);
+    rl_acquire_options o;
+    rl_acquire_options_init(&o);
+    o.max_hold_ms = RL_MAX_HOLD_NONE;
+    CHECK_OK(rl_lock_acquire_with(l, 1, &o, err));
+    sleep_ms(1300);
+    CHECK(raw_int(g_raw, "PTTL capped") > 0);
+    CHECK_INT(lost_count(&log), 1);
+    CHECK_OK(rl_lock_release(l, 1, err));
+    o.max_hold_ms = -5;
+    CHECK_STATUS(rl_lock_acquire_with(l, 1, &o, err), RL_ERR_ARGUMENT);
+    rl_options bad;
+    rl_options_init(&bad);
+    bad.max_hold_ms = -1;
+    rl_client *none = NULL;
+    CHECK_STATUS(rl_client_new(g_server.url, &bad, &none, err), RL_ERR_ARGUMENT);
+    rl_lock_free(l);
+    rl_client_free(c);
     pthread_mutex_destroy(&log.mu);
 }
