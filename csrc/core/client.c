@@ -9,6 +9,7 @@
 #include "fork.h"
 #include "names.h"
 #include "random.h"
+#include "replicas.h"
 
 void rl_options_init(rl_options *o) {
     memset(o, 0, sizeof *o);
@@ -17,6 +18,7 @@ void rl_options_init(rl_options *o) {
     o->watchdog_timeout_ms = 30000;
     o->latch_ttl_ms = 20000;
     o->pool_size = 4;
+    o->sync_timeout_ms = 1000;
 }
 
 static rl_status check_options(const rl_options *o, rl_error *err) {
@@ -26,6 +28,8 @@ static rl_status check_options(const rl_options *o, rl_error *err) {
         return rl_fail(err, RL_ERR_ARGUMENT, "watchdog_timeout must be at least 3 ms");
     if (o->latch_ttl_ms <= 0) return rl_fail(err, RL_ERR_ARGUMENT, "latch_ttl must be > 0");
     if (o->max_hold_ms < 0) return rl_fail(err, RL_ERR_ARGUMENT, "max_hold must be >= 0 (0 = none)");
+    if (o->sync_replicas < 0) return rl_fail(err, RL_ERR_ARGUMENT, "sync_replicas must be >= 0");
+    if (o->sync_timeout_ms <= 0) return rl_fail(err, RL_ERR_ARGUMENT, "sync_timeout must be > 0");
     if (o->pool_size < 1 || o->pool_size > 256)
         return rl_fail(err, RL_ERR_ARGUMENT, "pool_size must be from 1 to 256");
     return RL_OK;
@@ -158,13 +162,20 @@ void rl_client_hold_lost(rl_client *c, rl_hold *h, rl_lost_reason reason) {
 
 rl_status rl_client_script(rl_client *c, rl_script_id id, int argc, const char **argv,
                            size_t *lens, redisReply **reply, int idempotent,
-                           const rl_cmd *then_send, rl_error *err) {
+                           const rl_cmd *then_send, rl_reply_test wrote, rl_error *err) {
     rl_conn *conn = rl_pool_take(&c->pool);
     if (!conn) return rl_fail(err, RL_ERR_CLOSED, "the client is closed");
     rl_cmd cmd = {argc, argv, lens};
     rl_status st = rl_scripts_run(&c->scripts, conn, &c->cfg, c->cfg.options.command_timeout_ms,
                                   id, 1, &cmd, reply, idempotent, err);
     if (st == RL_OK && then_send) rl_conn_send_only(conn, then_send);
+    if (st == RL_OK && wrote && wrote(*reply)) {
+        st = rl_replicas_sync(conn, &c->cfg, err);
+        if (st != RL_OK && st != RL_ERR_REPLICA) { /* the caller sees a plain failure */
+            freeReplyObject(*reply);
+            *reply = NULL;
+        }
+    }
     rl_pool_give(&c->pool, conn);
     return st;
 }

@@ -41,11 +41,17 @@ void rl_client_unref(rl_client *c);
 /* "<uuid>:<context>" into out[RL_OWNER_MAX]; returns its length. */
 size_t rl_client_owner(rl_client *c, uint64_t context, char *out);
 
+/* Whether a script's answer means it wrote to Redis. */
+typedef int (*rl_reply_test)(const redisReply *reply);
+
 /* Runs one call of a script on a pooled connection. argv/lens have RL_SCRIPT_ARGV_HEAD free
- * slots first. When `then_send` is set it is sent, without waiting, after Redis answered. */
+ * slots first. When `then_send` is set it is sent, without waiting, after Redis answered. When
+ * `wrote` says the answer is a write, replica sync runs on the same connection (RL_ERR_REPLICA,
+ * with *reply still set, when no connected replica acknowledged it; any other failure leaves no
+ * reply). */
 rl_status rl_client_script(rl_client *c, rl_script_id id, int argc, const char **argv,
                            size_t *lens, redisReply **reply, int idempotent,
-                           const rl_cmd *then_send, rl_error *err);
+                           const rl_cmd *then_send, rl_reply_test wrote, rl_error *err);
 
 /* Runs one plain read-only command on a pooled connection. */
 rl_status rl_client_command(rl_client *c, int argc, const char **argv, size_t *lens,

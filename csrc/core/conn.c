@@ -105,6 +105,7 @@ rl_status rl_conn_open(rl_conn *conn, const rl_config *cfg, int64_t timeout_ms, 
     if (ctx->err) return io_failure(conn, cfg, err, "cannot connect to");
     if (redisSetTimeout(ctx, to_timeval(timeout_ms)) != REDIS_OK)
         return io_failure(conn, cfg, err, "cannot set timeouts on");
+    conn->timeout_ms = timeout_ms;
     if (!ep->is_unix) redisEnableKeepAlive(ctx);
     int flags = fcntl(ctx->fd, F_GETFD);
     if (flags >= 0) fcntl(ctx->fd, F_SETFD, flags | FD_CLOEXEC);
@@ -172,6 +173,10 @@ rl_status rl_conn_exchange(rl_conn *conn, const rl_config *cfg, int64_t timeout_
         if (!conn->ctx) {
             st = rl_conn_open(conn, cfg, timeout_ms, err);
             if (st != RL_OK) return st;
+        } else if (conn->timeout_ms != timeout_ms) { /* e.g. WAIT, longer than other commands */
+            if (redisSetTimeout(conn->ctx, to_timeval(timeout_ms)) != REDIS_OK)
+                return io_failure(conn, cfg, err, "cannot set timeouts on");
+            conn->timeout_ms = timeout_ms;
         }
         int maybe_sent;
         st = exchange_once(conn, cfg, n, cmds, replies, &maybe_sent, err);

@@ -18,6 +18,7 @@ typedef struct rl_conn {
     redisContext *ctx; /* NULL when closed */
     int owed_replies;  /* replies of commands sent without waiting, read before the next exchange */
     uint64_t exchanges; /* round trips made, for statistics */
+    int64_t timeout_ms; /* the socket's read/write timeout now */
 } rl_conn;
 
 /* One command: argc arguments (binary-safe). */

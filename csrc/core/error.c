@@ -43,6 +43,7 @@ const char *rl_status_name(rl_status status) {
     case RL_ERR_CLOSED: return "closed";
     case RL_ERR_MEMORY: return "memory";
     case RL_ERR_UNSUPPORTED: return "unsupported";
+    case RL_ERR_REPLICA: return "replica";
     }
     return "unknown";
 }

@@ -76,6 +76,60 @@ static const char *printable(const rl_lock *l, char out[RL_NAME_SHOWN_MAX]) {
     return rl_name_shown(l->name, l->name_len, out);
 }
 
+/* What counts as a write, for replica sync. */
+static int reply_is_nil(const redisReply *r) { return r->type == REDIS_REPLY_NIL; }
+static int reply_is_integer(const redisReply *r) { return r->type == REDIS_REPLY_INTEGER; }
+static int reply_is_one(const redisReply *r) { return r->type == REDIS_REPLY_INTEGER && r->integer == 1; }
+
+/* One call of the release script for `owner`, under the unlock latch of `request_id`: a retry
+ * with the same id gets the first call's answer instead of releasing twice. */
+static rl_status release_call(rl_lock *l, const char *owner, size_t owner_len, int64_t lease,
+                              const char *request_id, rl_reply_test wrote, redisReply **reply,
+                              rl_error *err) {
+    rl_client *c = l->client;
+    char lease_s[24], latch_ttl_s[24];
+    size_t latch_len = l->latch_prefix_len + 2 * REQUEST_ID_BYTES;
+    char *latch = malloc(latch_len); /* per call: threads may release through one lock at once */
+    if (!latch) return rl_fail(err, RL_ERR_MEMORY, "out of memory");
+    memcpy(latch, l->latch_prefix, l->latch_prefix_len);
+    memcpy(latch + l->latch_prefix_len, request_id, 2 * REQUEST_ID_BYTES);
+    const char *argv[11] = {NULL,     NULL,    "3",   l->name,     l->channel, latch,
+                            UNLOCK_MESSAGE, lease_s, owner, latch_ttl_s, PUBLISH};
+    size_t lens[11] = {0, 0, 1, l->name_len, l->channel_len, latch_len, 1,
+                       (size_t)snprintf(lease_s, sizeof lease_s, "%lld", (long long)lease),
+                       owner_len,
+                       (size_t)snprintf(latch_ttl_s, sizeof latch_ttl_s, "%lld",
+                                        (long long)c->cfg.options.latch_ttl_ms),
+                       strlen(PUBLISH)};
+    const char *del_argv[2] = {"DEL", latch};
+    size_t del_lens[2] = {3, latch_len};
+    rl_cmd delete_latch = {2, del_argv, del_lens};
+    rl_status st = rl_client_script(c, RL_SCRIPT_RELEASE, 11, argv, lens, reply, 1, &delete_latch,
+                                    wrote, err);
+    free(latch);
+    return st;
+}
+
+/* A write the replicas did not acknowledge, already done on the master: said as an event. */
+static void report_unsynced(rl_lock *l, const char *what, const rl_error *why) {
+    char message[400], shown[RL_NAME_SHOWN_MAX];
+    snprintf(message, sizeof message, "%s of lock \"%s\": %s", what, printable(l, shown),
+             why->message);
+    rl_events_push(&l->client->events, RL_EVENT_SYNC_FAILED, l->name, l->name_len, 0, RL_LOST_NONE,
+                   1, message);
+}
+
+/* An acquire the replicas did not acknowledge is taken back (one hold of `owner`), best effort:
+ * if this fails too, the hold expires by its lease, never renewed. */
+static void undo_acquire(rl_lock *l, const char *owner, size_t owner_len, int64_t lease) {
+    char request_id[2 * REQUEST_ID_BYTES + 1];
+    rl_random_hex(request_id, REQUEST_ID_BYTES);
+    redisReply *reply = NULL;
+    rl_error ignored;
+    if (release_call(l, owner, owner_len, lease, request_id, NULL, &reply, &ignored) == RL_OK)
+        freeReplyObject(reply);
+}
+
 /* One acquire attempt. RL_OK = acquired (at *sent_at); RL_NOT_ACQUIRED with the holder's PTTL. */
 static rl_status try_once(rl_lock *l, const char *owner, size_t owner_len, int64_t lease,
                           int64_t *pttl, int64_t *sent_at, rl_error *err) {
@@ -85,7 +139,13 @@ static rl_status try_once(rl_lock *l, const char *owner, size_t owner_len, int64
                       (size_t)snprintf(lease_s, sizeof lease_s, "%lld", (long long)lease), owner_len};
     redisReply *reply = NULL;
     *sent_at = rl_now_ms();
-    rl_status st = rl_client_script(l->client, RL_SCRIPT_ACQUIRE, 6, argv, lens, &reply, 0, NULL, err);
+    rl_status st = rl_client_script(l->client, RL_SCRIPT_ACQUIRE, 6, argv, lens, &reply, 0, NULL,
+                                    reply_is_nil, err);
+    if (st == RL_ERR_REPLICA) {
+        freeReplyObject(reply);
+        undo_acquire(l, owner, owner_len, lease);
+        return st;
+    }
     if (st != RL_OK) return st;
     if (reply->type == REDIS_REPLY_NIL) st = RL_OK;
     else if (reply->type == REDIS_REPLY_INTEGER) {
@@ -222,8 +282,7 @@ rl_status rl_lock_release(rl_lock *l, uint64_t context, rl_error *err) {
     rl_client *c = l->client;
     rl_status st = rl_client_enter(c, err);
     if (st != RL_OK) return st;
-    char shown[RL_NAME_SHOWN_MAX], lease_s[24], latch_ttl_s[24];
-    char request_id[2 * REQUEST_ID_BYTES + 1];
+    char shown[RL_NAME_SHOWN_MAX], request_id[2 * REQUEST_ID_BYTES + 1];
 
     pthread_mutex_lock(&c->mu);
     rl_hold *h = rl_holds_find(&c->holds, l->name, l->name_len, context);
@@ -249,32 +308,13 @@ rl_status rl_lock_release(rl_lock *l, uint64_t context, rl_error *err) {
     size_t owner_len = h->owner_len;
     pthread_mutex_unlock(&c->mu);
 
-    /* The latch key is per call: threads may release through one lock object at once. */
-    size_t latch_len = l->latch_prefix_len + 2 * REQUEST_ID_BYTES;
-    char *latch = malloc(latch_len);
-    if (!latch) {
-        pthread_mutex_lock(&c->mu);
-        h->releasing = 0;
-        pthread_mutex_unlock(&c->mu);
-        st = rl_fail(err, RL_ERR_MEMORY, "out of memory");
-        goto out;
-    }
-    memcpy(latch, l->latch_prefix, l->latch_prefix_len);
-    memcpy(latch + l->latch_prefix_len, request_id, 2 * REQUEST_ID_BYTES);
-    const char *argv[11] = {NULL,     NULL,    "3",   l->name,     l->channel, latch,
-                            UNLOCK_MESSAGE, lease_s, owner, latch_ttl_s, PUBLISH};
-    size_t lens[11] = {0, 0, 1, l->name_len, l->channel_len, latch_len, 1,
-                       (size_t)snprintf(lease_s, sizeof lease_s, "%lld", (long long)lease),
-                       owner_len,
-                       (size_t)snprintf(latch_ttl_s, sizeof latch_ttl_s, "%lld",
-                                        (long long)c->cfg.options.latch_ttl_ms),
-                       strlen(PUBLISH)};
-    const char *del_argv[2] = {"DEL", latch};
-    size_t del_lens[2] = {3, latch_len};
-    rl_cmd delete_latch = {2, del_argv, del_lens};
     redisReply *reply = NULL;
-    /* Idempotent thanks to the latch: a retry with the same request id gets the first answer. */
-    st = rl_client_script(c, RL_SCRIPT_RELEASE, 11, argv, lens, &reply, 1, &delete_latch, err);
+    st = release_call(l, owner, owner_len, lease, request_id, reply_is_integer, &reply, err);
+    if (st == RL_ERR_REPLICA) { /* released on the master all the same */
+        report_unsynced(l, "release", err);
+        rl_error_clear(err);
+        st = RL_OK;
+    }
 
     pthread_mutex_lock(&c->mu);
     h->releasing = 0;
@@ -304,7 +344,6 @@ rl_status rl_lock_release(rl_lock *l, uint64_t context, rl_error *err) {
     }
     pthread_mutex_unlock(&c->mu);
     freeReplyObject(reply);
-    free(latch);
 out:
     rl_client_leave(c);
     return st;
@@ -318,7 +357,13 @@ rl_status rl_lock_force_unlock(rl_lock *l, int *deleted, rl_error *err) {
     const char *argv[7] = {NULL, NULL, "2", l->name, l->channel, UNLOCK_MESSAGE, PUBLISH};
     size_t lens[7] = {0, 0, 1, l->name_len, l->channel_len, 1, strlen(PUBLISH)};
     redisReply *reply = NULL;
-    st = rl_client_script(l->client, RL_SCRIPT_FORCE_UNLOCK, 7, argv, lens, &reply, 0, NULL, err);
+    st = rl_client_script(l->client, RL_SCRIPT_FORCE_UNLOCK, 7, argv, lens, &reply, 0, NULL,
+                          reply_is_one, err);
+    if (st == RL_ERR_REPLICA) { /* deleted on the master all the same */
+        report_unsynced(l, "force unlock", err);
+        rl_error_clear(err);
+        st = RL_OK;
+    }
     if (st == RL_OK) {
         if (deleted) *deleted = reply->type == REDIS_REPLY_INTEGER && reply->integer == 1;
         freeReplyObject(reply);

@@ -34,7 +34,8 @@ typedef enum rl_status {
     RL_ERR_SERVER = 12,     /* Redis answered with an error (e.g. WRONGTYPE) */
     RL_ERR_CLOSED = 13,     /* the client was closed */
     RL_ERR_MEMORY = 14,
-    RL_ERR_UNSUPPORTED = 15 /* e.g. rediss:// in a build without TLS */
+    RL_ERR_UNSUPPORTED = 15, /* e.g. rediss:// in a build without TLS */
+    RL_ERR_REPLICA = 16      /* sync_replicas: replicas are connected, none acknowledged in time */
 } rl_status;
 
 typedef struct rl_error {
@@ -60,7 +61,9 @@ const char *rl_lost_reason_name(rl_lost_reason reason);
 typedef enum rl_event_kind {
     RL_EVENT_LOST = 1,         /* a hold was lost while held: name, context, reason */
     RL_EVENT_RENEW_FAILED = 2, /* a renewal round failed and will be retried: holds, message */
-    RL_EVENT_RENEWED = 3       /* a renewal round succeeded: holds renewed */
+    RL_EVENT_RENEWED = 3,      /* a renewal round succeeded: holds renewed */
+    RL_EVENT_SYNC_FAILED = 4   /* sync_replicas: a release or renewal was not acknowledged by
+                                  any connected replica in time: message */
 } rl_event_kind;
 
 typedef struct rl_event {
@@ -86,6 +89,10 @@ typedef struct rl_options {
     int pool_size;               /* command connections shared by host threads; default 4 */
     int64_t max_hold_ms;         /* watchdog mode: stop renewing a hold this long after it was
                                     first taken and report it lost (max_hold); 0 = no cap */
+    int sync_replicas;           /* > 0: after each lock write, WAIT for this many replicas; an
+                                    acquire no connected replica acknowledged is undone and fails
+                                    with RL_ERR_REPLICA. 0 (default) = off */
+    int64_t sync_timeout_ms;     /* how long WAIT waits; default 1000 */
     rl_event_fn on_event;        /* optional */
     void *event_userdata;
 } rl_options;

@@ -5,6 +5,7 @@
 
 #include "client.h"
 #include "clock.h"
+#include "replicas.h"
 #include "threads.h"
 
 /* Pairs per script call: big enough that 100,000 holds take 100 calls in one round trip, small
@@ -123,6 +124,12 @@ static int renew_round(rl_client *c) {
         st = rl_scripts_run(&c->scripts, &wd->conn, &c->cfg,
                             min64(c->cfg.options.command_timeout_ms, period_ms(c)),
                             RL_SCRIPT_RENEW, b.ncalls, b.cmds, b.replies, 1, &err);
+        rl_error sync_err;
+        if (st == RL_OK && rl_replicas_sync(&wd->conn, &c->cfg, &sync_err) != RL_OK) {
+            char message[320];
+            snprintf(message, sizeof message, "renewal of %zu hold(s): %s", n, sync_err.message);
+            rl_events_push(&c->events, RL_EVENT_SYNC_FAILED, NULL, 0, 0, RL_LOST_NONE, n, message);
+        }
         atomic_store(&wd->in_io, 0);
     }
 

@@ -97,23 +97,33 @@ void rlpy_client_close(rlpy_client *self) {
 
 static int client_init(rlpy_client *self, PyObject *args, PyObject *kwargs) {
     static char *keywords[] = {"url",      "watchdog_timeout", "connect_timeout", "command_timeout",
-                               "on_event", "max_hold",         NULL};
+                               "on_event", "max_hold",         "sync_replicas",   "sync_timeout",
+                               NULL};
     const char *url;
     PyObject *watchdog, *connect, *command, *on_event = Py_None, *max_hold = Py_None;
+    PyObject *sync_timeout = NULL;
+    int sync_replicas = 0;
     if (self->client) {
         PyErr_SetString(PyExc_RuntimeError, "Client.__init__ called twice");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "sOOO|OO:Client", keywords, &url, &watchdog,
-                                     &connect, &command, &on_event, &max_hold))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "sOOO|OOiO:Client", keywords, &url, &watchdog,
+                                     &connect, &command, &on_event, &max_hold, &sync_replicas,
+                                     &sync_timeout))
         return -1;
     rl_options options;
     rl_options_init(&options);
     if (rlpy_positive_ms(watchdog, "watchdog_timeout", &options.watchdog_timeout_ms) < 0 ||
         rlpy_positive_ms(connect, "connect_timeout", &options.connect_timeout_ms) < 0 ||
         rlpy_positive_ms(command, "command_timeout", &options.command_timeout_ms) < 0 ||
-        (max_hold != Py_None && rlpy_positive_ms(max_hold, "max_hold", &options.max_hold_ms) < 0))
+        (max_hold != Py_None && rlpy_positive_ms(max_hold, "max_hold", &options.max_hold_ms) < 0) ||
+        (sync_timeout && rlpy_positive_ms(sync_timeout, "sync_timeout", &options.sync_timeout_ms) < 0))
         return -1;
+    if (sync_replicas < 0) {
+        PyErr_SetString(PyExc_ValueError, "sync_replicas must be >= 0 (0 = off)");
+        return -1;
+    }
+    options.sync_replicas = sync_replicas;
     if (on_event != Py_None && !PyCallable_Check(on_event)) {
         PyErr_SetString(PyExc_TypeError, "on_event must be callable or None");
         return -1;
@@ -197,7 +207,8 @@ static PyGetSetDef client_getset[] = {
 PyTypeObject rlpy_client_type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "redlease._core.Client",
-    .tp_doc = "Client(url, watchdog_timeout, connect_timeout, command_timeout, on_event=None, max_hold=None)\n\n"
+    .tp_doc = "Client(url, watchdog_timeout, connect_timeout, command_timeout, on_event=None, max_hold=None, "
+              "sync_replicas=0, sync_timeout=1.0)\n\n"
               "The core client; use redlease.Client.",
     .tp_basicsize = sizeof(rlpy_client),
     .tp_flags = Py_TPFLAGS_DEFAULT,

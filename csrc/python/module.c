@@ -4,7 +4,7 @@
 #include "binding.h"
 
 static PyObject *errors_module; /* redlease._errors, where the exception classes live */
-static PyObject *error_classes[RL_ERR_UNSUPPORTED + 1];
+static PyObject *error_classes[RL_ERR_REPLICA + 1];
 
 static atomic_uint_fast64_t next_context = 1;
 static _Thread_local uint64_t thread_context;
@@ -59,6 +59,7 @@ static int load_error_classes(void) {
         {RL_ERR_CONNECTION, "ConnectionError"},
         {RL_ERR_SERVER, "ServerError"},
         {RL_ERR_CLOSED, "ClientClosedError"},
+        {RL_ERR_REPLICA, "ReplicaSyncError"},
     };
     errors_module = PyImport_ImportModule("redlease._errors");
     if (!errors_module) return -1;

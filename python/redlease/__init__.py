@@ -20,6 +20,7 @@ from ._errors import (
     LockLostError,
     LockTimeout,
     NotOwnedError,
+    ReplicaSyncError,
     ServerError,
 )
 
@@ -33,4 +34,5 @@ __all__ = [
     "ConnectionError",
     "ServerError",
     "ClientClosedError",
+    "ReplicaSyncError",
 ]

@@ -39,17 +39,23 @@ class Client:
     cap): the watchdog stops renewing a hold that long after it was taken and reports it lost
     (reason ``max_hold``); ``client.lock(..., max_hold=)`` and ``acquire(max_hold=)`` override it.
 
+    ``sync_replicas`` (default 0, off): after each lock write, wait up to ``sync_timeout``
+    seconds (Redis ``WAIT``) until that many replicas have it. An acquire that replicas are
+    connected for but none acknowledged is taken back and raises ``ReplicaSyncError``; a release
+    or renewal they did not acknowledge is logged as a warning.
+
     Close it with ``close()`` or use it as a context manager. Closing does not release held
     locks: they expire by their lease.
     """
 
     def __init__(self, url: str = "redis://127.0.0.1:6379/0", *, watchdog_timeout: float = 30.0,
                  connect_timeout: float = 5.0, command_timeout: float = 5.0,
-                 on_lost: Optional[OnLost] = None, max_hold: Optional[float] = None) -> None:
+                 on_lost: Optional[OnLost] = None, max_hold: Optional[float] = None,
+                 sync_replicas: int = 0, sync_timeout: float = 1.0) -> None:
         if on_lost is not None and not callable(on_lost):
             raise TypeError("on_lost must be callable or None")
         self._core = _core.Client(url, watchdog_timeout, connect_timeout, command_timeout,
-                                  EventDispatcher(on_lost), max_hold)
+                                  EventDispatcher(on_lost), max_hold, sync_replicas, sync_timeout)
         self.url = url
         self.watchdog_timeout = float(watchdog_timeout)
         _open_clients.add(self)

@@ -15,7 +15,8 @@ class Client:
     def __init__(self, url: str, watchdog_timeout: float, connect_timeout: float,
                  command_timeout: float,
                  on_event: Optional[Callable[[int, Optional[bytes], int, str, int, str], object]]
-                 = ..., max_hold: Optional[float] = ...) -> None: ...
+                 = ..., max_hold: Optional[float] = ..., sync_replicas: int = ...,
+                 sync_timeout: float = ...) -> None: ...
     @property
     def id(self) -> str: ...
     @property

@@ -38,3 +38,8 @@ class ServerError(LockError):
 
 class ClientClosedError(LockError):
     """The client was closed; its locks can no longer be used."""
+
+
+class ReplicaSyncError(LockError):
+    """With ``sync_replicas``: replicas are connected but none acknowledged the acquire in time.
+    The acquire was taken back; nothing is held."""

@@ -10,7 +10,7 @@ from typing import Callable, Optional, Union
 log = logging.getLogger("redlease")
 
 # Event kinds, as numbered by the core (redlease.h: rl_event_kind).
-LOST, RENEW_FAILED, RENEWED = 1, 2, 3
+LOST, RENEW_FAILED, RENEWED, SYNC_FAILED = 1, 2, 3, 4
 
 OnLost = Callable[[Union[str, bytes], str], object]
 
@@ -35,6 +35,8 @@ class EventDispatcher:
             log.debug("renewed %d hold(s)", holds)
         elif kind == RENEW_FAILED:
             log.warning("renewal failed, will retry: %s", message)
+        elif kind == SYNC_FAILED:
+            log.warning("not acknowledged by any replica: %s", message)
         elif kind == LOST and name is not None:
             lock_name = shown_name(name)
             log.error("lock %r lost while held (%s): %s", lock_name, reason, message)
