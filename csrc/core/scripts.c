@@ -29,7 +29,12 @@ static const char release_lua[] =
     "redis.call('set', KEYS[3], 1, 'px', ARGV[4])\n"
     "return 1\n";
 
+/* Refuses a key of another type (a lock is a hash): bad input must not delete users' data. */
 static const char force_unlock_lua[] =
+    "local t = redis.call('type', KEYS[1]).ok\n"
+    "if t ~= 'hash' and t ~= 'none' then\n"
+    "  return redis.error_reply('WRONGTYPE ' .. KEYS[1] .. ' holds a ' .. t .. ', not a lock')\n"
+    "end\n"
     "if redis.call('del', KEYS[1]) == 1 then\n"
     "  redis.call(ARGV[2], KEYS[2], ARGV[1])\n"
     "  return 1\n"

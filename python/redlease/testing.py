@@ -79,7 +79,7 @@ class RedisServer:
             try:
                 with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
                     s.sendall(b"PING\r\n")
-                    if s.recv(16).startswith(b"+PONG"):
+                    if s.recv(16).startswith((b"+PONG", b"-NOAUTH")):  # up, maybe with a password
                         return True
             except OSError:
                 pass

@@ -137,6 +137,8 @@ TEST(wrong_type_is_a_server_error_and_changes_nothing) {
     freeReplyObject(raw(g_raw, "SET notalock hello"));
     CHECK_OK(rl_lock_new(c, "notalock", 8, &l, err));
     CHECK_STATUS(rl_lock_acquire(l, 1, 1000, 0, NULL, NULL, err), RL_ERR_SERVER);
+    int deleted = -1;
+    CHECK_STATUS(rl_lock_force_unlock(l, &deleted, err), RL_ERR_SERVER); /* not a lock: kept */
     redisReply *r = raw(g_raw, "GET notalock");
     CHECK(r->type == REDIS_REPLY_STRING && strcmp(r->str, "hello") == 0);
     freeReplyObject(r);
