@@ -1,6 +1,8 @@
 """Outages between a holder and Redis, injected by the proxy: what survives, what is reported."""
 
 import logging
+import os
+import signal
 import time
 
 import pytest
@@ -153,3 +155,35 @@ def test_latency_below_the_command_timeout_is_harmless(proxy, make_client, lost)
         time.sleep(WATCHDOG * 1.5)
         assert not lock.lost
     assert lost.calls == []
+
+
+def test_server_paused_shorter_than_the_lease(server, raw, make_client, lost):
+    c = make_client(server.url, on_lost=lost)
+    lock = c.lock("paused")
+    lock.acquire()
+    time.sleep(PERIOD + 0.05)
+    os.kill(server.process.pid, signal.SIGSTOP)
+    try:
+        time.sleep(WATCHDOG * 0.4)
+    finally:
+        os.kill(server.process.pid, signal.SIGCONT)
+    time.sleep(WATCHDOG * 1.2)
+    assert not lock.lost and lost.calls == []
+    assert raw("PTTL", "paused") > 0
+    lock.release()
+
+
+def test_server_paused_longer_than_the_lease(server, raw, make_client, lost):
+    c = make_client(server.url, on_lost=lost)
+    lock = c.lock("paused-long")
+    lock.acquire()
+    os.kill(server.process.pid, signal.SIGSTOP)
+    try:
+        assert lost.wait(WATCHDOG + PERIOD + 1.0)
+    finally:
+        os.kill(server.process.pid, signal.SIGCONT)
+    assert lost.calls[0][:2] == ("paused-long", "unreachable")
+    other = make_client(server.url)
+    assert other.lock("paused-long").acquire(timeout=WATCHDOG + 1.0)  # Redis expires it
+    with pytest.raises(redlease.LockLostError):
+        lock.release()
