@@ -5,6 +5,7 @@ local args = {}
 local floor, huge = math.floor, math.huge
 
 local function describe(v)
+  if v ~= v then return "nan" end -- printed "-nan" or "nan" depending on the interpreter
   return type(v) == "number" and tostring(v) or type(v)
 end
 

@@ -9,6 +9,7 @@ helper.sleep = system.sleep
 helper.now = system.monotime
 helper.lua = os.getenv("REDLEASE_LUA") or "lua5.4" -- the interpreter running this suite
 helper.has_close = _VERSION == "Lua 5.4" -- `<close>` variables
+helper.interpreter = rawget(_G, "jit") and jit.version or _VERSION
 
 local function sh(cmd)
   local p = assert(io.popen(cmd, "r"))
@@ -27,29 +28,32 @@ local function alive(pid)
   return sh("kill -0 " .. pid .. " 2>/dev/null && echo yes") == "yes\n"
 end
 
--- Starts redis-server on a random free loopback port (another one if it is taken). It dies
--- with a time limit, so that a crashed run leaves nothing behind for long.
+-- Starts redis-server on a random free loopback port (another one if it is taken). It runs
+-- under `timeout`, so that a crashed run leaves nothing behind for long; `pid` is the server's
+-- own (from INFO), for kill -9.
 function helper.start_server()
   local dir = sh("mktemp -d /tmp/rllua.XXXXXX"):gsub("%s+$", "")
   math.randomseed(os.time() + math.floor(helper.now() * 1e6) % 1000003)
   for _ = 1, 20 do
     local port = math.random(20000, 60000)
-    local pid = sh(("timeout 300 redis-server --port %d --bind 127.0.0.1 --save '' " ..
+    local wrapper = sh(("timeout 300 redis-server --port %d --bind 127.0.0.1 --save '' " ..
       "--appendonly no --dir %s --logfile %s/redis.log >/dev/null 2>&1 </dev/null & echo $!")
       :format(port, dir, dir)):match("%d+")
     for _ = 1, 100 do
-      if sh(("redis-cli -p %d ping 2>/dev/null"):format(port)) == "PONG\n" then
+      local info = sh(("redis-cli -p %d info server 2>/dev/null"):format(port))
+      local pid = info:match("process_id:(%d+)")
+      if pid then
         return { port = port, pid = pid, dir = dir, url = "redis://127.0.0.1:" .. port }
       end
-      if not alive(pid) then break end -- the port was taken
+      if not alive(wrapper) then break end -- the port was taken
       helper.sleep(0.02)
     end
-    sh("kill -9 " .. pid .. " 2>/dev/null")
+    sh("kill -9 " .. wrapper .. " 2>/dev/null")
   end
   error("cannot start redis-server (is it installed?)")
 end
 
--- Kills the server at once (SIGKILL: no goodbye to the clients).
+-- Kills the server at once (SIGKILL: no goodbye to the clients) and waits until it is gone.
 function helper.kill_server(server)
   if server.pid then
     sh(("kill -9 %s 2>/dev/null; while kill -0 %s 2>/dev/null; do sleep 0.01; done"):format(server.pid, server.pid))
