@@ -11,7 +11,7 @@ LUA_INCDIR_luajit := /usr/include/luajit-2.1
 LUA_SOURCES := $(wildcard csrc/lua/*.c csrc/lua/*.h csrc/core/*.c csrc/core/*.h luarocks/*.rockspec \
                  luarocks/redlease/*.lua)
 
-.PHONY: lua-rocks lua-strict test-lua bench-lua demo-lua
+.PHONY: lua-rocks lua-strict lua-valgrind test-lua bench-lua demo-lua
 
 # `luarocks make` runs in a copy of the sources, so that its objects stay out of the worktree
 # and the two builds cannot mix.
@@ -36,6 +36,13 @@ lua-strict: $(foreach i,$(LUA_INTERPRETERS),$(B)/lua-strict/$(i).ok)
 
 test-lua: deps lua-strict lua-rocks
 	tests/lua/run $(LUA_INTERPRETERS)
+
+# The lua5.4 suite with the interpreter under valgrind (leaks and memory errors fail it);
+# not part of `make test` (it takes a minute), so its count goes to build/lua-valgrind.txt.
+lua-valgrind: deps lua-rocks
+	LUA_RESULTS=$(CURDIR)/$(B)/lua-valgrind.txt LUA_WRAPPER="valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect \
+	  --error-exitcode=99 --log-file=$(CURDIR)/$(B)/lua-valgrind.log" tests/lua/run lua5.4
+	@cat $(B)/lua-valgrind.log; test ! -s $(B)/lua-valgrind.log
 
 # Lua acquire+release cycles/s next to the core's own figures, same server.
 bench-lua: deps lua-rocks $(B)/bench_core
