@@ -1,0 +1,28 @@
+-- Lua acquire+release cycles per second on one connection, as bench/c/bench_core.c measures the
+-- core: fixed lease, watchdog mode, and lock:with.
+-- Usage: <lua> cycles.lua REDIS_URL [cycles]
+local redlease = require "redlease"
+local system = require "system"
+
+local url = arg[1] or os.getenv("REDIS_URL") or "redis://127.0.0.1:6379"
+local cycles = tonumber(arg[2]) or 20000
+local client = assert(redlease.connect(url))
+local lock = client:lock("bench:lua-cycle")
+
+local function rate(n, one)
+  local t0 = system.monotime()
+  for _ = 1, n do one() end
+  return n / (system.monotime() - t0)
+end
+
+local function fixed() assert(lock:acquire({ timeout = 0, lease = 10 })):release() end
+local function watchdog() assert(lock:acquire({ timeout = 0 })):release() end
+local function nothing() end
+local function with() lock:with(nothing, { timeout = 0 }) end
+
+rate(200, fixed) -- warm up: connection and script load
+local label = rawget(_G, "jit") and jit.version or _VERSION
+print(("%-16s acquire+release cycles/s, fixed lease:    %8.0f"):format(label, rate(cycles, fixed)))
+print(("%-16s acquire+release cycles/s, watchdog mode:  %8.0f"):format(label, rate(cycles, watchdog)))
+print(("%-16s lock:with cycles/s, watchdog mode:        %8.0f"):format(label, rate(cycles, with)))
+client:close()
