@@ -13,7 +13,7 @@ void rlua_shared_unref(rlua_shared_lock *shared) {
 
 static rlua_shared_lock *check_lock(lua_State *L) {
     rlua_lock *l = luaL_checkudata(L, 1, RLUA_LOCK);
-    if (!l->shared) luaL_argerror(L, 1, "the lock was never made");
+    if (!l->shared) luaL_argerror(L, 1, "the lock was finalized");
     return l->shared;
 }
 
@@ -137,13 +137,6 @@ static int lock_lost(lua_State *L) {
     return 2;
 }
 
-/* lock:local_holds() -> holds of the running coroutine as this client knows them. */
-static int lock_local_holds(lua_State *L) {
-    rlua_shared_lock *shared = check_lock(L);
-    lua_pushinteger(L, (lua_Integer)rl_lock_local_holds(shared->core, rlua_context(L)));
-    return 1;
-}
-
 static int lock_gc(lua_State *L) {
     rlua_lock *l = luaL_checkudata(L, 1, RLUA_LOCK);
     rlua_shared_unref(l->shared);
@@ -157,7 +150,7 @@ void rlua_lock_register(lua_State *L) {
         {"force_unlock", lock_force_unlock}, {"locked", lock_locked},
         {"held", lock_held},               {"hold_count", lock_hold_count},
         {"remaining", lock_remaining},     {"lost", lock_lost},
-        {"local_holds", lock_local_holds}, {NULL, NULL}};
+        {NULL, NULL}};
     luaL_newmetatable(L, RLUA_LOCK);
     lua_newtable(L);
     rlua_setfuncs(L, methods);

@@ -55,7 +55,7 @@ describe("failures", function()
     assert.is_true(took < 10, "took " .. took)
   end)
 
-  it("writing to a dead server does not kill the interpreter (SIGPIPE)", function()
+  it("a server killed between calls: each later call answers \"connection\"", function()
     local code, out, err = helper.run_lua(([[
       local client = assert(require("redlease").connect(%q, { connect_timeout = 0.5, command_timeout = 0.5 }))
       local lock = client:lock("job")
@@ -72,6 +72,39 @@ describe("failures", function()
     fx.server.pid = nil
     assert.equal(0, code, err)
     assert.matches("connection", out)
+    assert.matches("survived\n$", out)
+  end)
+
+  it("a peer hanging up in the middle of a write does not kill the interpreter (SIGPIPE)", function()
+    -- A fake server that hangs up (FIN, then RST) while a command far larger than the socket
+    -- buffers is being written: the rest of the write meets EPIPE, which raises SIGPIPE, fatal
+    -- by default in lua5.4 and luajit.
+    local portfile = os.tmpname()
+    local fake = helper.spawn(("exec timeout 60 python3 -c %s > %s"):format(helper.quote([[
+import socket, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8)
+print(s.getsockname()[1], flush=True)
+while True:
+    c, _ = s.accept(); time.sleep(0.05); c.shutdown(socket.SHUT_WR); time.sleep(0.05); c.close()
+]]), portfile))
+    local port
+    assert.is_true(helper.eventually(5, function()
+      local f = io.open(portfile)
+      port = f and f:read("*l")
+      if f then f:close() end
+      return port and port:match("^%d+$")
+    end))
+    os.remove(portfile)
+    local code, out, err = helper.run_lua(([[
+      local client = assert(require("redlease").connect("redis://127.0.0.1:%s",
+        { connect_timeout = 1, command_timeout = 1 }))
+      local lock = client:lock(string.rep("x", 64000000))
+      for i = 1, 3 do io.write(select(2, lock:locked()), "\n") end -- EXISTS <64 MB name>
+      print("survived")
+    ]]):format(port))
+    helper.sh("kill " .. fake .. " 2>/dev/null")
+    assert.equal(0, code, err)
+    assert.matches("^connection: [^\n]*Broken pipe\n", out) -- EPIPE was met
     assert.matches("survived\n$", out)
   end)
 
