@@ -8,8 +8,8 @@ LUA_ABI_lua5.4 := 5.4
 LUA_ABI_luajit := 5.1
 LUA_INCDIR_lua5.4 := /usr/include/lua5.4
 LUA_INCDIR_luajit := /usr/include/luajit-2.1
-LUA_SOURCES := $(wildcard csrc/lua/*.c csrc/lua/*.h csrc/core/*.c csrc/core/*.h luarocks/*.rockspec \
-                 luarocks/redlease/*.lua)
+LUA_SOURCES := $(wildcard csrc/lua/*.c csrc/lua/*.h csrc/core/*.c csrc/core/*.h \
+                 luarocks/*.rockspec luarocks/redlease/*.lua)
 
 .PHONY: lua-rocks lua-strict lua-valgrind test-lua bench-lua demo-lua
 
@@ -40,14 +40,15 @@ test-lua: deps lua-strict lua-rocks
 # The lua5.4 suite with the interpreter under valgrind (leaks and memory errors fail it);
 # not part of `make test` (it takes a minute), so its count goes to build/lua-valgrind.txt.
 lua-valgrind: deps lua-rocks
-	LUA_RESULTS=$(CURDIR)/$(B)/lua-valgrind.txt LUA_WRAPPER="valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect \
-	  --error-exitcode=99 --log-file=$(CURDIR)/$(B)/lua-valgrind.log" tests/lua/run lua5.4
+	LUA_RESULTS=$(CURDIR)/$(B)/lua-valgrind.txt LUA_WRAPPER="valgrind -q --leak-check=full \
+	  --errors-for-leak-kinds=definite,indirect --error-exitcode=99 \
+	  --log-file=$(CURDIR)/$(B)/lua-valgrind.log" tests/lua/run lua5.4
 	@cat $(B)/lua-valgrind.log; test ! -s $(B)/lua-valgrind.log
 
 # Lua acquire+release cycles/s next to the core's own figures, same server.
 bench-lua: deps lua-rocks $(B)/bench_core
 	scripts/with-redis bench/lua/run $(LUA_INTERPRETERS)
 
-# The cron-style example: two "hosts" race for the same job; one runs it at a time.
+# The cron-style example: several "hosts" race for the same job; one runs it at a time.
 demo-lua: deps lua-rocks
 	scripts/with-redis examples/lua/run-demo

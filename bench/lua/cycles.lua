@@ -22,7 +22,8 @@ local function with() lock:with(nothing, { timeout = 0 }) end
 
 rate(200, fixed) -- warm up: connection and script load
 local label = rawget(_G, "jit") and jit.version or _VERSION
-print(("%-16s acquire+release cycles/s, fixed lease:    %8.0f"):format(label, rate(cycles, fixed)))
-print(("%-16s acquire+release cycles/s, watchdog mode:  %8.0f"):format(label, rate(cycles, watchdog)))
-print(("%-16s lock:with cycles/s, watchdog mode:        %8.0f"):format(label, rate(cycles, with)))
+local function show(what, one) print(("%-18s %-40s %8.0f"):format(label, what, rate(cycles, one))) end
+show("acquire+release cycles/s, fixed lease:", fixed)
+show("acquire+release cycles/s, watchdog mode:", watchdog)
+show("lock:with cycles/s, watchdog mode:", with)
 client:close()

@@ -39,6 +39,7 @@ int rlua_client_connect(lua_State *L) {
     opt_ms(L, 2, &o.watchdog_timeout_ms);
     opt_ms(L, 3, &o.connect_timeout_ms);
     opt_ms(L, 4, &o.command_timeout_ms);
+    rlua_module *m = rlua_module_get(L);
     rlua_client *c = lua_newuserdata(L, sizeof *c);
     memset(c, 0, sizeof *c);
     luaL_getmetatable(L, RLUA_CLIENT);
@@ -46,8 +47,7 @@ int rlua_client_connect(lua_State *L) {
     rl_error err;
     rl_status st = rl_client_new(url, &o, &c->core, &err);
     if (st != RL_OK) return rlua_fail(L, st, &err);
-    rlua_module *m = rlua_module_get(L);
-    c->module = m;
+    c->module = m; /* nothing between rl_client_new and this can raise */
     c->next = m->open;
     if (m->open) m->open->prev = c;
     m->open = c;

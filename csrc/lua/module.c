@@ -122,7 +122,7 @@ static void open_state(lua_State *L) {
     rlua_renew_sentinel(L);
 }
 
-int luaopen_redlease_core(lua_State *L);
+int luaopen_redlease_core(lua_State *L); /* the entry point require() looks for */
 
 int luaopen_redlease_core(lua_State *L) {
     lua_getfield(L, LUA_REGISTRYINDEX, MODULE_KEY);
@@ -133,7 +133,8 @@ int luaopen_redlease_core(lua_State *L) {
     rlua_lock_register(L);
     rlua_hold_register(L);
 
-    static const luaL_Reg functions[] = {{"connect", rlua_client_connect}, {"running", running}, {NULL, NULL}};
+    static const luaL_Reg functions[] = {
+        {"connect", rlua_client_connect}, {"running", running}, {NULL, NULL}};
     lua_newtable(L);
     rlua_setfuncs(L, functions);
     lua_pushliteral(L, RL_VERSION);

@@ -108,6 +108,21 @@ while True:
     assert.matches("survived\n$", out)
   end)
 
+  it("Redis refusing a call (the name holds a string): nil, \"server: ...\"", function()
+    local lock = fx.connect():lock("job")
+    fx.raw("SET", "job", "not a lock")
+    local g, err = lock:acquire({ timeout = 0 })
+    assert.is_nil(g)
+    assert.matches("^server: .*WRONGTYPE", err)
+    assert.equal("not a lock", fx.raw("GET", "job"))
+  end)
+
+  it("rediss:// in a build without TLS: nil, \"unsupported: ...\"", function()
+    local client, err = require("redlease").connect("rediss://127.0.0.1:" .. fx.server.port)
+    assert.is_nil(client)
+    assert.matches("^unsupported: ", err)
+  end)
+
   it("a closed client answers \"closed\" and cannot make locks", function()
     local client = fx.connect()
     local lock = client:lock("job")

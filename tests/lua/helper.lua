@@ -56,7 +56,8 @@ end
 -- Kills the server at once (SIGKILL: no goodbye to the clients) and waits until it is gone.
 function helper.kill_server(server)
   if server.pid then
-    sh(("kill -9 %s 2>/dev/null; while kill -0 %s 2>/dev/null; do sleep 0.01; done"):format(server.pid, server.pid))
+    sh(("kill -9 %s 2>/dev/null; while kill -0 %s 2>/dev/null; do sleep 0.01; done")
+      :format(server.pid, server.pid))
     server.pid = nil
   end
 end
@@ -188,8 +189,8 @@ function helper.fixture()
   function fx.hash(key) return helper.hash(fx.server, key) end
   -- Another owner (not this process) holds `name` for lease_ms, as Redisson would write it.
   function fx.hold_elsewhere(name, lease_ms)
-    fx.raw("EVAL", "redis.call('hset', KEYS[1], ARGV[1], 1); redis.call('pexpire', KEYS[1], ARGV[2])",
-      1, name, "00000000-0000-0000-0000-000000000000:1", lease_ms)
+    fx.raw("EVAL",
+      "redis.call('hset', KEYS[1], ARGV[1], 1); redis.call('pexpire', KEYS[1], ARGV[2])", 1, name, "00000000-0000-0000-0000-000000000000:1", lease_ms)
   end
   -- That owner's release, as Redisson does it: delete, then publish "0" on the lock's channel.
   function fx.release_elsewhere_cmd(name)

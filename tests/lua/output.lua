@@ -17,8 +17,9 @@ return function(options)
     shown[e] = true
     local msg = e.message
     if type(msg) ~= "string" then msg = require("pl.pretty").write(msg) end
-    local where = e.trace and e.trace.short_src and (e.trace.short_src .. ":" .. (e.trace.currentline or "?")) or ""
-    say("FAIL [%s] %s\n     %s %s", label, e.name or "(outside a test)", where, msg:gsub("\n", "\n     "))
+    local t = e.trace or {}
+    local where = t.short_src and (t.short_src .. ":" .. (t.currentline or "?")) or ""
+    say("FAIL [%s] %s\n     %s %s", label, e.name or "(outside a test)", where, (msg:gsub("\n", "\n     ")))
   end
 
   handler.testEnd = function(element, parent, status)
