@@ -1,0 +1,74 @@
+/* The Lua binding's private declarations: the userdata types, the per-state module record and
+ * the helpers its files share. Lock logic lives in the core; this layer only converts. */
+#ifndef RLUA_BINDING_H
+#define RLUA_BINDING_H
+
+#include <stdint.h>
+
+#include "compat.h"
+#include "redlease.h"
+
+#define RLUA_CLIENT "redlease.client"
+#define RLUA_LOCK "redlease.lock"
+#define RLUA_HOLD "redlease.hold"
+
+/* A client userdata. Open clients are on their state's list, so that closing the state can
+ * stop their threads before the module is unloaded. */
+typedef struct rlua_client {
+    rl_client *core; /* NULL once closed */
+    struct rlua_client *prev, *next;
+    struct rlua_module *module;
+} rlua_client;
+
+/* A core lock shared by its lock userdata and the holds taken through it: whichever finalizer
+ * runs last frees it, whatever order the collector picks. */
+typedef struct rlua_shared_lock {
+    rl_lock *core;
+    int refs;
+} rlua_shared_lock;
+
+typedef struct rlua_lock {
+    rlua_shared_lock *shared; /* NULL once collected */
+} rlua_lock;
+
+/* One hold, taken by one acquire for the coroutine that called it; the Lua-side guard wraps it.
+ * Its finalizer is the guard's safety net (Lua 5.1 finalizes only userdata). */
+typedef struct rlua_hold {
+    rlua_shared_lock *lock;
+    uint64_t context;
+    int open; /* acquired and not yet released through this hold */
+} rlua_hold;
+
+/* Per Lua state, in the registry: the open clients and the last coroutine id given out. */
+typedef struct rlua_module {
+    rlua_client *open;
+    uint64_t last_context;
+} rlua_module;
+
+rlua_module *rlua_module_get(lua_State *L);
+/* The id of the running coroutine: unique for the life of the state, never reused. */
+uint64_t rlua_context(lua_State *L);
+/* Called after every hold is taken, so that the sentinel stays the newest finalizable object:
+ * finalizers run newest first when the state closes, so it runs before any hold's. */
+void rlua_renew_sentinel(lua_State *L);
+
+/* Pushes nil and "<code>: <message>"; returns 2 (the usual failure return). */
+int rlua_fail(lua_State *L, rl_status status, const rl_error *err);
+/* The error string alone, pushed. */
+void rlua_push_error(lua_State *L, rl_status status, const rl_error *err);
+
+void rlua_client_close(rlua_client *client);
+void rlua_shared_unref(rlua_shared_lock *shared);
+
+/* Registers each type's metatable; lua_CFunction constructors for the module table. */
+void rlua_client_register(lua_State *L);
+void rlua_lock_register(lua_State *L);
+void rlua_hold_register(lua_State *L);
+int rlua_client_connect(lua_State *L);
+/* Pushes a hold, not yet open, for an acquire about to be made through the lock userdata at
+ * lock_idx. Made before the acquire so that no allocation can fail between the acquire and it. */
+rlua_hold *rlua_hold_new(lua_State *L, int lock_idx, rlua_shared_lock *shared);
+/* Converts a number argument that the Lua side has already checked to whole milliseconds. */
+int64_t rlua_check_ms(lua_State *L, int arg);
+
+#endif

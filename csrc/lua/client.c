@@ -1,0 +1,122 @@
+/* The client userdata: one rl_client, closed explicitly, by the collector, or with the state. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "binding.h"
+
+static void unlink_client(rlua_client *c) {
+    if (c->prev) c->prev->next = c->next;
+    else if (c->module && c->module->open == c) c->module->open = c->next;
+    if (c->next) c->next->prev = c->prev;
+    c->prev = c->next = NULL;
+}
+
+/* Stops the client's threads (joined before this returns) and closes its connections. Holds are
+ * not released: they expire by their lease. */
+void rlua_client_close(rlua_client *c) {
+    if (!c->core) return;
+    unlink_client(c);
+    rl_client_free(c->core);
+    c->core = NULL;
+}
+
+static rlua_client *check_client(lua_State *L) {
+    return luaL_checkudata(L, 1, RLUA_CLIENT);
+}
+
+/* An optional duration in ms; nil keeps the core's default. */
+static void opt_ms(lua_State *L, int arg, int64_t *out) {
+    if (!lua_isnoneornil(L, arg)) *out = rlua_check_ms(L, arg);
+}
+
+/* core.connect(url, watchdog_ms, connect_ms, command_ms) -> client | nil, err (a bad URL is
+ * "argument: ...", raised by the Lua side). Connects lazily: the first call that needs Redis
+ * opens the connection. */
+int rlua_client_connect(lua_State *L) {
+    const char *url = luaL_checkstring(L, 1);
+    rl_options o;
+    rl_options_init(&o);
+    opt_ms(L, 2, &o.watchdog_timeout_ms);
+    opt_ms(L, 3, &o.connect_timeout_ms);
+    opt_ms(L, 4, &o.command_timeout_ms);
+    rlua_module *m = rlua_module_get(L);
+    rlua_client *c = lua_newuserdata(L, sizeof *c);
+    memset(c, 0, sizeof *c);
+    luaL_getmetatable(L, RLUA_CLIENT);
+    lua_setmetatable(L, -2);
+    rl_error err;
+    rl_status st = rl_client_new(url, &o, &c->core, &err);
+    if (st != RL_OK) return rlua_fail(L, st, &err);
+    c->module = m; /* nothing between rl_client_new and this can raise */
+    c->next = m->open;
+    if (m->open) m->open->prev = c;
+    m->open = c;
+    return 1;
+}
+
+static int client_close(lua_State *L) {
+    rlua_client_close(check_client(L));
+    return 0;
+}
+
+static int client_closed(lua_State *L) {
+    lua_pushboolean(L, check_client(L)->core == NULL);
+    return 1;
+}
+
+static int client_id(lua_State *L) {
+    rlua_client *c = check_client(L);
+    if (!c->core) return luaL_error(L, "closed: the client is closed");
+    lua_pushstring(L, rl_client_id(c->core));
+    return 1;
+}
+
+/* client:lock(name) -> lock userdata, linked to the client so that the client outlives it. */
+static int client_lock(lua_State *L) {
+    rlua_client *c = check_client(L);
+    size_t len;
+    const char *name = luaL_checklstring(L, 2, &len);
+    if (!c->core) return luaL_error(L, "closed: the client is closed");
+    rlua_lock *l = rlua_newud(L, sizeof *l);
+    l->shared = NULL;
+    luaL_getmetatable(L, RLUA_LOCK);
+    lua_setmetatable(L, -2);
+    int idx = lua_gettop(L);
+    lua_pushvalue(L, 1);
+    rlua_setlink(L, idx);
+    rlua_shared_lock *shared = malloc(sizeof *shared);
+    if (!shared) return luaL_error(L, "memory: out of memory");
+    rl_error err;
+    rl_status st = rl_lock_new(c->core, name, len, &shared->core, &err);
+    if (st != RL_OK) {
+        free(shared);
+        if (st == RL_ERR_ARGUMENT) return luaL_argerror(L, 2, err.message);
+        rlua_push_error(L, st, &err);
+        return lua_error(L);
+    }
+    shared->refs = 1;
+    l->shared = shared;
+    return 1;
+}
+
+static int client_tostring(lua_State *L) {
+    rlua_client *c = check_client(L);
+    if (c->core) lua_pushfstring(L, "redlease.client %s", rl_client_id(c->core));
+    else lua_pushliteral(L, "redlease.client (closed)");
+    return 1;
+}
+
+void rlua_client_register(lua_State *L) {
+    static const luaL_Reg methods[] = {{"close", client_close}, {"closed", client_closed},
+                                       {"id", client_id},       {"lock", client_lock},
+                                       {NULL, NULL}};
+    luaL_newmetatable(L, RLUA_CLIENT);
+    lua_newtable(L);
+    rlua_setfuncs(L, methods);
+    lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, client_close);
+    lua_setfield(L, -2, "__gc");
+    lua_pushcfunction(L, client_tostring);
+    lua_setfield(L, -2, "__tostring");
+    lua_pop(L, 1);
+}

@@ -1,0 +1,70 @@
+/* The hold userdata: one acquired hold, released once. Its finalizer is the guard's safety net:
+ * the Lua side keeps guards reachable from their coroutine, so a hold nobody can reach belongs to
+ * a coroutine that was collected, and is released here. When the state closes, the sentinel has
+ * closed every client first: this is then a no-op and the holds expire by their lease. */
+#include "binding.h"
+
+rlua_hold *rlua_hold_new(lua_State *L, int lock_idx, rlua_shared_lock *shared) {
+    rlua_hold *h = rlua_newud(L, sizeof *h);
+    h->lock = NULL;
+    h->context = 0;
+    h->open = 0;
+    luaL_getmetatable(L, RLUA_HOLD);
+    lua_setmetatable(L, -2);
+    lua_pushvalue(L, lock_idx); /* keeps the lock, and through it the client, open */
+    rlua_setlink(L, lua_gettop(L) - 1);
+    h->lock = shared;
+    shared->refs++;
+    return h;
+}
+
+static rlua_hold *check_hold(lua_State *L) {
+    return luaL_checkudata(L, 1, RLUA_HOLD);
+}
+
+/* The hold stays open only when trying again can help: the release failed on the network or the
+ * server (the core then retries it with the same unlock latch). */
+static rl_status release(rlua_hold *h, rl_error *err) {
+    if (!h->open) return RL_OK;
+    rl_status st = rl_lock_release(h->lock->core, h->context, err);
+    if (st != RL_ERR_CONNECTION && st != RL_ERR_SERVER && st != RL_ERR_MEMORY) h->open = 0;
+    return st;
+}
+
+/* hold:release() -> true | nil, err. Once released, true again. */
+static int hold_release(lua_State *L) {
+    rl_error err;
+    rl_status st = release(check_hold(L), &err);
+    if (st != RL_OK) return rlua_fail(L, st, &err);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+static int hold_is_open(lua_State *L) {
+    lua_pushboolean(L, check_hold(L)->open);
+    return 1;
+}
+
+static int hold_gc(lua_State *L) {
+    rlua_hold *h = check_hold(L);
+    if (h->lock) {
+        rl_error err;
+        release(h, &err); /* nobody is left to hear of a failure: the lease ends it */
+        h->open = 0;
+        rlua_shared_unref(h->lock);
+        h->lock = NULL;
+    }
+    return 0;
+}
+
+void rlua_hold_register(lua_State *L) {
+    static const luaL_Reg methods[] = {{"release", hold_release}, {"is_open", hold_is_open},
+                                       {NULL, NULL}};
+    luaL_newmetatable(L, RLUA_HOLD);
+    lua_newtable(L);
+    rlua_setfuncs(L, methods);
+    lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, hold_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_pop(L, 1);
+}

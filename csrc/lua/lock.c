@@ -1,0 +1,161 @@
+/* The lock userdata: acquire (which makes a hold) and the queries, each a direct core call for
+ * the running coroutine. */
+#include <stdlib.h>
+
+#include "binding.h"
+
+void rlua_shared_unref(rlua_shared_lock *shared) {
+    if (shared && --shared->refs == 0) {
+        rl_lock_free(shared->core);
+        free(shared);
+    }
+}
+
+static rlua_shared_lock *check_lock(lua_State *L) {
+    rlua_lock *l = luaL_checkudata(L, 1, RLUA_LOCK);
+    if (!l->shared) luaL_argerror(L, 1, "the lock was finalized");
+    return l->shared;
+}
+
+/* The wait hook: a wait gives up when a debug hook appears on the waiting coroutine or the main
+ * thread, which is how lua.c and luajit.c answer Ctrl-C; the interpreter then raises its
+ * "interrupted!" at the next instruction. Otherwise the wait sleeps (no polling of Redis). */
+typedef struct wait_watch {
+    lua_State *threads[2];
+    lua_Hook hooks[2];
+    int masks[2];
+} wait_watch;
+
+static void watch_start(wait_watch *w, lua_State *L) {
+    w->threads[0] = L;
+    w->threads[1] = rlua_main_thread(L);
+    for (int i = 0; i < 2; i++) {
+        w->hooks[i] = w->threads[i] ? lua_gethook(w->threads[i]) : NULL;
+        w->masks[i] = w->threads[i] ? lua_gethookmask(w->threads[i]) : 0;
+    }
+}
+
+static int hook_appeared(void *userdata) {
+    wait_watch *w = userdata;
+    for (int i = 0; i < 2; i++) {
+        lua_State *T = w->threads[i];
+        if (T && (lua_gethook(T) != w->hooks[i] || lua_gethookmask(T) != w->masks[i])) return 1;
+    }
+    return 0;
+}
+
+/* lock:acquire(lease_ms, wait_ms) -> hold | nil, err. lease_ms -1: watchdog; wait_ms -1:
+ * forever, 0: one try. */
+static int lock_acquire(lua_State *L) {
+    rlua_shared_lock *shared = check_lock(L);
+    int64_t lease = rlua_check_ms(L, 2), wait = rlua_check_ms(L, 3);
+    luaL_argcheck(L, lease != 0, 2, "lease must be > 0 or -1");
+    uint64_t context = rlua_context(L);
+    rlua_hold *h = rlua_hold_new(L, 1, shared);
+    wait_watch watch;
+    watch_start(&watch, L);
+    rl_error err;
+    rl_status st = rl_lock_acquire(shared->core, context, lease, wait, hook_appeared, &watch, &err);
+    if (st != RL_OK) return rlua_fail(L, st, &err); /* the unopened hold is garbage */
+    h->context = context;
+    h->open = 1;
+    rlua_renew_sentinel(L);
+    return 1;
+}
+
+/* lock:release() -> true | nil, err: one hold of the running coroutine. */
+static int lock_release(lua_State *L) {
+    rlua_shared_lock *shared = check_lock(L);
+    rl_error err;
+    rl_status st = rl_lock_release(shared->core, rlua_context(L), &err);
+    if (st != RL_OK) return rlua_fail(L, st, &err);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+static int lock_force_unlock(lua_State *L) {
+    rlua_shared_lock *shared = check_lock(L);
+    int deleted = 0;
+    rl_error err;
+    rl_status st = rl_lock_force_unlock(shared->core, &deleted, &err);
+    if (st != RL_OK) return rlua_fail(L, st, &err);
+    lua_pushboolean(L, deleted);
+    return 1;
+}
+
+static int lock_locked(lua_State *L) {
+    rlua_shared_lock *shared = check_lock(L);
+    int locked = 0;
+    rl_error err;
+    rl_status st = rl_lock_is_locked(shared->core, &locked, &err);
+    if (st != RL_OK) return rlua_fail(L, st, &err);
+    lua_pushboolean(L, locked);
+    return 1;
+}
+
+static int lock_held(lua_State *L) {
+    rlua_shared_lock *shared = check_lock(L);
+    int held = 0;
+    rl_error err;
+    rl_status st = rl_lock_is_held(shared->core, rlua_context(L), &held, &err);
+    if (st != RL_OK) return rlua_fail(L, st, &err);
+    lua_pushboolean(L, held);
+    return 1;
+}
+
+static int lock_hold_count(lua_State *L) {
+    rlua_shared_lock *shared = check_lock(L);
+    int64_t count = 0;
+    rl_error err;
+    rl_status st = rl_lock_hold_count(shared->core, rlua_context(L), &count, &err);
+    if (st != RL_OK) return rlua_fail(L, st, &err);
+    lua_pushinteger(L, (lua_Integer)count);
+    return 1;
+}
+
+/* lock:remaining() -> PTTL in ms as Redis gives it (-2: not locked, -1: no expiry). */
+static int lock_remaining(lua_State *L) {
+    rlua_shared_lock *shared = check_lock(L);
+    int64_t pttl = 0;
+    rl_error err;
+    rl_status st = rl_lock_remaining(shared->core, &pttl, &err);
+    if (st != RL_OK) return rlua_fail(L, st, &err);
+    lua_pushinteger(L, (lua_Integer)pttl);
+    return 1;
+}
+
+/* lock:lost() -> false | true, reason: local state, no round trip. */
+static int lock_lost(lua_State *L) {
+    rlua_shared_lock *shared = check_lock(L);
+    rl_lost_reason reason;
+    if (!rl_lock_lost(shared->core, rlua_context(L), &reason)) {
+        lua_pushboolean(L, 0);
+        return 1;
+    }
+    lua_pushboolean(L, 1);
+    lua_pushstring(L, rl_lost_reason_name(reason));
+    return 2;
+}
+
+static int lock_gc(lua_State *L) {
+    rlua_lock *l = luaL_checkudata(L, 1, RLUA_LOCK);
+    rlua_shared_unref(l->shared);
+    l->shared = NULL;
+    return 0;
+}
+
+void rlua_lock_register(lua_State *L) {
+    static const luaL_Reg methods[] = {
+        {"acquire", lock_acquire},         {"release", lock_release},
+        {"force_unlock", lock_force_unlock}, {"locked", lock_locked},
+        {"held", lock_held},               {"hold_count", lock_hold_count},
+        {"remaining", lock_remaining},     {"lost", lock_lost},
+        {NULL, NULL}};
+    luaL_newmetatable(L, RLUA_LOCK);
+    lua_newtable(L);
+    rlua_setfuncs(L, methods);
+    lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, lock_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_pop(L, 1);
+}

@@ -1,0 +1,72 @@
+-- Build from a checkout: luarocks make luarocks/redlease-scm-1.rockspec
+-- The C core (csrc/core) is compiled into redlease.core; hiredis comes from the system
+-- (Debian/Ubuntu: libhiredis-dev).
+rockspec_format = "3.0"
+package = "redlease"
+version = "scm-1"
+
+source = {
+   url = "git+https://example.invalid/redlease.git", -- not fetched by `luarocks make`
+}
+
+description = {
+   summary = "Redisson-compatible distributed locks on Redis",
+   detailed = [[
+Reentrant locks with Redisson's semantics and Redis format (RLock): a watchdog renews the lease
+while the holder works, waiters are woken by pub/sub, and a crashed holder's lock expires on its
+own. Holds belong to a coroutine. Lua 5.1, LuaJIT 2.1, 5.2, 5.3 and 5.4 (with `<close>`).
+]],
+   license = "MIT",
+}
+
+dependencies = {
+   "lua >= 5.1, < 5.5",
+}
+
+external_dependencies = {
+   HIREDIS = {
+      header = "hiredis/hiredis.h",
+      library = "hiredis",
+   },
+}
+
+build = {
+   type = "builtin",
+   modules = {
+      ["redlease"] = "luarocks/redlease/init.lua",
+      ["redlease.args"] = "luarocks/redlease/args.lua",
+      ["redlease.guard"] = "luarocks/redlease/guard.lua",
+      ["redlease.holds"] = "luarocks/redlease/holds.lua",
+      ["redlease.lock"] = "luarocks/redlease/lock.lua",
+      ["redlease.core"] = {
+         sources = {
+            "csrc/lua/client.c",
+            "csrc/lua/hold.c",
+            "csrc/lua/lock.c",
+            "csrc/lua/module.c",
+            -- the core: every csrc/core/*.c (tests/lua checks that this list is complete)
+            "csrc/core/client.c",
+            "csrc/core/clock.c",
+            "csrc/core/conn.c",
+            "csrc/core/error.c",
+            "csrc/core/events.c",
+            "csrc/core/fork.c",
+            "csrc/core/holds.c",
+            "csrc/core/lock.c",
+            "csrc/core/names.c",
+            "csrc/core/pool.c",
+            "csrc/core/random.c",
+            "csrc/core/scripts.c",
+            "csrc/core/sigpipe.c",
+            "csrc/core/subscriber.c",
+            "csrc/core/threads.c",
+            "csrc/core/url.c",
+            "csrc/core/watchdog.c",
+         },
+         defines = { "_GNU_SOURCE" },
+         incdirs = { "csrc/core", "$(HIREDIS_INCDIR)" },
+         libdirs = { "$(HIREDIS_LIBDIR)" },
+         libraries = { "hiredis", "pthread" },
+      },
+   },
+}

@@ -1,0 +1,98 @@
+-- Argument checks for the public API. Misuse raises an error that names the argument; durations
+-- are seconds here and whole milliseconds for the core.
+local args = {}
+
+local floor, huge = math.floor, math.huge
+
+local function describe(v)
+  if v ~= v then return "nan" end -- printed "-nan" or "nan" depending on the interpreter
+  return type(v) == "number" and tostring(v) or type(v)
+end
+
+-- Checks one duration; returns its milliseconds (rounded up, so a positive one stays positive)
+-- or nil and the complaint. `positive`: zero refused; `infinite`: math.huge allowed (ms -1).
+local function duration(v, positive, infinite)
+  if type(v) ~= "number" or v ~= v then
+    return nil, "number of seconds expected, got " .. describe(v)
+  end
+  if v == huge and infinite then return -1 end
+  if v < 0 or (positive and v == 0) or v == huge then
+    return nil, (positive and "positive" or "non-negative") .. " number of seconds expected, got "
+      .. describe(v)
+  end
+  local ms = -floor(-v * 1000)
+  if ms > 2^53 then return nil, "too large: " .. describe(v) end
+  return ms
+end
+
+-- Reads an options table against spec (name -> {positive, infinite, min_ms}); returns name ->
+-- ms (nil when absent) or nil and the complaint.
+local function options(opts, spec)
+  if opts == nil then return {} end
+  if type(opts) ~= "table" then return nil, "options", "table expected, got " .. type(opts) end
+  for k in pairs(opts) do
+    if spec[k] == nil then return nil, tostring(k), "unknown option" end
+  end
+  local out = {}
+  for name, s in pairs(spec) do
+    local v = opts[name]
+    if v ~= nil then
+      local ms, why = duration(v, s.positive, s.infinite)
+      if not ms then return nil, name, why end
+      if s.min_ms and ms < s.min_ms then
+        local why = ("at least %g seconds expected, got %s"):format(s.min_ms / 1000, describe(v))
+        return nil, name, why
+      end
+      out[name] = ms
+    end
+  end
+  return out
+end
+
+local function raise(fname, name, why)
+  -- level 4: raise <- args.* <- the API function <- its caller, whom the message is for
+  error(("bad argument '%s' to '%s' (%s)"):format(name, fname, why), 4)
+end
+
+local CONNECT = {
+  watchdog_timeout = { positive = true, min_ms = 3 },
+  connect_timeout = { positive = true },
+  command_timeout = { positive = true },
+}
+
+-- connect(url, opts): returns url and the options in ms.
+function args.connect(url, opts)
+  if type(url) ~= "string" then raise("connect", "url", "string expected, got " .. type(url)) end
+  local o, name, why = options(opts, CONNECT)
+  if not o then raise("connect", name, why) end
+  return o
+end
+
+local ACQUIRE = {
+  timeout = { infinite = true },
+  lease = { positive = true },
+}
+
+-- acquire(opts) / with(fn, opts): returns lease_ms (-1: watchdog) and wait_ms (-1: forever).
+function args.acquire(fname, opts)
+  local o, name, why = options(opts, ACQUIRE)
+  if not o then raise(fname, name, why) end
+  return o.lease or -1, o.timeout or -1
+end
+
+-- A lock name: any non-empty string (bytes).
+function args.name(name)
+  if type(name) ~= "string" then raise("lock", "name", "string expected, got " .. type(name)) end
+  if name == "" then raise("lock", "name", "must not be empty") end
+  return name
+end
+
+function args.callable(fname, fn)
+  local t = type(fn)
+  if t == "function" then return fn end
+  local mt = (t == "table" or t == "userdata") and getmetatable(fn)
+  if type(mt) == "table" and mt.__call then return fn end
+  raise(fname, "fn", "function expected, got " .. t)
+end
+
+return args

@@ -1,0 +1,41 @@
+-- redlease: Redisson-compatible distributed locks on Redis. The lock logic lives in the C core
+-- (redlease.core); this module gives it Lua's habits.
+local core = require "redlease.core"
+local args = require "redlease.args"
+local Lock = require "redlease.lock"
+
+local redlease = { _VERSION = core.version }
+
+local Client = {}
+Client.__index = Client
+local clients_made = 0
+
+-- connect(url, {watchdog_timeout=, connect_timeout=, command_timeout=} in seconds)
+-- -> client | nil, err. Connections open on first use.
+function redlease.connect(url, opts)
+  local o = args.connect(url, opts)
+  local c, err = core.connect(url, o.watchdog_timeout, o.connect_timeout, o.command_timeout)
+  if not c then
+    local why = err:match("^argument: (.*)")
+    if why then error(("bad argument 'url' to 'connect' (%s)"):format(why), 2) end
+    return nil, err
+  end
+  clients_made = clients_made + 1
+  return setmetatable({ _core = c, _serial = clients_made }, Client)
+end
+
+-- A lock on `name` (any non-empty string, bytes as they are).
+function Client:lock(name)
+  args.name(name)
+  return Lock.new(self, self._core:lock(name), name, self._serial .. ":" .. name)
+end
+
+-- Stops renewal and closes the connections. Holds are not released: they expire by their lease.
+function Client:close() self._core:close() end
+function Client:closed() return self._core:closed() end
+-- The client's UUID, the first part of every owner it writes.
+function Client:id() return self._core:id() end
+
+function Client:__tostring() return tostring(self._core) end
+
+return redlease

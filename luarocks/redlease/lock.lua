@@ -1,0 +1,72 @@
+-- A lock (Redisson RLock) on one name of one client. Holds belong to the coroutine that takes
+-- them: the same coroutine re-entering adds a hold, another coroutine never shares it.
+local args = require "redlease.args"
+local Guard = require "redlease.guard"
+local holds = require "redlease.holds"
+
+local Lock = {}
+Lock.__index = Lock
+
+-- key: one per (client, name), whichever lock object of them is used.
+function Lock.new(client, core_lock, name, key)
+  return setmetatable({ client = client, name = name, _core = core_lock, _key = key }, Lock)
+end
+
+-- acquire{timeout = seconds (nil: forever, 0: one try), lease = seconds (nil: watchdog)}
+-- -> guard | nil, err ("timeout: ...", "lost: ...", "connection: ...", ...).
+function Lock:acquire(opts)
+  local lease, wait = args.acquire("acquire", opts)
+  local hold, err = self._core:acquire(lease, wait)
+  if not hold then return nil, err end
+  return Guard.new(hold, self._key)
+end
+
+-- Releases one hold of the running coroutine (the newest guard it has of this lock).
+function Lock:release()
+  local g = holds.newest(self._key)
+  if g then return g:release() end
+  return self._core:release() -- no guard here: the core answers ("not_owned: ...")
+end
+
+local function finish(g, ok, ...)
+  local released, err = g:release()
+  if not ok then error((...), 0) end -- the body's error, after the release
+  if not released then error(err, 0) end
+  return ...
+end
+
+-- Acquires, calls fn(...), releases; returns fn's results. Raises when the lock cannot be
+-- acquired, re-raises fn's error after releasing, and raises when the hold was lost meanwhile.
+-- Written in Lua so that fn may yield wherever the host allows it.
+function Lock:with(fn, opts, ...)
+  args.callable("with", fn)
+  local lease, wait = args.acquire("with", opts)
+  local hold, err = self._core:acquire(lease, wait)
+  if not hold then error(err, 0) end
+  return finish(Guard.new(hold, self._key), pcall(fn, ...))
+end
+
+-- Server-side queries, one round trip each: value, or nil and an error.
+function Lock:locked() return self._core:locked() end
+function Lock:held() return self._core:held() end
+function Lock:hold_count() return self._core:hold_count() end
+function Lock:force_unlock() return self._core:force_unlock() end
+
+-- Seconds of lease left; false when not locked, math.huge when the key has no expiry.
+function Lock:remaining()
+  local ms, err = self._core:remaining()
+  if not ms then return nil, err end
+  if ms == -2 then return false end
+  if ms == -1 then return math.huge end
+  return ms / 1000
+end
+
+-- Local state, no round trip: true and the reason ("expired", "deleted", "owner_changed",
+-- "unreachable") when the running coroutine's hold was lost while held; else false.
+function Lock:lost() return self._core:lost() end
+
+function Lock:__tostring()
+  return ("redlease.lock %q"):format(self.name)
+end
+
+return Lock

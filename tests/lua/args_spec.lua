@@ -1,0 +1,63 @@
+-- Misuse raises an error that names the argument, at the caller's line.
+local redlease = require "redlease"
+local helper = require "helper"
+
+local function raises(pattern, f, ...)
+  local ok, err = pcall(f, ...)
+  assert.is_false(ok, "did not raise")
+  assert.matches(pattern, err)
+  return err
+end
+
+describe("misuse", function()
+  local fx = helper.fixture()
+  before_each(fx.setup)
+  after_each(fx.teardown)
+
+  it("connect: the url must be a string of a known scheme", function()
+    raises("bad argument 'url' to 'connect' %(string expected, got nil%)", redlease.connect)
+    raises("bad argument 'url' to 'connect' %(.*redis://", redlease.connect, "http://x")
+    raises("bad argument 'url' to 'connect' %(.*port", redlease.connect, "redis://h:99999")
+  end)
+
+  it("connect: options are known durations in seconds", function()
+    local url = fx.server.url
+    raises("'options' to 'connect' %(table expected, got string", redlease.connect, url, "x")
+    raises("'watchdog_timeout' to 'connect' %(number of seconds expected, got string",
+      redlease.connect, url, { watchdog_timeout = "30" })
+    raises("'watchdog_timeout' to 'connect' %(positive", redlease.connect, url, { watchdog_timeout = 0 })
+    raises("'watchdog_timeout' to 'connect' %(at least 0.003", redlease.connect, url, { watchdog_timeout = 0.001 })
+    raises("'command_timeout' to 'connect' %(positive", redlease.connect, url, { command_timeout = -1 })
+    raises("'connect_timeout' to 'connect' %(number of seconds expected, got nan",
+      redlease.connect, url, { connect_timeout = 0 / 0 })
+    raises("'lease' to 'connect' %(unknown option%)", redlease.connect, url, { lease = 1 })
+  end)
+
+  it("lock: the name is a non-empty string", function()
+    local client = fx.connect()
+    raises("bad argument 'name' to 'lock' %(string expected, got number%)", client.lock, client, 42)
+    raises("bad argument 'name' to 'lock' %(must not be empty%)", client.lock, client, "")
+  end)
+
+  it("acquire and with: timeout >= 0 (math.huge: forever), lease > 0 and finite", function()
+    local lock = fx.connect():lock("job")
+    raises("'timeout' to 'acquire' %(non%-negative", lock.acquire, lock, { timeout = -1 })
+    raises("'timeout' to 'acquire' %(number of seconds expected, got string", lock.acquire, lock, { timeout = "1" })
+    raises("'lease' to 'acquire' %(positive", lock.acquire, lock, { lease = 0 })
+    raises("'lease' to 'acquire' %(positive", lock.acquire, lock, { lease = math.huge })
+    raises("'wait' to 'acquire' %(unknown option%)", lock.acquire, lock, { wait = 1 })
+    raises("'options' to 'acquire' %(table expected, got number", lock.acquire, lock, 5)
+    raises("'fn' to 'with' %(function expected, got nil%)", lock.with, lock)
+    raises("'lease' to 'with' %(positive", lock.with, lock, function() end, { lease = -2 })
+    assert.equal(0, fx.raw("EXISTS", "job"))
+    local g = assert(lock:acquire({ timeout = math.huge, lease = 5 }))
+    assert.is_true(g:release())
+    assert(lock:acquire({ lease = 0.0001 })) -- rounded up to 1 ms, not refused as 0
+  end)
+
+  it("points at the caller's line", function()
+    local lock = fx.connect():lock("job")
+    raises("^[^:]*args_spec%.lua:%d+: bad argument", function() lock:acquire({ timeout = -1 }) end)
+    raises("^[^:]*args_spec%.lua:%d+: bad argument", function() redlease.connect(nil) end)
+  end)
+end)

@@ -1,0 +1,62 @@
+-- The `<close>` tests, as source that only Lua 5.4 can compile (close_spec.lua loads it there).
+local helper = require "helper"
+
+return function(fx)
+  return {
+    ["a <close> guard releases when its scope ends normally"] = function()
+      local lock = fx.connect():lock("job")
+      do
+        local guard <close> = assert(lock:acquire())
+        assert.equal(1, fx.raw("EXISTS", "job"))
+      end
+      assert.equal(0, fx.raw("EXISTS", "job"))
+    end,
+
+    ["a <close> guard releases when its scope ends with an error, which goes on"] = function()
+      local lock = fx.connect():lock("job")
+      local ok, err = pcall(function()
+        local guard <close> = assert(lock:acquire())
+        error({ code = 7 })
+      end)
+      assert.is_false(ok)
+      assert.same({ code = 7 }, err)
+      assert.equal(0, fx.raw("EXISTS", "job"))
+    end,
+
+    ["a <close> guard whose hold was lost raises \"lost\" after the body"] = function()
+      local lock = fx.connect():lock("job")
+      local reached = false
+      local ok, err = pcall(function()
+        local guard <close> = assert(lock:acquire())
+        fx.raw("DEL", "job")
+        reached = true
+      end)
+      assert.is_true(reached)
+      assert.is_false(ok)
+      assert.matches("^lost: ", err)
+    end,
+
+    ["a <close> guard released inside its scope does nothing more"] = function()
+      local lock = fx.connect():lock("job")
+      local outer = assert(lock:acquire())
+      do
+        local guard <close> = assert(lock:acquire())
+        assert.is_true(guard:release())
+      end
+      assert.equal(1, lock:hold_count())
+      assert.is_true(outer:release())
+      assert.equal(0, fx.raw("EXISTS", "job"))
+    end,
+
+    ["os.exit(code, true) inside a <close> scope releases the lock"] = function()
+      local code, out, err = helper.run_lua(([[
+        local lock = assert(require("redlease").connect(%q)):lock("job")
+        local guard <close> = assert(lock:acquire())
+        os.exit(3, true)
+      ]]):format(fx.server.url))
+      assert.equal(3, code, err)
+      assert.equal("", out .. err)
+      assert.equal(0, fx.raw("EXISTS", "job"))
+    end,
+  }
+end

@@ -1,0 +1,57 @@
+-- Guards: one per hold, released once, and kept in step with lock:release().
+local helper = require "helper"
+
+describe("guards", function()
+  local fx = helper.fixture()
+  before_each(fx.setup)
+  after_each(fx.teardown)
+
+  it("release once; releasing again is a no-op that answers true", function()
+    local lock = fx.connect():lock("job")
+    local guard = assert(lock:acquire())
+    assert.is_false(guard:released())
+    assert.equal("redlease.guard (held)", tostring(guard))
+    assert.is_true(guard:release())
+    assert.is_true(guard:released())
+    assert.is_true(guard:release())
+    assert.equal("redlease.guard (released)", tostring(guard))
+    assert.equal(0, fx.raw("EXISTS", "job"))
+  end)
+
+  it("a second guard's release leaves the first hold in place", function()
+    local lock = fx.connect():lock("job")
+    local first = assert(lock:acquire())
+    local second = assert(lock:acquire())
+    assert.is_true(second:release())
+    assert.is_true(second:release())
+    assert.equal(1, lock:hold_count())
+    assert.is_true(first:release())
+    assert.equal(0, fx.raw("EXISTS", "job"))
+  end)
+
+  it("lock:release() releases through the newest guard, so no guard releases twice", function()
+    local lock = fx.connect():lock("job")
+    local first = assert(lock:acquire())
+    local second = assert(lock:acquire())
+    assert.is_true(lock:release())
+    assert.is_true(second:released())
+    assert.is_false(first:released())
+    -- the released guard, dropped and collected, must not take the remaining hold with it
+    second = nil -- luacheck: ignore
+    for _ = 1, 3 do collectgarbage() end
+    assert.equal(1, lock:hold_count())
+    assert.is_true(first:release())
+    assert.equal(0, fx.raw("EXISTS", "job"))
+  end)
+
+  it("a hold lost while held: its release answers nil, \"lost: ...\" and drops it", function()
+    local lock = fx.connect():lock("job")
+    local guard = assert(lock:acquire())
+    fx.raw("DEL", "job")
+    local ok, err = guard:release()
+    assert.is_nil(ok)
+    assert.matches("^lost: ", err)
+    assert.is_true(guard:released())
+    assert(lock:acquire({ timeout = 0 }))
+  end)
+end)
