@@ -56,6 +56,7 @@ build = {
             "csrc/core/names.c",
             "csrc/core/pool.c",
             "csrc/core/random.c",
+            "csrc/core/replicas.c",
             "csrc/core/scripts.c",
             "csrc/core/sigpipe.c",
             "csrc/core/subscriber.c",
