@@ -24,8 +24,8 @@ void rl_options_init(rl_options *o) {
 static rl_status check_options(const rl_options *o, rl_error *err) {
     if (o->connect_timeout_ms <= 0) return rl_fail(err, RL_ERR_ARGUMENT, "connect_timeout must be > 0");
     if (o->command_timeout_ms <= 0) return rl_fail(err, RL_ERR_ARGUMENT, "command_timeout must be > 0");
-    if (o->watchdog_timeout_ms < 3)
-        return rl_fail(err, RL_ERR_ARGUMENT, "watchdog_timeout must be at least 3 ms");
+    if (o->watchdog_timeout_ms < 3 || o->watchdog_timeout_ms > RL_MAX_LEASE_MS)
+        return rl_fail(err, RL_ERR_ARGUMENT, "watchdog_timeout must be from 3 ms to 2^40 ms");
     if (o->latch_ttl_ms <= 0) return rl_fail(err, RL_ERR_ARGUMENT, "latch_ttl must be > 0");
     if (o->max_hold_ms < 0) return rl_fail(err, RL_ERR_ARGUMENT, "max_hold must be >= 0 (0 = none)");
     if (o->sync_replicas < 0) return rl_fail(err, RL_ERR_ARGUMENT, "sync_replicas must be >= 0");
@@ -91,8 +91,14 @@ void rl_client_unref(rl_client *c) {
     if (atomic_fetch_sub(&c->refs, 1) == 1) destroy(c);
 }
 
+static void reset_after_fork(rl_client *c, uint64_t generation);
+
 void rl_client_free(rl_client *c) {
     if (!c) return;
+    /* In a forked child that never used the client since, the thread handles are the parent's
+     * (and may name the child's own new threads): forget them before stopping anything. */
+    uint64_t generation = rl_fork_generation();
+    if (atomic_load(&c->fork_generation) != generation) reset_after_fork(c, generation);
     if (atomic_exchange(&c->closed, 1) == 0) {
         rl_watchdog_stop(c);
         rl_sub_stop(&c->sub);
@@ -189,8 +195,7 @@ rl_status rl_client_command(rl_client *c, int argc, const char **argv, size_t *l
                                     reply, 1, err);
     rl_pool_give(&c->pool, conn);
     if (st == RL_OK && (*reply)->type == REDIS_REPLY_ERROR) {
-        st = rl_fail(err, RL_ERR_SERVER, "Redis refused %s: %.*s", argv[0], (int)(*reply)->len,
-                     (*reply)->str);
+        st = rl_fail_reply(err, argv[0], *reply);
         freeReplyObject(*reply);
         *reply = NULL;
     }

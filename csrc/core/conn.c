@@ -165,6 +165,15 @@ static rl_status exchange_once(rl_conn *conn, const rl_config *cfg, size_t n, co
     return RL_OK;
 }
 
+rl_status rl_fail_reply(rl_error *err, const char *what, const redisReply *r) {
+    const char *text = r && r->str ? r->str : "";
+    int len = r && r->str ? (int)r->len : 0;
+    int auth = (len >= 6 && memcmp(text, "NOAUTH", 6) == 0) ||
+               (len >= 9 && memcmp(text, "WRONGPASS", 9) == 0);
+    return rl_fail(err, auth ? RL_ERR_CONNECTION : RL_ERR_SERVER, "%s refused: %.*s", what, len,
+                   text);
+}
+
 rl_status rl_conn_exchange(rl_conn *conn, const rl_config *cfg, int64_t timeout_ms, size_t n,
                            const rl_cmd *cmds, redisReply **replies, int idempotent,
                            rl_error *err) {

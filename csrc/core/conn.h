@@ -49,6 +49,10 @@ rl_status rl_conn_exchange(rl_conn *conn, const rl_config *cfg, int64_t timeout_
  * Best effort: a failure only closes the connection. */
 void rl_conn_send_only(rl_conn *conn, const rl_cmd *cmd);
 
+/* Fails with an error reply from Redis: RL_ERR_CONNECTION when it asks for authentication
+ * (NOAUTH, WRONGPASS: a configuration problem, as a refused AUTH), RL_ERR_SERVER else. */
+rl_status rl_fail_reply(rl_error *err, const char *what, const redisReply *reply);
+
 /* "host:port" or the socket path, for messages. */
 void rl_config_describe(const rl_config *cfg, char *out, size_t size);
 

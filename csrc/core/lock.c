@@ -236,8 +236,9 @@ rl_status rl_lock_acquire_with(rl_lock *l, uint64_t context, const rl_acquire_op
     if (!l) return rl_fail(err, RL_ERR_ARGUMENT, "lock must not be NULL");
     if (!o) return rl_fail(err, RL_ERR_ARGUMENT, "options must not be NULL");
     int64_t lease_ms = o->lease_ms, wait_ms = o->wait_ms;
-    if (lease_ms <= 0 && lease_ms != RL_LEASE_WATCHDOG)
-        return rl_fail(err, RL_ERR_ARGUMENT, "lease must be > 0 (or the watchdog mode)");
+    if ((lease_ms <= 0 && lease_ms != RL_LEASE_WATCHDOG) || lease_ms > RL_MAX_LEASE_MS)
+        return rl_fail(err, RL_ERR_ARGUMENT,
+                       "lease must be from 1 ms to 2^40 ms (or the watchdog mode)");
     if (o->max_hold_ms < 0 && o->max_hold_ms != RL_MAX_HOLD_NONE)
         return rl_fail(err, RL_ERR_ARGUMENT, "max_hold must be > 0, 0 (the client's) or none");
     rl_client *c = l->client;

@@ -8,7 +8,7 @@
  * NULL) with the same status and a message. Times are milliseconds.
  *
  * An owner is (client, context): the client's random UUID plus a context id that the caller
- * chooses (the Python binding passes the OS thread id, the Lua binding the coroutine). Two
+ * chooses (the Python binding passes a per-thread id, the Lua binding a per-coroutine id). Two
  * contexts never share a hold; the same context re-entering a lock increments its hold count.
  */
 #ifndef REDLEASE_H
@@ -133,6 +133,7 @@ rl_status rl_lock_new(rl_client *client, const void *name, size_t name_len, rl_l
 void rl_lock_free(rl_lock *lock);
 
 #define RL_LEASE_WATCHDOG (-1) /* lease_ms: hold with the watchdog timeout and keep renewing */
+#define RL_MAX_LEASE_MS (((int64_t)1) << 40) /* longest lease or watchdog timeout (~34 years) */
 #define RL_WAIT_FOREVER (-1)   /* wait_ms: wait until acquired */
 
 /* Called between wait slices of about 50 ms; a non-zero return aborts the wait (RL_ABORTED). */

@@ -31,7 +31,7 @@ rl_status rl_replicas_sync(rl_conn *conn, const rl_config *cfg, rl_error *err) {
     if (st != RL_OK) return st;
     const redisReply *acked = replies[0];
     if (acked->type == REDIS_REPLY_ERROR) {
-        st = rl_fail(err, RL_ERR_SERVER, "WAIT refused: %s", acked->str);
+        st = rl_fail_reply(err, "WAIT", acked);
     } else if (acked->type != REDIS_REPLY_INTEGER) {
         st = rl_fail(err, RL_ERR_SERVER, "unexpected answer to WAIT (type %d)", acked->type);
     } else {

@@ -85,8 +85,7 @@ static rl_status load(rl_scripts *s, rl_conn *conn, const rl_config *cfg, int64_
     rl_status st = rl_conn_exchange(conn, cfg, timeout_ms, 1, &cmd, &reply, 1, err);
     if (st != RL_OK) return st;
     if (reply->type != REDIS_REPLY_STRING || reply->len != 40) {
-        st = rl_fail(err, RL_ERR_SERVER, "SCRIPT LOAD refused: %.*s", (int)reply->len,
-                     reply->str ? reply->str : "");
+        st = rl_fail_reply(err, "SCRIPT LOAD", reply);
     } else {
         pthread_mutex_lock(&s->mu);
         if (!atomic_load(&s->known[id])) {
@@ -135,12 +134,12 @@ rl_status rl_scripts_run(rl_scripts *s, rl_conn *conn, const rl_config *cfg, int
         }
         for (size_t i = 0; i < n; i++) {
             if (replies[i]->type != REDIS_REPLY_ERROR) continue;
-            rl_fail(err, RL_ERR_SERVER, "Redis refused: %.*s", (int)replies[i]->len, replies[i]->str);
+            rl_status failed = rl_fail_reply(err, "the lock script", replies[i]);
             for (size_t j = 0; j < n; j++) {
                 freeReplyObject(replies[j]);
                 replies[j] = NULL;
             }
-            return RL_ERR_SERVER;
+            return failed;
         }
         return RL_OK;
     }

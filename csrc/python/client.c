@@ -17,10 +17,10 @@ static _Thread_local int on_event_thread;
 static void deliver_event(const rl_event *event, void *userdata) {
     rlpy_event_bridge *bridge = userdata;
     if (rlpy_is_finalizing()) return;
+    on_event_thread = 1; /* from here on, Python (and its GC) may run on this thread */
     PyGILState_STATE gil = PyGILState_Ensure();
     PyObject *fn = Py_XNewRef(bridge->callable);
     if (fn) {
-        on_event_thread = 1;
         const char *text = event->message ? event->message : "";
         /* Messages may quote a lock name that is not UTF-8: never fail on it. */
         PyObject *message = PyUnicode_DecodeUTF8(text, (Py_ssize_t)strlen(text), "backslashreplace");
@@ -36,10 +36,10 @@ static void deliver_event(const rl_event *event, void *userdata) {
         Py_XDECREF(name);
         if (result) Py_DECREF(result);
         else PyErr_WriteUnraisable(fn);
-        on_event_thread = 0;
         Py_DECREF(fn);
     }
     PyGILState_Release(gil);
+    on_event_thread = 0;
 }
 
 typedef struct {
@@ -84,15 +84,30 @@ void rlpy_client_close(rlpy_client *self) {
     if (!client) return;
     self->client = NULL;
     self->bridge = NULL;
-    if (bridge) Py_CLEAR(bridge->callable);
     if (on_event_thread) {
+        /* The events still queued are dropped: their thread is the one closing. */
+        if (bridge) Py_CLEAR(bridge->callable);
         close_from_event_thread(client, bridge);
         return;
     }
+    /* The GIL is released while the core stops: its event thread delivers what is queued (every
+     * loss gets its on_lost call) and is joined. */
     Py_BEGIN_ALLOW_THREADS
     rl_client_free(client);
     Py_END_ALLOW_THREADS
+    if (bridge) Py_CLEAR(bridge->callable);
     PyMem_RawFree(bridge);
+}
+
+/* The callable may refer back to the client (a bound method of its owner): the GC must see it. */
+static int client_traverse(rlpy_client *self, visitproc visit, void *arg) {
+    if (self->bridge) Py_VISIT(self->bridge->callable);
+    return 0;
+}
+
+static int client_clear(rlpy_client *self) {
+    if (self->bridge) Py_CLEAR(self->bridge->callable); /* later events are dropped */
+    return 0;
 }
 
 static int client_init(rlpy_client *self, PyObject *args, PyObject *kwargs) {
@@ -155,6 +170,7 @@ static int client_init(rlpy_client *self, PyObject *args, PyObject *kwargs) {
 }
 
 static void client_dealloc(rlpy_client *self) {
+    PyObject_GC_UnTrack(self);
     rlpy_client_close(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -211,10 +227,12 @@ PyTypeObject rlpy_client_type = {
               "sync_replicas=0, sync_timeout=1.0)\n\n"
               "The core client; use redlease.Client.",
     .tp_basicsize = sizeof(rlpy_client),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)client_init,
     .tp_dealloc = (destructor)client_dealloc,
+    .tp_traverse = (traverseproc)client_traverse,
+    .tp_clear = (inquiry)client_clear,
     .tp_methods = client_methods,
     .tp_getset = client_getset,
 };

@@ -108,6 +108,14 @@ static int ready(rlpy_lock *self) {
     return 0;
 }
 
+/* For the local queries, which the core answers 0 on a closed client: say it is closed. */
+static int open_client(rlpy_lock *self) {
+    if (!ready(self)) return 0;
+    if (((rlpy_client *)self->client)->client) return 1;
+    PyErr_SetString(rlpy_error_class(RL_ERR_CLOSED), "the client is closed");
+    return 0;
+}
+
 /* ---- acquire / release -------------------------------------------------------------------- */
 
 /* 1 acquired, 0 not acquired (another owner), -1 exception set. */
@@ -176,11 +184,9 @@ static PyObject *lock_enter(rlpy_lock *self, PyObject *unused) {
     int got = acquire(self, self->lease_ms, self->timeout_ms, self->max_hold_ms);
     if (got < 0) return NULL;
     if (!got) {
-        PyObject *shown = PyObject_Repr(self->name);
         PyErr_Format(rlpy_error_class(RL_NOT_ACQUIRED),
-                     "lock %U is held by another owner; not acquired within %.3f s",
-                     shown ? shown : Py_None, (double)self->timeout_ms / 1000.0);
-        Py_XDECREF(shown);
+                     "lock %R is held by another owner; not acquired within %.3f s", self->name,
+                     (double)self->timeout_ms / 1000.0);
         return NULL;
     }
     return Py_NewRef(self);
@@ -249,20 +255,20 @@ static PyObject *lock_force_unlock(rlpy_lock *self, PyObject *unused) {
 
 static PyObject *lock_get_hold_count(rlpy_lock *self, void *unused) {
     (void)unused;
-    if (!ready(self)) return NULL;
+    if (!open_client(self)) return NULL;
     return PyLong_FromLongLong(rl_lock_local_holds(self->lock, rlpy_thread_context()));
 }
 
 static PyObject *lock_get_lost(rlpy_lock *self, void *unused) {
     (void)unused;
-    if (!ready(self)) return NULL;
+    if (!open_client(self)) return NULL;
     return PyBool_FromLong(rl_lock_lost(self->lock, rlpy_thread_context(), NULL));
 }
 
 static PyObject *lock_get_lost_reason(rlpy_lock *self, void *unused) {
     (void)unused;
     rl_lost_reason reason;
-    if (!ready(self)) return NULL;
+    if (!open_client(self)) return NULL;
     if (!rl_lock_lost(self->lock, rlpy_thread_context(), &reason)) Py_RETURN_NONE;
     return PyUnicode_FromString(rl_lost_reason_name(reason));
 }

@@ -14,7 +14,13 @@ static int to_seconds(PyObject *value, const char *what, double *out) {
         return -1;
     }
     double s = PyFloat_AsDouble(value);
-    if (s == -1.0 && PyErr_Occurred()) return -1;
+    if (s == -1.0 && PyErr_Occurred()) {
+        if (PyErr_ExceptionMatches(PyExc_OverflowError)) { /* an int beyond any float */
+            PyErr_Clear();
+            PyErr_Format(PyExc_ValueError, "%s is too large", what);
+        }
+        return -1;
+    }
     if (isnan(s)) {
         PyErr_Format(PyExc_ValueError, "%s must not be NaN", what);
         return -1;

@@ -27,6 +27,9 @@ class LockLostError(LockError):
         super().__init__(message)
         self.reason = reason
 
+    def __reduce__(self) -> "tuple[type, tuple[str, str]]":  # keeps .reason through pickle
+        return (type(self), (str(self), self.reason))
+
 
 class ConnectionError(LockError, builtins.ConnectionError):  # noqa: A001 - the contract's name
     """Redis could not be reached: refused, timed out, or authentication failed."""

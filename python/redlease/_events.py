@@ -39,7 +39,7 @@ class EventDispatcher:
             log.warning("not acknowledged by any replica: %s", message)
         elif kind == LOST and name is not None:
             lock_name = shown_name(name)
-            log.error("lock %r lost while held (%s): %s", lock_name, reason, message)
+            log.error("lock %r lost while held: %s", lock_name, reason)
             if self.on_lost is not None:
                 try:
                     self.on_lost(lock_name, reason)

@@ -56,3 +56,43 @@ TEST(fork_child_cannot_touch_parent_holds) {
     rl_lock_free(l);
     rl_client_free(c);
 }
+
+/* A child that never touches an inherited client (whose event thread the parent had started)
+ * must still be able to free it, after starting threads of its own: the parent's thread handles
+ * are not the child's to join. */
+TEST(fork_child_frees_an_unused_inherited_client) {
+#ifdef __SANITIZE_THREAD__
+    test_skip("ThreadSanitizer does not support threads after a multi-threaded fork");
+    return;
+#endif
+    rl_client *inherited = new_client(g_server.url, 600);
+    rl_lock *l;
+    CHECK_OK(rl_lock_new(inherited, "gone", 4, &l, err));
+    CHECK_OK(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
+    freeReplyObject(raw(g_raw, "DEL gone")); /* a loss event: the event thread starts */
+    int64_t t0 = now_ms();
+    while (!rl_lock_lost(l, 1, NULL) && now_ms() - t0 < 3000) sleep_ms(10);
+    CHECK(rl_lock_lost(l, 1, NULL));
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(10); /* a hang fails the test instead of the run */
+        rl_client *own = new_client(g_server.url, 600);
+        rl_lock *mine;
+        if (!own || rl_lock_new(own, "mine", 4, &mine, NULL) != RL_OK) _exit(20);
+        if (rl_lock_acquire(mine, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, NULL) != RL_OK) _exit(21);
+        rl_lock_free(l);
+        rl_client_free(inherited); /* never used in the child */
+        if (rl_lock_release(mine, 1, NULL) != RL_OK) _exit(22);
+        rl_lock_free(mine);
+        rl_client_free(own);
+        _exit(0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %s %d",
+              WIFSIGNALED(status) ? "killed by signal" : "failed check",
+              WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+    CHECK_STATUS(rl_lock_release(l, 1, err), RL_LOST);
+    rl_lock_free(l);
+    rl_client_free(inherited);
+}

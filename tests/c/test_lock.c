@@ -158,6 +158,8 @@ TEST(bad_arguments_are_typed_errors) {
     CHECK_OK(rl_lock_new(c, "x", 1, &l, err));
     CHECK_STATUS(rl_lock_acquire(l, 1, 0, 0, NULL, NULL, err), RL_ERR_ARGUMENT);
     CHECK_STATUS(rl_lock_acquire(l, 1, -7, 0, NULL, NULL, err), RL_ERR_ARGUMENT);
+    CHECK_STATUS(rl_lock_acquire(l, 1, RL_MAX_LEASE_MS + 1, 0, NULL, NULL, err), RL_ERR_ARGUMENT);
+    CHECK_STATUS(rl_lock_acquire(l, 1, INT64_MAX, 0, NULL, NULL, err), RL_ERR_ARGUMENT);
     CHECK_STATUS(rl_lock_acquire(NULL, 1, 100, 0, NULL, NULL, err), RL_ERR_ARGUMENT);
     CHECK_STATUS(rl_lock_release(NULL, 1, err), RL_ERR_ARGUMENT);
     CHECK_INT(raw_int(g_raw, "DBSIZE"), 0);

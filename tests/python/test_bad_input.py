@@ -80,6 +80,11 @@ CASES = [
     ("lease str", lambda c: c.lock("x", lease="10"), TypeError, "lease"),
     ("acquire lease 0", lambda c: c.lock("x").acquire(lease=0), ValueError, "lease"),
     ("acquire lease -inf", lambda c: c.lock("x").acquire(lease=-INF), ValueError, "lease"),
+    ("lease 1e300", lambda c: c.lock("x").acquire(lease=1e300), ValueError, "lease"),
+    ("lease huge int", lambda c: c.lock("x", lease=10 ** 400), ValueError, "lease"),
+    ("timeout huge int", lambda c: c.lock("x", timeout=10 ** 400), ValueError, "timeout"),
+    ("watchdog_timeout 1e300", lambda c: redlease.Client(c.url, watchdog_timeout=1e300),
+     ValueError, "watchdog_timeout"),
     # timeouts
     ("timeout -2", lambda c: c.lock("x", timeout=-2), ValueError, "timeout"),
     ("timeout -0.5", lambda c: c.lock("x").acquire(timeout=-0.5), ValueError, "timeout"),
@@ -149,6 +154,9 @@ def test_a_wrong_password_is_a_connection_error():
             with pytest.raises(redlease.ConnectionError) as info:
                 c.lock("x").acquire(timeout=0)
             assert "WRONGPASS" in str(info.value) or "invalid" in str(info.value)
+        with redlease.Client(f"redis://127.0.0.1:{s.port}/0") as c:  # no password at all
+            with pytest.raises(redlease.ConnectionError, match="NOAUTH"):
+                c.lock("x").acquire(timeout=0)
         with redlease.Client(f"redis://:right@127.0.0.1:{s.port}/0") as c, c.lock("x"):
             pass
 

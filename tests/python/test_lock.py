@@ -103,24 +103,29 @@ def test_try_once_and_timeouts(make_client):
     assert 0.28 <= waited < 2.0  # the wait did happen, and ended
 
 
-def test_waiter_wakes_on_release(make_client):
+def test_waiter_wakes_on_release(make_client, raw):
     a, b = make_client(), make_client()
     la = a.lock("handoff")
     la.acquire()
     got = {}
 
     def wait():
-        start = time.monotonic()
-        got["ok"] = b.lock("handoff").acquire(timeout=20)
-        got["waited"] = time.monotonic() - start
-        b.lock("handoff").release()
+        lock = b.lock("handoff")
+        got["ok"] = lock.acquire(timeout=20)
+        got["woken"] = time.monotonic()
+        lock.release()
 
     t = threading.Thread(target=wait)
     t.start()
-    time.sleep(0.3)
+    deadline = time.monotonic() + 5  # until the waiter is subscribed, i.e. really waiting
+    while raw("PUBSUB", "NUMSUB", "redisson_lock__channel:{handoff}")[1] == 0:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    released = time.monotonic()
     la.release()
     t.join(20)
-    assert got["ok"] and 0.25 < got["waited"] < 5  # woken by the release, not by the 30 s lease
+    assert not t.is_alive() and got["ok"]
+    assert got["woken"] - released < 5  # woken by the release, not by the 30 s lease
 
 
 def test_with_raises_lock_timeout(make_client):

@@ -37,3 +37,32 @@ def test_10000_cycles_are_flat(client):
     grown = rss_kib() - before
     print(f"RSS growth over 10,000 acquire/release cycles: {grown} KiB")
     assert grown < 1024
+
+
+def test_error_paths_are_flat(make_client):
+    import redlease
+    holder, other = make_client(), make_client()
+    holder.lock("taken").acquire()
+    busy, never = other.lock("taken"), other.lock("never-held")
+
+    def failures():
+        assert not busy.acquire(timeout=0)
+        try:
+            never.release()
+        except redlease.NotOwnedError:
+            pass
+        try:
+            other.lock("x", lease=-1)
+        except ValueError:
+            pass
+
+    for _ in range(500):
+        failures()
+    gc.collect()
+    before = rss_kib()
+    for _ in range(5_000):
+        failures()
+    gc.collect()
+    grown = rss_kib() - before
+    print(f"RSS growth over 5,000 rounds of refused calls: {grown} KiB")
+    assert grown < 1024

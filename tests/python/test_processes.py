@@ -117,8 +117,11 @@ def test_ctrl_c_interrupts_a_blocked_acquire(client, raw, server):
                              stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout.readline().strip() == "waiting"
-        time.sleep(0.5)  # well into the wait
-        assert raw("PUBSUB", "NUMSUB", "redisson_lock__channel:{interrupted}")[1] == 1
+        deadline = time.monotonic() + 5  # until it is subscribed: really waiting
+        while raw("PUBSUB", "NUMSUB", "redisson_lock__channel:{interrupted}")[1] != 1:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        time.sleep(0.1)
         sent = time.monotonic()
         child.send_signal(signal.SIGINT)
         words = child.stdout.readline().split()
@@ -158,3 +161,30 @@ def test_a_killed_holder_frees_the_lock_within_the_watchdog_timeout(server, clie
     finally:
         child.kill()
         child.wait()
+
+
+def test_fork_child_can_close_an_inherited_client_it_never_used(make_client, raw, server):
+    c = make_client(watchdog_timeout=0.3, on_lost=lambda name, reason: None)
+    lock = c.lock("inherited")
+    lock.acquire()
+    raw("DEL", "inherited")  # a loss: the parent's event thread is running
+    deadline = time.monotonic() + 3
+    while not lock.lost and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert lock.lost
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            signal.alarm(10)  # a hang fails the test instead of the run
+            own = redlease.Client(server.url)
+            with own.lock("child-own"):
+                c.close()  # never used in the child
+            own.close()
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    with pytest.raises(redlease.LockLostError):
+        lock.release()

@@ -1,6 +1,7 @@
 """Watchdog renewal, loss detection and its reporting: flag, reason, callback, log, exceptions."""
 
 import logging
+import os
 import threading
 import time
 
@@ -152,20 +153,23 @@ def test_on_lost_errors_are_logged_not_raised(make_client, raw, caplog):
         pass
 
 
-def test_client_closed_from_on_lost_does_not_deadlock(make_client, raw, server):
+def test_client_closed_from_on_lost_does_not_deadlock(raw, server):
     done = threading.Event()
     holder = {}
 
     def close_it(name, reason):
-        holder["client"].close()
+        holder["client"].close()  # on the event thread: the join is handed off
         done.set()
 
     c = redlease.Client(server.url, watchdog_timeout=0.3, on_lost=close_it)
     holder["client"] = c
     c.lock("self-close").acquire()
+    before = threads_and_fds()
     raw("DEL", "self-close")
-    assert done.wait(3)
-    assert wait_for(lambda: c.closed)
+    assert done.wait(3) and c.closed
+    # the client's threads and connections really went away
+    assert wait_for(lambda: threads_and_fds()[0] < before[0] and threads_and_fds()[1] < before[1],
+                    5), (threads_and_fds(), before)
 
 
 def test_force_unlock_by_another_client_is_reported(make_client):
@@ -182,3 +186,47 @@ def test_force_unlock_by_another_client_is_reported(make_client):
     assert other.lock(b"bytes:\xff").acquire(timeout=0)
     with pytest.raises(redlease.LockLostError):
         lock.release()
+
+
+def threads_and_fds():
+    return len(os.listdir("/proc/self/task")), len(os.listdir("/proc/self/fd"))
+
+
+def test_clients_referenced_by_their_own_callback_are_collected(server):
+    import gc
+
+    class Worker:
+        def __init__(self):
+            self.client = redlease.Client(server.url, on_lost=self.on_lost)
+            with self.client.lock("w"):  # threads and connections in use
+                pass
+
+        def on_lost(self, name, reason):
+            pass
+
+    Worker()
+    gc.collect()
+    before = threads_and_fds()
+    for _ in range(20):
+        Worker()
+    gc.collect()
+    assert wait_for(lambda: threads_and_fds() <= before, 5), (threads_and_fds(), before)
+
+
+def test_close_delivers_every_queued_loss(make_client, raw):
+    calls = []
+    c = make_client(watchdog_timeout=0.3, on_lost=lambda name, reason: calls.append(name))
+    locks = [c.lock(f"q{i}") for i in range(10)]
+    for lock in locks:
+        lock.acquire()
+    for i in range(10):
+        raw("DEL", f"q{i}")
+    assert wait_for(lambda: all(lock.lost for lock in locks), 3)
+    c.close()
+    assert sorted(calls) == sorted(f"q{i}" for i in range(10))
+
+
+def test_lock_lost_error_pickles_with_its_reason():
+    import pickle
+    e = pickle.loads(pickle.dumps(redlease.LockLostError("gone", "deleted")))
+    assert type(e) is redlease.LockLostError and e.reason == "deleted" and str(e) == "gone"
