@@ -29,9 +29,9 @@ static void opt_ms(lua_State *L, int arg, int64_t *out) {
     if (!lua_isnoneornil(L, arg)) *out = rlua_check_ms(L, arg);
 }
 
-/* core.connect(url, watchdog_ms, connect_ms, command_ms) -> client | nil, err (a bad URL is
- * "argument: ...", raised by the Lua side). Connects lazily: the first call that needs Redis
- * opens the connection. */
+/* core.connect(url, watchdog_ms, connect_ms, command_ms, max_hold_ms, sync_replicas,
+ * sync_timeout_ms) -> client | nil, err (a bad URL is "argument: ...", raised by the Lua side).
+ * Connects lazily: the first call that needs Redis opens the connection. */
 int rlua_client_connect(lua_State *L) {
     const char *url = luaL_checkstring(L, 1);
     rl_options o;
@@ -39,6 +39,13 @@ int rlua_client_connect(lua_State *L) {
     opt_ms(L, 2, &o.watchdog_timeout_ms);
     opt_ms(L, 3, &o.connect_timeout_ms);
     opt_ms(L, 4, &o.command_timeout_ms);
+    opt_ms(L, 5, &o.max_hold_ms);
+    if (!lua_isnoneornil(L, 6)) {
+        lua_Number n = luaL_checknumber(L, 6);
+        luaL_argcheck(L, n >= 0 && n <= 1000 && (lua_Number)(int)n == n, 6, "0 to 1000 expected");
+        o.sync_replicas = (int)n;
+    }
+    opt_ms(L, 7, &o.sync_timeout_ms);
     rlua_module *m = rlua_module_get(L);
     rlua_client *c = lua_newuserdata(L, sizeof *c);
     memset(c, 0, sizeof *c);

@@ -44,18 +44,24 @@ static int hook_appeared(void *userdata) {
     return 0;
 }
 
-/* lock:acquire(lease_ms, wait_ms) -> hold | nil, err. lease_ms -1: watchdog; wait_ms -1:
- * forever, 0: one try. */
+/* lock:acquire(lease_ms, wait_ms[, max_hold_ms]) -> hold | nil, err. lease_ms -1: watchdog;
+ * wait_ms -1: forever, 0: one try; max_hold_ms nil/0: the client's, -1: none. */
 static int lock_acquire(lua_State *L) {
     rlua_shared_lock *shared = check_lock(L);
     int64_t lease = rlua_check_ms(L, 2), wait = rlua_check_ms(L, 3);
+    int64_t max_hold = lua_isnoneornil(L, 4) ? 0 : rlua_check_ms(L, 4);
     luaL_argcheck(L, lease != 0, 2, "lease must be > 0 or -1");
     uint64_t context = rlua_context(L);
     rlua_hold *h = rlua_hold_new(L, 1, shared);
     wait_watch watch;
     watch_start(&watch, L);
     rl_error err;
-    rl_status st = rl_lock_acquire(shared->core, context, lease, wait, hook_appeared, &watch, &err);
+    rl_acquire_options options = {.lease_ms = lease,
+                                  .wait_ms = wait,
+                                  .max_hold_ms = max_hold,
+                                  .hook = hook_appeared,
+                                  .hook_userdata = &watch};
+    rl_status st = rl_lock_acquire_with(shared->core, context, &options, &err);
     if (st != RL_OK) return rlua_fail(L, st, &err); /* the unopened hold is garbage */
     h->context = context;
     h->open = 1;

@@ -25,8 +25,17 @@ local function duration(v, positive, infinite)
   return ms
 end
 
--- Reads an options table against spec (name -> {positive, infinite, min_ms}); returns name ->
--- ms (nil when absent) or nil and the complaint.
+-- A count (sync_replicas): a whole number from 0.
+local function count(v)
+  if type(v) ~= "number" or v ~= v or v < 0 or v > 1000 or floor(v) ~= v then
+    return nil, "whole number from 0 to 1000 expected, got " .. describe(v)
+  end
+  return v
+end
+
+-- Reads an options table against spec (name -> {positive, infinite, min_ms, none, count});
+-- returns name -> ms (a count for `count`, -1 for false where `none`; nil when absent) or nil
+-- and the complaint.
 local function options(opts, spec)
   if opts == nil then return {} end
   if type(opts) ~= "table" then return nil, "options", "table expected, got " .. type(opts) end
@@ -36,7 +45,13 @@ local function options(opts, spec)
   local out = {}
   for name, s in pairs(spec) do
     local v = opts[name]
-    if v ~= nil then
+    if v == false and s.none then
+      out[name] = -1 -- false: none (no cap)
+    elseif s.count and v ~= nil then
+      local n, why = count(v)
+      if not n then return nil, name, why end
+      out[name] = n
+    elseif v ~= nil then
       local ms, why = duration(v, s.positive, s.infinite)
       if not ms then return nil, name, why end
       if s.min_ms and ms < s.min_ms then
@@ -58,9 +73,12 @@ local CONNECT = {
   watchdog_timeout = { positive = true, min_ms = 3 },
   connect_timeout = { positive = true },
   command_timeout = { positive = true },
+  max_hold = { positive = true },
+  sync_timeout = { positive = true },
+  sync_replicas = { count = true },
 }
 
--- connect(url, opts): returns url and the options in ms.
+-- connect(url, opts): returns the options (durations in ms).
 function args.connect(url, opts)
   if type(url) ~= "string" then raise("connect", "url", "string expected, got " .. type(url)) end
   local o, name, why = options(opts, CONNECT)
@@ -71,13 +89,15 @@ end
 local ACQUIRE = {
   timeout = { infinite = true },
   lease = { positive = true },
+  max_hold = { positive = true, none = true },
 }
 
--- acquire(opts) / with(fn, opts): returns lease_ms (-1: watchdog) and wait_ms (-1: forever).
+-- acquire(opts) / with(fn, opts): returns lease_ms (-1: watchdog), wait_ms (-1: forever) and
+-- max_hold_ms (nil: the client's, -1: none).
 function args.acquire(fname, opts)
   local o, name, why = options(opts, ACQUIRE)
   if not o then raise(fname, name, why) end
-  return o.lease or -1, o.timeout or -1
+  return o.lease or -1, o.timeout or -1, o.max_hold
 end
 
 -- A lock name: any non-empty string (bytes).

@@ -10,11 +10,13 @@ local Client = {}
 Client.__index = Client
 local clients_made = 0
 
--- connect(url, {watchdog_timeout=, connect_timeout=, command_timeout=} in seconds)
--- -> client | nil, err. Connections open on first use.
+-- connect(url, {watchdog_timeout=, connect_timeout=, command_timeout=, max_hold=,
+-- sync_timeout= in seconds; sync_replicas= a count}) -> client | nil, err. Connections open on
+-- first use.
 function redlease.connect(url, opts)
   local o = args.connect(url, opts)
-  local c, err = core.connect(url, o.watchdog_timeout, o.connect_timeout, o.command_timeout)
+  local c, err = core.connect(url, o.watchdog_timeout, o.connect_timeout, o.command_timeout,
+    o.max_hold, o.sync_replicas, o.sync_timeout)
   if not c then
     local why = err:match("^argument: (.*)")
     if why then error(("bad argument 'url' to 'connect' (%s)"):format(why), 2) end

@@ -12,11 +12,12 @@ function Lock.new(client, core_lock, name, key)
   return setmetatable({ client = client, name = name, _core = core_lock, _key = key }, Lock)
 end
 
--- acquire{timeout = seconds (nil: forever, 0: one try), lease = seconds (nil: watchdog)}
+-- acquire{timeout = seconds (nil: forever, 0: one try), lease = seconds (nil: watchdog),
+--         max_hold = seconds (nil: the client's, false: none)}
 -- -> guard | nil, err ("timeout: ...", "lost: ...", "connection: ...", ...).
 function Lock:acquire(opts)
-  local lease, wait = args.acquire("acquire", opts)
-  local hold, err = self._core:acquire(lease, wait)
+  local lease, wait, max_hold = args.acquire("acquire", opts)
+  local hold, err = self._core:acquire(lease, wait, max_hold)
   if not hold then return nil, err end
   return Guard.new(hold, self._key)
 end
@@ -40,8 +41,8 @@ end
 -- Written in Lua so that fn may yield wherever the host allows it.
 function Lock:with(fn, opts, ...)
   args.callable("with", fn)
-  local lease, wait = args.acquire("with", opts)
-  local hold, err = self._core:acquire(lease, wait)
+  local lease, wait, max_hold = args.acquire("with", opts)
+  local hold, err = self._core:acquire(lease, wait, max_hold)
   if not hold then error(err, 0) end
   return finish(Guard.new(hold, self._key), pcall(fn, ...))
 end
@@ -62,7 +63,7 @@ function Lock:remaining()
 end
 
 -- Local state, no round trip: true and the reason ("expired", "deleted", "owner_changed",
--- "unreachable") when the running coroutine's hold was lost while held; else false.
+-- "unreachable", "max_hold") when the running coroutine's hold was lost while held; else false.
 function Lock:lost() return self._core:lost() end
 
 function Lock:__tostring()

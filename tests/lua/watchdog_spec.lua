@@ -53,3 +53,52 @@ describe("leases", function()
     assert.same({ true, "owner_changed" }, { lock:lost() })
   end)
 end)
+
+describe("max_hold", function()
+  local fx = helper.fixture()
+  before_each(fx.setup)
+  after_each(fx.teardown)
+
+  it("the client's max_hold ends renewal: lost with reason max_hold, the key expires", function()
+    local lock = fx.connect({ watchdog_timeout = 0.3, max_hold = 0.8 }):lock("capped")
+    local t0 = helper.now()
+    assert(lock:acquire())
+    helper.sleep(0.5)
+    assert.is_true(fx.raw("PTTL", "capped") > 0) -- renewed past its 0.3 s lease
+    assert.is_true(helper.eventually(3, function() return lock:lost() end))
+    local took = helper.now() - t0
+    assert.is_true(took >= 0.75 and took < 0.8 + 0.1 + 0.5, "lost after " .. took .. " s")
+    assert.same({ true, "max_hold" }, { lock:lost() })
+    assert.is_true(helper.eventually(2, function() return fx.raw("EXISTS", "capped") == 0 end))
+    local ok, err = lock:release()
+    assert.is_nil(ok)
+    assert.matches("^lost: .*max_hold", err)
+  end)
+
+  it("acquire's max_hold overrides the client's; false means no cap", function()
+    local client = fx.connect({ watchdog_timeout = 0.3, max_hold = 0.5 })
+    local lock = client:lock("uncapped")
+    assert(lock:acquire({ max_hold = false }))
+    helper.sleep(1.0)
+    assert.is_false(lock:lost())
+    assert.is_true(lock:release())
+    local short = client:lock("short")
+    assert(short:acquire({ max_hold = 0.2 }))
+    assert.is_true(helper.eventually(2, function() return short:lost() end))
+    assert.same({ true, "max_hold" }, { short:lost() })
+  end)
+
+  it("bad max_hold and sync options raise naming the argument", function()
+    local client = fx.connect()
+    for _, bad in ipairs({ 0, -1, "1", 0 / 0, math.huge }) do
+      assert.has_error(function() client:lock("x"):acquire({ max_hold = bad }) end)
+      assert.has_error(function() fx.connect({ max_hold = bad }) end)
+    end
+    for _, bad in ipairs({ -1, 1.5, "1", 0 / 0 }) do
+      local ok, err = pcall(fx.connect, { sync_replicas = bad })
+      assert.is_false(ok)
+      assert.matches("sync_replicas", err)
+    end
+    assert.has_error(function() fx.connect({ sync_timeout = 0 }) end)
+  end)
+end)
