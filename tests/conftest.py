@@ -1,7 +1,26 @@
-"""Shared by the pytest suites (tests/python, tests/faults): each ends with the line
-`N passed, N failed` that `make test` adds up, written to $REDLEASE_RESULTS as well."""
+"""Shared by the pytest suites (tests/python, tests/faults): a throwaway server per test, a raw
+client on it, and the closing line `N passed, N failed` that `make test` adds up (written to
+$REDLEASE_RESULTS as well)."""
 
 import os
+
+import pytest
+
+from redlease.testing import RedisServer
+from testkit import Raw
+
+
+@pytest.fixture
+def server():
+    with RedisServer() as s:
+        yield s
+
+
+@pytest.fixture
+def raw(server):
+    r = Raw(server.url)
+    yield r
+    r.close()
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -8,31 +8,15 @@ import threading
 import pytest
 
 import redlease
-from redlease.testing import RedisServer
 
 HERE = os.path.dirname(__file__)
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "python"))
 from proxy import FaultProxy  # noqa: E402
-from resp import Raw  # noqa: E402
 
 # Short enough to keep the suite fast, long enough for a loaded 2-core CI machine.
 WATCHDOG = 1.2          # lease in watchdog mode; renewed every 0.4 s
 PERIOD = WATCHDOG / 3
 TIMEOUTS = {"connect_timeout": 0.25, "command_timeout": 0.25}
-
-
-@pytest.fixture
-def server():
-    with RedisServer() as s:
-        yield s
-
-
-@pytest.fixture
-def raw(server):
-    r = Raw(server.url)
-    yield r
-    r.close()
 
 
 @pytest.fixture

@@ -9,15 +9,8 @@ import pytest
 
 import redlease
 from conftest import PERIOD, WATCHDOG
+from testkit import wait_for
 
-
-def wait_for(predicate, timeout):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
 
 
 @pytest.mark.parametrize("fault", ["refuse", "blackhole"])

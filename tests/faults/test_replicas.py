@@ -9,24 +9,18 @@ import pytest
 
 import redlease
 from redlease.testing import RedisServer
-from resp import Raw
+from testkit import Raw, wait_for
 
 
 def connected_replicas(raw):
     return len(raw("ROLE")[2])
 
 
-def wait_until(predicate, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and not predicate():
-        time.sleep(0.02)
-    return predicate()
-
 
 @pytest.fixture
 def replica(server, raw):
     with RedisServer(extra_args=["--replicaof", "127.0.0.1", str(server.port)]) as r:
-        assert wait_until(lambda: connected_replicas(raw) == 1)
+        assert wait_for(lambda: connected_replicas(raw) == 1, 10)
         yield r
 
 
@@ -52,7 +46,7 @@ def test_sync_with_a_live_stalled_and_stopped_replica(server, raw, replica, make
     on_replica.close()
 
     replica.stop()  # no replica connected: nothing to wait for
-    assert wait_until(lambda: connected_replicas(raw) == 0)
+    assert wait_for(lambda: connected_replicas(raw) == 0, 10)
     assert lock.acquire(timeout=0)
     assert raw("EXISTS", "synced") == 1
     lock.release()
@@ -67,7 +61,7 @@ def test_unacknowledged_release_is_done_and_logged(server, raw, replica, make_cl
     try:
         lock.release()  # released on the master: no error, a warning
         assert raw("EXISTS", "release-unsynced") == 0
-        assert wait_until(lambda: any("not acknowledged by any replica" in r.message
+        assert wait_for(lambda: any("not acknowledged by any replica" in r.message
                                       and r.levelno == logging.WARNING for r in caplog.records),
                           3)
     finally:

@@ -1,28 +1,8 @@
-"""Fixtures for the Python suite, and the `N passed, N failed` line that `make test` adds up."""
-
-import os
-import sys
+"""Fixtures for the Python suite (server and raw come from tests/conftest.py)."""
 
 import pytest
 
 import redlease
-from redlease.testing import RedisServer
-
-sys.path.insert(0, os.path.dirname(__file__))
-from resp import Raw  # noqa: E402
-
-
-@pytest.fixture
-def server():
-    with RedisServer() as s:
-        yield s
-
-
-@pytest.fixture
-def raw(server):
-    r = Raw(server.url)
-    yield r
-    r.close()
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ import time
 import pytest
 
 import redlease
+from testkit import wait_for
 
 
 def test_watchdog_renews_over_several_timeouts(make_client, raw):
@@ -45,14 +46,6 @@ def test_renewals_are_logged_at_debug(make_client, caplog):
     renewed = [r for r in caplog.records if r.name == "redlease" and "renewed" in r.message]
     assert renewed and renewed[0].levelno == logging.DEBUG
 
-
-def wait_for(predicate, timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
 
 
 def test_deleted_key_is_reported_everywhere(make_client, raw, caplog):

@@ -3,6 +3,7 @@
 import threading
 
 import redlease
+from testkit import Raw
 
 
 def test_hash_field_is_client_id_and_thread(client, raw):
@@ -27,7 +28,6 @@ def test_threads_have_distinct_contexts(client):
 
 
 def test_release_publishes_on_the_redisson_channel(client, raw, server):
-    from resp import Raw
     sub = Raw(server.url)
     assert sub("SUBSCRIBE", "redisson_lock__channel:{orders:42}")[0] == b"subscribe"
     lock = client.lock("orders:42")

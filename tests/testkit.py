@@ -1,6 +1,8 @@
-"""A minimal Redis client for tests: inspects what redlease wrote, independently of redlease."""
+"""Shared by the pytest suites: a minimal Redis client (to inspect what redlease wrote,
+independently of redlease) and a polling helper."""
 
 import socket
+import time
 from typing import Any, List, Union
 
 Arg = Union[str, bytes, int, float]
@@ -62,3 +64,13 @@ class Raw:
             n = int(rest)
             return None if n < 0 else [self._read() for _ in range(n)]
         raise RespError(f"unexpected reply {line!r}")
+
+
+def wait_for(predicate, timeout=5.0):
+    """Polls predicate every 20 ms for up to `timeout` seconds; returns its last answer."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
