@@ -19,6 +19,7 @@ void rl_options_init(rl_options *o) {
     o->latch_ttl_ms = 20000;
     o->pool_size = 4;
     o->sync_timeout_ms = 1000;
+    o->fair_wait_ms = 300000;
 }
 
 static rl_status check_options(const rl_options *o, rl_error *err) {
@@ -30,6 +31,8 @@ static rl_status check_options(const rl_options *o, rl_error *err) {
     if (o->max_hold_ms < 0) return rl_fail(err, RL_ERR_ARGUMENT, "max_hold must be >= 0 (0 = none)");
     if (o->sync_replicas < 0) return rl_fail(err, RL_ERR_ARGUMENT, "sync_replicas must be >= 0");
     if (o->sync_timeout_ms <= 0) return rl_fail(err, RL_ERR_ARGUMENT, "sync_timeout must be > 0");
+    if (o->fair_wait_ms <= 0 || o->fair_wait_ms > RL_MAX_LEASE_MS)
+        return rl_fail(err, RL_ERR_ARGUMENT, "fair_wait must be from 1 ms to 2^40 ms");
     if (o->pool_size < 1 || o->pool_size > 256)
         return rl_fail(err, RL_ERR_ARGUMENT, "pool_size must be from 1 to 256");
     return RL_OK;

@@ -1,4 +1,4 @@
-/* Monotonic time in milliseconds, and deadlines for condition-variable waits. */
+/* Monotonic (and wall-clock) time in milliseconds, and deadlines for condition-variable waits. */
 #ifndef RL_CLOCK_H
 #define RL_CLOCK_H
 
@@ -7,6 +7,10 @@
 #include <time.h>
 
 int64_t rl_now_ms(void);
+
+/* Wall-clock time in ms since the epoch: only for the fair lock's queue deadlines, which every
+ * client of a lock (Redisson too) compares with its own clock. */
+int64_t rl_epoch_ms(void);
 
 /* Initialises a condition variable that waits on CLOCK_MONOTONIC (immune to wall-clock jumps). */
 int rl_cond_init(pthread_cond_t *cond);

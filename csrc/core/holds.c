@@ -3,9 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t hash_of(const void *name, size_t len, uint64_t context) {
+static uint64_t hash_of(const void *name, size_t len, rl_lock_kind kind, uint64_t context) {
     const unsigned char *p = name;
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    uint64_t h = 1469598103934665603ULL ^ (uint64_t)kind; /* FNV-1a */
     for (size_t i = 0; i < len; i++) h = (h ^ p[i]) * 1099511628211ULL;
     h ^= context + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
     return h;
@@ -27,11 +27,12 @@ void rl_holds_clear(rl_holds *holds) {
 }
 
 rl_hold *rl_holds_find(const rl_holds *holds, const void *name, size_t name_len,
-                       uint64_t context) {
+                       rl_lock_kind kind, uint64_t context) {
     if (holds->nbuckets == 0) return NULL;
-    uint64_t hash = hash_of(name, name_len, context);
+    uint64_t hash = hash_of(name, name_len, kind, context);
     for (rl_hold *h = holds->buckets[hash & (holds->nbuckets - 1)]; h; h = h->bucket_next)
-        if (h->hash == hash && h->context == context && h->name_len == name_len &&
+        if (h->hash == hash && h->context == context && h->kind == kind &&
+            h->name_len == name_len &&
             memcmp(h->name, name, name_len) == 0)
             return h;
     return NULL;
@@ -56,13 +57,21 @@ static int grow(rl_holds *holds) {
     return 0;
 }
 
-rl_hold *rl_holds_add(rl_holds *holds, const void *name, size_t name_len, uint64_t context,
-                      const char *owner) {
+rl_hold *rl_holds_add(rl_holds *holds, const void *name, size_t name_len, rl_lock_kind kind,
+                      uint64_t context, const char *owner, const char *read_keys,
+                      size_t read_keys_len) {
     if (holds->count + 1 > holds->nbuckets && grow(holds) != 0) return NULL;
-    rl_hold *h = calloc(1, sizeof *h + name_len + 1);
+    if (!read_keys) read_keys_len = 0;
+    /* One block: the hold, its name, then its read-hold key prefix. */
+    rl_hold *h = calloc(1, sizeof *h + name_len + 1 + read_keys_len + 1);
     if (!h) return NULL;
-    h->hash = hash_of(name, name_len, context);
+    h->hash = hash_of(name, name_len, kind, context);
     h->context = context;
+    h->kind = kind;
+    char *keys = h->name + name_len + 1;
+    if (read_keys_len) memcpy(keys, read_keys, read_keys_len);
+    h->read_keys = keys;
+    h->read_keys_len = read_keys_len;
     h->owner_len = strlen(owner);
     memcpy(h->owner, owner, h->owner_len + 1);
     h->name_len = name_len;

@@ -1,4 +1,4 @@
-/* The client's local table of what it holds: (name, context) -> hold count, lease mode and
+/* The client's local table of what it holds: (name, kind, context) -> hold count, lease mode and
  * health. Release and renewal read it instead of asking Redis; the watchdog walks only the holds
  * on its list. Not thread-safe by itself: the client's mutex guards it. */
 #ifndef RL_HOLDS_H
@@ -9,17 +9,19 @@
 
 #include "redlease.h"
 
-#define RL_OWNER_MAX 58 /* 36-char UUID + ':' + up to 20 digits + NUL */
+#define RL_OWNER_MAX 64 /* 36-char UUID + ':' + up to 20 digits + ":write" + NUL */
 
 typedef struct rl_hold {
     struct rl_hold *bucket_next;
     struct rl_hold *watch_prev, *watch_next; /* on the watchdog's list while renewed */
     uint64_t hash;
     uint64_t context;
+    rl_lock_kind kind;
     int64_t count;           /* holds this context has, as this client knows */
     int64_t lease_ms;        /* lease of the latest fixed-lease acquire */
     int64_t confirmed_until; /* monotonic ms when the lease Redis last confirmed ends */
-    int64_t renew_until;     /* monotonic ms after which it is not renewed (max_hold); 0 = none */
+    int64_t renew_until;
+    int64_t token;           /* fenced locks: the token of the latest acquire */     /* monotonic ms after which it is not renewed (max_hold); 0 = none */
     rl_lost_reason lost;     /* RL_LOST_NONE while healthy */
     unsigned watchdog : 1;   /* taken in watchdog mode: renewed until fully released */
     unsigned watched : 1;    /* on the watchdog list */
@@ -27,8 +29,10 @@ typedef struct rl_hold {
     unsigned in_round : 1;   /* part of the renewal round on the wire: must not be freed */
     unsigned release_failed : 1;
     char request_id[33];     /* the failed release's id, reused by its retry */
-    char owner[RL_OWNER_MAX];
+    char owner[RL_OWNER_MAX]; /* the hash field: owner, or owner:write for a write hold */
     size_t owner_len;
+    const char *read_keys;    /* read holds: prefix of the hold keys (prefix:1..count), else "" */
+    size_t read_keys_len;
     size_t name_len;
     char name[]; /* name_len bytes + NUL */
 } rl_hold;
@@ -44,10 +48,12 @@ typedef struct rl_holds {
 void rl_holds_init(rl_holds *holds);
 void rl_holds_clear(rl_holds *holds); /* frees every hold */
 
-rl_hold *rl_holds_find(const rl_holds *holds, const void *name, size_t name_len, uint64_t context);
-/* Adds an empty hold (count 0); NULL when out of memory. */
-rl_hold *rl_holds_add(rl_holds *holds, const void *name, size_t name_len, uint64_t context,
-                      const char *owner);
+rl_hold *rl_holds_find(const rl_holds *holds, const void *name, size_t name_len,
+                       rl_lock_kind kind, uint64_t context);
+/* Adds an empty hold (count 0); NULL when out of memory. read_keys may be NULL (not a read hold). */
+rl_hold *rl_holds_add(rl_holds *holds, const void *name, size_t name_len, rl_lock_kind kind,
+                      uint64_t context, const char *owner, const char *read_keys,
+                      size_t read_keys_len);
 void rl_holds_remove(rl_holds *holds, rl_hold *hold); /* unlinks and frees */
 
 void rl_holds_watch(rl_holds *holds, rl_hold *hold);

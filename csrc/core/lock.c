@@ -1,70 +1,68 @@
-/* The reentrant lock (Redisson RLock): acquire with waiting, release through the unlock latch,
- * force unlock and the server-side queries. The local hold table is updated in the same critical
+/* Every lock kind's flow (Redisson RLock, RFencedLock, RFairLock, RReadWriteLock): acquire with
+ * waiting, release through the unlock latch, force unlock and the server-side queries; the
+ * kinds' own keys and scripts are in lock_calls.c. The local hold table is updated in the same critical
  * section that reads each Redis answer, so renewal starts and stops exactly with the hold. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "client.h"
 #include "clock.h"
 #include "error.h"
+#include "lock.h"
 #include "names.h"
 #include "random.h"
-
-#define PUBLISH "publish"
-#define UNLOCK_MESSAGE "0"
-
-struct rl_lock {
-    rl_client *client;
-    char *name;
-    size_t name_len;
-    char *channel; /* prefix("redisson_lock__channel", name) */
-    size_t channel_len;
-    char *latch_prefix; /* prefix("redisson_unlock_latch", name) + ":" */
-    size_t latch_prefix_len;
-};
-
-#define REQUEST_ID_BYTES 16 /* 32 hex chars */
 
 void rl_lock_free(rl_lock *l) {
     if (!l) return;
     free(l->name);
     free(l->channel);
     free(l->latch_prefix);
+    free(l->token_key);
+    free(l->queue_key);
+    free(l->deadlines_key);
+    free(l->key_base);
     if (l->client) rl_client_unref(l->client);
     free(l);
 }
 
 rl_status rl_lock_new(rl_client *c, const void *name, size_t name_len, rl_lock **out,
                       rl_error *err) {
+    return rl_lock_new_kind(c, RL_LOCK_REENTRANT, name, name_len, out, err);
+}
+
+rl_status rl_lock_new_kind(rl_client *c, rl_lock_kind kind, const void *name, size_t name_len,
+                           rl_lock **out, rl_error *err) {
     rl_error_clear(err);
     if (!out) return rl_fail(err, RL_ERR_ARGUMENT, "out must not be NULL");
     *out = NULL;
     if (!name || name_len == 0) return rl_fail(err, RL_ERR_ARGUMENT, "a lock name must not be empty");
+    if (kind < RL_LOCK_REENTRANT || kind > RL_LOCK_WRITE)
+        return rl_fail(err, RL_ERR_ARGUMENT, "unknown lock kind %d", (int)kind);
     rl_status st = rl_client_enter(c, err);
     if (st != RL_OK) return st;
     rl_lock *l = calloc(1, sizeof *l);
     if (l) {
+        l->kind = kind;
         l->name = malloc(name_len + 1);
-        l->channel = rl_name_prefixed("redisson_lock__channel", name, name_len, 0, &l->channel_len);
-        l->latch_prefix = rl_name_prefixed("redisson_unlock_latch", name, name_len, 1,
-                                           &l->latch_prefix_len);
+        if (l->name) {
+            memcpy(l->name, name, name_len);
+            l->name[name_len] = '\0';
+            l->name_len = name_len;
+        }
     }
-    if (!l || !l->name || !l->channel || !l->latch_prefix) {
+    if (!l || !l->name || rl_lock_make_keys(l) != 0) {
         rl_lock_free(l);
         rl_client_leave(c);
         return rl_fail(err, RL_ERR_MEMORY, "out of memory");
     }
-    memcpy(l->name, name, name_len);
-    l->name[name_len] = '\0';
-    l->name_len = name_len;
-    l->latch_prefix[l->latch_prefix_len++] = ':';
     l->client = c;
     rl_client_ref(c);
     rl_client_leave(c);
     *out = l;
     return RL_OK;
 }
+
+rl_lock_kind rl_lock_kind_of(const rl_lock *l) { return l ? l->kind : RL_LOCK_REENTRANT; }
 
 const char *rl_lock_name(const rl_lock *l, size_t *len) {
     if (len) *len = l ? l->name_len : 0;
@@ -76,40 +74,6 @@ static const char *printable(const rl_lock *l, char out[RL_NAME_SHOWN_MAX]) {
     return rl_name_shown(l->name, l->name_len, out);
 }
 
-/* What counts as a write, for replica sync. */
-static int reply_is_nil(const redisReply *r) { return r->type == REDIS_REPLY_NIL; }
-static int reply_is_integer(const redisReply *r) { return r->type == REDIS_REPLY_INTEGER; }
-static int reply_is_one(const redisReply *r) { return r->type == REDIS_REPLY_INTEGER && r->integer == 1; }
-
-/* One call of the release script for `owner`, under the unlock latch of `request_id`: a retry
- * with the same id gets the first call's answer instead of releasing twice. */
-static rl_status release_call(rl_lock *l, const char *owner, size_t owner_len, int64_t lease,
-                              const char *request_id, rl_reply_test wrote, redisReply **reply,
-                              rl_error *err) {
-    rl_client *c = l->client;
-    char lease_s[24], latch_ttl_s[24];
-    size_t latch_len = l->latch_prefix_len + 2 * REQUEST_ID_BYTES;
-    char *latch = malloc(latch_len); /* per call: threads may release through one lock at once */
-    if (!latch) return rl_fail(err, RL_ERR_MEMORY, "out of memory");
-    memcpy(latch, l->latch_prefix, l->latch_prefix_len);
-    memcpy(latch + l->latch_prefix_len, request_id, 2 * REQUEST_ID_BYTES);
-    const char *argv[11] = {NULL,     NULL,    "3",   l->name,     l->channel, latch,
-                            UNLOCK_MESSAGE, lease_s, owner, latch_ttl_s, PUBLISH};
-    size_t lens[11] = {0, 0, 1, l->name_len, l->channel_len, latch_len, 1,
-                       (size_t)snprintf(lease_s, sizeof lease_s, "%lld", (long long)lease),
-                       owner_len,
-                       (size_t)snprintf(latch_ttl_s, sizeof latch_ttl_s, "%lld",
-                                        (long long)c->cfg.options.latch_ttl_ms),
-                       strlen(PUBLISH)};
-    const char *del_argv[2] = {"DEL", latch};
-    size_t del_lens[2] = {3, latch_len};
-    rl_cmd delete_latch = {2, del_argv, del_lens};
-    rl_status st = rl_client_script(c, RL_SCRIPT_RELEASE, 11, argv, lens, reply, 1, &delete_latch,
-                                    wrote, err);
-    free(latch);
-    return st;
-}
-
 /* A write the replicas did not acknowledge, already done on the master: said as an event. */
 static void report_unsynced(rl_lock *l, const char *what, const rl_error *why) {
     char message[400], shown[RL_NAME_SHOWN_MAX];
@@ -119,87 +83,83 @@ static void report_unsynced(rl_lock *l, const char *what, const rl_error *why) {
                    1, message);
 }
 
-/* An acquire the replicas did not acknowledge is taken back (one hold of `owner`), best effort:
- * if this fails too, the hold expires by its lease, never renewed. */
-static void undo_acquire(rl_lock *l, const char *owner, size_t owner_len, int64_t lease) {
-    char request_id[2 * REQUEST_ID_BYTES + 1];
-    rl_random_hex(request_id, REQUEST_ID_BYTES);
-    redisReply *reply = NULL;
-    rl_error ignored;
-    if (release_call(l, owner, owner_len, lease, request_id, NULL, &reply, &ignored) == RL_OK)
-        freeReplyObject(reply);
-}
+/* One acquire in progress. */
+typedef struct attempt {
+    char owner[RL_OWNER_MAX]; /* "<client id>:<context>" */
+    size_t owner_len;
+    int64_t lease;  /* ms sent as the lease: the caller's, or the watchdog timeout */
+    int64_t window; /* fair locks: how long a queued place is kept */
+    int64_t token;  /* fenced locks: the token of the acquire */
+    int64_t sent_at;
+} attempt;
 
-/* One acquire attempt. RL_OK = acquired (at *sent_at); RL_NOT_ACQUIRED with the holder's PTTL. */
-static rl_status try_once(rl_lock *l, const char *owner, size_t owner_len, int64_t lease,
-                          int64_t *pttl, int64_t *sent_at, rl_error *err) {
-    char lease_s[24];
-    const char *argv[6] = {NULL, NULL, "1", l->name, lease_s, owner};
-    size_t lens[6] = {0, 0, 1, l->name_len,
-                      (size_t)snprintf(lease_s, sizeof lease_s, "%lld", (long long)lease), owner_len};
-    redisReply *reply = NULL;
-    *sent_at = rl_now_ms();
-    rl_status st = rl_client_script(l->client, RL_SCRIPT_ACQUIRE, 6, argv, lens, &reply, 0, NULL,
-                                    reply_is_nil, err);
-    if (st == RL_ERR_REPLICA) {
-        freeReplyObject(reply);
-        undo_acquire(l, owner, owner_len, lease);
-        return st;
-    }
-    if (st != RL_OK) return st;
-    if (reply->type == REDIS_REPLY_NIL) st = RL_OK;
-    else if (reply->type == REDIS_REPLY_INTEGER) {
-        *pttl = reply->integer;
-        st = RL_NOT_ACQUIRED;
-    } else {
-        st = rl_fail(err, RL_ERR_SERVER, "unexpected answer to acquire (type %d)", reply->type);
-    }
-    freeReplyObject(reply);
+/* A fair waiter told to wait 0 ms (the lock is free but another waiter is first in line) looks
+ * again this often, so that a waiter that died in the queue holds the line up only until its
+ * place expires. */
+#define FAIR_RECHECK_MS 100
+
+static rl_status try_once(rl_lock *l, attempt *a, int queue, int64_t *wait_hint, rl_error *err) {
+    a->sent_at = rl_now_ms();
+    rl_status st = rl_lock_call_acquire(l, a->owner, a->owner_len, a->lease, queue, a->window,
+                                        wait_hint, &a->token, err);
+    if (st == RL_NOT_ACQUIRED && l->kind == RL_LOCK_FAIR && *wait_hint < FAIR_RECHECK_MS)
+        *wait_hint = FAIR_RECHECK_MS;
     return st;
 }
 
 /* Subscribe, try again, then sleep until a release message or the holder's lease end, and
- * repeat until acquired, the deadline, an abort or an error. */
-static rl_status wait_and_retry(rl_lock *l, const char *owner, size_t owner_len, int64_t lease,
-                                int64_t deadline, int64_t pttl, rl_wait_hook hook, void *hook_ud,
-                                int64_t *sent_at, rl_error *err) {
+ * repeat until acquired, the deadline, an abort or an error. A fair waiter that gives up leaves
+ * the queue. */
+static rl_status wait_and_retry(rl_lock *l, attempt *a, int64_t deadline, int64_t wait_hint,
+                                rl_wait_hook hook, void *hook_ud, rl_error *err) {
     rl_subscriber *sub = &l->client->sub;
+    size_t channel_len;
+    char *channel = rl_lock_wait_channel(l, a->owner, a->owner_len, &channel_len);
     rl_sub_ticket ticket;
-    rl_status st = rl_sub_join(sub, l->channel, l->channel_len, &ticket, err);
-    if (st != RL_OK) return st;
-    for (;;) {
-        int64_t now = rl_now_ms();
-        if (deadline >= 0 && now >= deadline) {
-            st = RL_NOT_ACQUIRED;
-            break;
+    rl_status st = channel ? rl_sub_join(sub, channel, channel_len, &ticket, err)
+                           : rl_fail(err, RL_ERR_MEMORY, "out of memory");
+    free(channel);
+    if (st == RL_OK) {
+        for (;;) {
+            st = try_once(l, a, 1, &wait_hint, err); /* after subscribing: no wake-up missed */
+            if (st != RL_NOT_ACQUIRED) break;
+            int64_t now = rl_now_ms();
+            if (deadline >= 0 && now >= deadline) break;
+            int64_t until = deadline;
+            if (wait_hint >= 0 && (until < 0 || now + wait_hint < until)) until = now + wait_hint;
+            st = rl_sub_wait(sub, &ticket, until, hook, hook_ud, err);
+            if (st != RL_OK && st != RL_NOT_ACQUIRED) break; /* aborted, closed, unreachable */
         }
-        int64_t until = deadline;
-        if (pttl >= 0 && (until < 0 || now + pttl < until)) until = now + pttl;
-        st = rl_sub_wait(sub, &ticket, until, hook, hook_ud, err);
-        if (st != RL_OK && st != RL_NOT_ACQUIRED) break; /* aborted, closed, unreachable */
-        st = try_once(l, owner, owner_len, lease, &pttl, sent_at, err);
-        if (st != RL_NOT_ACQUIRED) break;
+        rl_sub_leave(sub, &ticket);
     }
-    rl_sub_leave(sub, &ticket);
+    if (st != RL_OK && l->kind == RL_LOCK_FAIR)
+        rl_lock_call_leave_queue(l, a->owner, a->owner_len, a->window);
     return st;
 }
 
 /* Records an acquired hold and, in watchdog mode, starts its renewal: in one critical section
  * with the answer, so there is no moment when the hold exists without its renewal. */
-static rl_status record_hold(rl_lock *l, uint64_t context, const char *owner, int64_t lease_ms,
-                             int64_t lease, int64_t max_hold_ms, int64_t sent_at, rl_error *err) {
+static rl_status record_hold(rl_lock *l, uint64_t context, const attempt *a, int64_t lease_ms,
+                             int64_t max_hold_ms, rl_error *err) {
     rl_client *c = l->client;
+    char field[RL_OWNER_MAX];
+    size_t read_keys_len = 0;
+    char *read_keys = rl_lock_read_keys(l, a->owner, a->owner_len, &read_keys_len);
+    rl_lock_field(l, a->owner, a->owner_len, field);
     rl_status st = RL_OK;
     pthread_mutex_lock(&c->mu);
-    rl_hold *h = rl_holds_find(&c->holds, l->name, l->name_len, context);
-    if (!h) h = rl_holds_add(&c->holds, l->name, l->name_len, context, owner);
+    rl_hold *h = rl_holds_find(&c->holds, l->name, l->name_len, l->kind, context);
+    if (!h && (l->kind != RL_LOCK_READ || read_keys))
+        h = rl_holds_add(&c->holds, l->name, l->name_len, l->kind, context, field, read_keys,
+                         read_keys_len);
     if (!h) {
         /* Held in Redis but untracked: it expires by its lease, never renewed. */
         st = rl_fail(err, RL_ERR_MEMORY, "out of memory recording a hold");
     } else {
-        if (h->count == 0 && max_hold_ms > 0) h->renew_until = sent_at + max_hold_ms;
+        if (h->count == 0 && max_hold_ms > 0) h->renew_until = a->sent_at + max_hold_ms;
         h->count++;
-        h->confirmed_until = sent_at + lease;
+        h->token = a->token;
+        h->confirmed_until = a->sent_at + a->lease;
         if (lease_ms == RL_LEASE_WATCHDOG) h->watchdog = 1;
         else h->lease_ms = lease_ms;
         if (h->watchdog && !h->watched && !h->release_failed && rl_watchdog_watch(c, h) != 0) {
@@ -210,6 +170,7 @@ static rl_status record_hold(rl_lock *l, uint64_t context, const char *owner, in
         }
     }
     pthread_mutex_unlock(&c->mu);
+    free(read_keys);
     return st;
 }
 
@@ -241,14 +202,17 @@ rl_status rl_lock_acquire_with(rl_lock *l, uint64_t context, const rl_acquire_op
                        "lease must be from 1 ms to 2^40 ms (or the watchdog mode)");
     if (o->max_hold_ms < 0 && o->max_hold_ms != RL_MAX_HOLD_NONE)
         return rl_fail(err, RL_ERR_ARGUMENT, "max_hold must be > 0, 0 (the client's) or none");
+    if (wait_ms > RL_MAX_LEASE_MS)
+        return rl_fail(err, RL_ERR_ARGUMENT, "a wait must be at most 2^40 ms (or forever)");
     rl_client *c = l->client;
     rl_status st = rl_client_enter(c, err);
     if (st != RL_OK) return st;
-    char owner[RL_OWNER_MAX], shown[RL_NAME_SHOWN_MAX];
-    size_t owner_len = rl_client_owner(c, context, owner);
+    char shown[RL_NAME_SHOWN_MAX];
+    attempt a = {.token = 0};
+    a.owner_len = rl_client_owner(c, context, a.owner);
 
     pthread_mutex_lock(&c->mu);
-    rl_hold *h = rl_holds_find(&c->holds, l->name, l->name_len, context);
+    rl_hold *h = rl_holds_find(&c->holds, l->name, l->name_len, l->kind, context);
     rl_lost_reason lost = h ? h->lost : RL_LOST_NONE;
     pthread_mutex_unlock(&c->mu);
     if (lost) {
@@ -256,15 +220,16 @@ rl_status rl_lock_acquire_with(rl_lock *l, uint64_t context, const rl_acquire_op
         goto out;
     }
 
-    int64_t lease = lease_ms > 0 ? lease_ms : c->cfg.options.watchdog_timeout_ms;
-    int64_t start = rl_now_ms(), pttl = -1, sent_at = start;
-    st = try_once(l, owner, owner_len, lease, &pttl, &sent_at, err);
+    a.lease = lease_ms > 0 ? lease_ms : c->cfg.options.watchdog_timeout_ms;
+    a.window = wait_ms > 0 ? wait_ms : c->cfg.options.fair_wait_ms;
+    int64_t start = rl_now_ms(), wait_hint = -1;
+    st = try_once(l, &a, wait_ms != 0, &wait_hint, err);
     if (st == RL_NOT_ACQUIRED && wait_ms != 0)
-        st = wait_and_retry(l, owner, owner_len, lease, wait_ms < 0 ? -1 : start + wait_ms, pttl,
-                            o->hook, o->hook_userdata, &sent_at, err);
+        st = wait_and_retry(l, &a, wait_ms < 0 ? -1 : start + wait_ms, wait_hint, o->hook,
+                            o->hook_userdata, err);
     int64_t max_hold = o->max_hold_ms == 0 ? c->cfg.options.max_hold_ms
                        : o->max_hold_ms > 0 ? o->max_hold_ms : 0;
-    if (st == RL_OK) st = record_hold(l, context, owner, lease_ms, lease, max_hold, sent_at, err);
+    if (st == RL_OK) st = record_hold(l, context, &a, lease_ms, max_hold, err);
     else if (st == RL_NOT_ACQUIRED)
         rl_fail(err, RL_NOT_ACQUIRED, "lock \"%s\" is held by another owner", printable(l, shown));
 out:
@@ -283,10 +248,10 @@ rl_status rl_lock_release(rl_lock *l, uint64_t context, rl_error *err) {
     rl_client *c = l->client;
     rl_status st = rl_client_enter(c, err);
     if (st != RL_OK) return st;
-    char shown[RL_NAME_SHOWN_MAX], request_id[2 * REQUEST_ID_BYTES + 1];
+    char shown[RL_NAME_SHOWN_MAX], request_id[2 * RL_REQUEST_ID_BYTES + 1];
 
     pthread_mutex_lock(&c->mu);
-    rl_hold *h = rl_holds_find(&c->holds, l->name, l->name_len, context);
+    rl_hold *h = rl_holds_find(&c->holds, l->name, l->name_len, l->kind, context);
     if (!h || h->count <= 0) {
         pthread_mutex_unlock(&c->mu);
         st = rl_fail(err, RL_NOT_OWNED, "lock \"%s\" is not held by this context", printable(l, shown));
@@ -302,15 +267,15 @@ rl_status rl_lock_release(rl_lock *l, uint64_t context, rl_error *err) {
         st = rl_fail_lost(err, reason, " while held", printable(l, shown));
         goto out;
     }
-    if (!h->request_id[0]) rl_random_hex(h->request_id, REQUEST_ID_BYTES);
+    if (!h->request_id[0]) rl_random_hex(h->request_id, RL_REQUEST_ID_BYTES);
     memcpy(request_id, h->request_id, sizeof request_id);
     int64_t lease = h->watchdog ? c->cfg.options.watchdog_timeout_ms : h->lease_ms;
-    const char *owner = h->owner; /* immutable while this context holds the lock */
-    size_t owner_len = h->owner_len;
+    const char *field = h->owner; /* immutable while this context holds the lock */
+    size_t field_len = h->owner_len;
     pthread_mutex_unlock(&c->mu);
 
     redisReply *reply = NULL;
-    st = release_call(l, owner, owner_len, lease, request_id, reply_is_integer, &reply, err);
+    st = rl_lock_call_release(l, field, field_len, lease, request_id, 1, &reply, err);
     if (st == RL_ERR_REPLICA) { /* released on the master all the same */
         report_unsynced(l, "release", err);
         rl_error_clear(err);
@@ -355,44 +320,42 @@ rl_status rl_lock_force_unlock(rl_lock *l, int *deleted, rl_error *err) {
     if (!l) return rl_fail(err, RL_ERR_ARGUMENT, "lock must not be NULL");
     rl_status st = rl_client_enter(l->client, err);
     if (st != RL_OK) return st;
-    const char *argv[7] = {NULL, NULL, "2", l->name, l->channel, UNLOCK_MESSAGE, PUBLISH};
-    size_t lens[7] = {0, 0, 1, l->name_len, l->channel_len, 1, strlen(PUBLISH)};
-    redisReply *reply = NULL;
-    st = rl_client_script(l->client, RL_SCRIPT_FORCE_UNLOCK, 7, argv, lens, &reply, 0, NULL,
-                          reply_is_one, err);
+    int was_held = 0;
+    st = rl_lock_call_force_unlock(l, &was_held, err);
     if (st == RL_ERR_REPLICA) { /* deleted on the master all the same */
         report_unsynced(l, "force unlock", err);
         rl_error_clear(err);
         st = RL_OK;
     }
-    if (st == RL_OK) {
-        if (deleted) *deleted = reply->type == REDIS_REPLY_INTEGER && reply->integer == 1;
-        freeReplyObject(reply);
-    }
+    if (st == RL_OK && deleted) *deleted = was_held;
     rl_client_leave(l->client);
     return st;
 }
 
-/* One read-only command about the lock key: cmd name [owner]. */
-static rl_status query(rl_lock *l, const char *cmd, uint64_t context, int with_owner,
+/* What a query asks about, after the lock key. */
+enum query_field { NO_FIELD, OWNER_FIELD, MODE_FIELD };
+
+/* One read-only command about the lock key: cmd name [the context's field | "mode"]. */
+static rl_status query(rl_lock *l, const char *cmd, uint64_t context, enum query_field what,
                        redisReply **reply, rl_error *err) {
     rl_error_clear(err);
     if (!l) return rl_fail(err, RL_ERR_ARGUMENT, "lock must not be NULL");
     rl_status st = rl_client_enter(l->client, err);
     if (st != RL_OK) return st;
-    char owner[RL_OWNER_MAX];
-    const char *argv[3] = {cmd, l->name, owner};
-    size_t lens[3] = {strlen(cmd), l->name_len, 0};
-    if (with_owner) lens[2] = rl_client_owner(l->client, context, owner);
-    st = rl_client_command(l->client, with_owner ? 3 : 2, argv, lens, reply, err);
+    char owner[RL_OWNER_MAX], field[RL_OWNER_MAX] = "mode";
+    const char *argv[3] = {cmd, l->name, field};
+    size_t lens[3] = {strlen(cmd), l->name_len, 4};
+    if (what == OWNER_FIELD)
+        lens[2] = rl_lock_field(l, owner, rl_client_owner(l->client, context, owner), field);
+    st = rl_client_command(l->client, what == NO_FIELD ? 2 : 3, argv, lens, reply, err);
     rl_client_leave(l->client);
     return st;
 }
 
-static rl_status integer_query(rl_lock *l, const char *cmd, uint64_t context, int with_owner,
-                               int64_t *out, rl_error *err) {
+static rl_status integer_query(rl_lock *l, const char *cmd, uint64_t context,
+                               enum query_field what, int64_t *out, rl_error *err) {
     redisReply *reply = NULL;
-    rl_status st = query(l, cmd, context, with_owner, &reply, err);
+    rl_status st = query(l, cmd, context, what, &reply, err);
     if (st != RL_OK) return st;
     if (reply->type == REDIS_REPLY_INTEGER) *out = reply->integer;
     else if (reply->type == REDIS_REPLY_NIL) *out = 0;
@@ -403,36 +366,46 @@ static rl_status integer_query(rl_lock *l, const char *cmd, uint64_t context, in
 }
 
 rl_status rl_lock_is_locked(rl_lock *l, int *locked, rl_error *err) {
+    if (l && (l->kind == RL_LOCK_READ || l->kind == RL_LOCK_WRITE)) {
+        /* Each side of a read/write lock is locked when the lock is in its mode. */
+        redisReply *reply = NULL;
+        rl_status st = query(l, "HGET", 0, MODE_FIELD, &reply, err);
+        if (st != RL_OK) return st;
+        const char *mode = l->kind == RL_LOCK_READ ? "read" : "write";
+        if (locked) *locked = reply->type == REDIS_REPLY_STRING && strcmp(reply->str, mode) == 0;
+        freeReplyObject(reply);
+        return RL_OK;
+    }
     int64_t n = 0;
-    rl_status st = integer_query(l, "EXISTS", 0, 0, &n, err);
+    rl_status st = integer_query(l, "EXISTS", 0, NO_FIELD, &n, err);
     if (st == RL_OK && locked) *locked = n > 0;
     return st;
 }
 
 rl_status rl_lock_is_held(rl_lock *l, uint64_t context, int *held, rl_error *err) {
     int64_t n = 0;
-    rl_status st = integer_query(l, "HEXISTS", context, 1, &n, err);
+    rl_status st = integer_query(l, "HEXISTS", context, OWNER_FIELD, &n, err);
     if (st == RL_OK && held) *held = n > 0;
     return st;
 }
 
 rl_status rl_lock_hold_count(rl_lock *l, uint64_t context, int64_t *count, rl_error *err) {
     int64_t n = 0;
-    rl_status st = integer_query(l, "HGET", context, 1, &n, err);
+    rl_status st = integer_query(l, "HGET", context, OWNER_FIELD, &n, err);
     if (st == RL_OK && count) *count = n;
     return st;
 }
 
 rl_status rl_lock_remaining(rl_lock *l, int64_t *pttl_ms, rl_error *err) {
     int64_t n = 0;
-    rl_status st = integer_query(l, "PTTL", 0, 0, &n, err);
+    rl_status st = integer_query(l, "PTTL", 0, NO_FIELD, &n, err);
     if (st == RL_OK && pttl_ms) *pttl_ms = n;
     return st;
 }
 
 /* Local state: the hold of (lock, context) under the client mutex. */
 static rl_hold *local_hold(rl_lock *l, uint64_t context) {
-    return rl_holds_find(&l->client->holds, l->name, l->name_len, context);
+    return rl_holds_find(&l->client->holds, l->name, l->name_len, l->kind, context);
 }
 
 int64_t rl_lock_local_holds(rl_lock *l, uint64_t context) {
@@ -443,6 +416,16 @@ int64_t rl_lock_local_holds(rl_lock *l, uint64_t context) {
     pthread_mutex_unlock(&l->client->mu);
     rl_client_leave(l->client);
     return n;
+}
+
+int64_t rl_lock_token(rl_lock *l, uint64_t context) {
+    if (!l || rl_client_enter(l->client, NULL) != RL_OK) return 0;
+    pthread_mutex_lock(&l->client->mu);
+    rl_hold *h = local_hold(l, context);
+    int64_t token = h && h->count > 0 && !h->lost ? h->token : 0;
+    pthread_mutex_unlock(&l->client->mu);
+    rl_client_leave(l->client);
+    return token;
 }
 
 int rl_lock_lost(rl_lock *l, uint64_t context, rl_lost_reason *reason) {

@@ -93,6 +93,9 @@ typedef struct rl_options {
                                     acquire no connected replica acknowledged is undone and fails
                                     with RL_ERR_REPLICA. 0 (default) = off */
     int64_t sync_timeout_ms;     /* how long WAIT waits; default 1000 */
+    int64_t fair_wait_ms;        /* fair locks: how long a queued waiter that waits without a
+                                    time limit keeps its place without coming back (a timed
+                                    wait uses its own time limit); default 300000 */
     rl_event_fn on_event;        /* optional */
     void *event_userdata;
 } rl_options;
@@ -127,9 +130,23 @@ void rl_client_stats(rl_client *client, rl_stats *out);
 
 typedef struct rl_lock rl_lock;
 
+/* The lock kinds of Redisson, stored in its format (PROTOCOL.md). */
+typedef enum rl_lock_kind {
+    RL_LOCK_REENTRANT = 0, /* RLock */
+    RL_LOCK_FENCED,        /* RFencedLock: every acquire also yields a fencing token */
+    RL_LOCK_FAIR,          /* RFairLock: waiters acquire in arrival order */
+    RL_LOCK_READ,          /* RReadWriteLock, read side: shared with other readers */
+    RL_LOCK_WRITE          /* RReadWriteLock, write side: exclusive; its holder may also read */
+} rl_lock_kind;
+
 /* A Redisson RLock on `name` (any bytes, at least one). */
 rl_status rl_lock_new(rl_client *client, const void *name, size_t name_len, rl_lock **out,
                       rl_error *err);
+/* A lock of any kind on `name`. The read and write sides of one read/write lock are two locks
+ * made with the same name. */
+rl_status rl_lock_new_kind(rl_client *client, rl_lock_kind kind, const void *name,
+                           size_t name_len, rl_lock **out, rl_error *err);
+rl_lock_kind rl_lock_kind_of(const rl_lock *lock);
 void rl_lock_free(rl_lock *lock);
 
 #define RL_LEASE_WATCHDOG (-1) /* lease_ms: hold with the watchdog timeout and keep renewing */
@@ -181,6 +198,12 @@ rl_status rl_lock_remaining(rl_lock *lock, int64_t *pttl_ms, rl_error *err);
  * hold was lost (reason in *reason when non-NULL). */
 int64_t rl_lock_local_holds(rl_lock *lock, uint64_t context);
 int rl_lock_lost(rl_lock *lock, uint64_t context, rl_lost_reason *reason);
+
+/* Fenced locks: the fencing token of the context's latest acquire while it holds the lock (every
+ * acquire, reentrant ones too, gets a greater one); 0 when it holds none or the lock is not
+ * fenced. Storage that is written under the lock keeps the greatest token it saw and refuses
+ * writes that carry a smaller one. */
+int64_t rl_lock_token(rl_lock *lock, uint64_t context);
 
 const char *rl_lock_name(const rl_lock *lock, size_t *len);
 

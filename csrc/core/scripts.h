@@ -9,12 +9,33 @@
 #include "conn.h"
 
 typedef enum rl_script_id {
+    /* Reentrant lock (and the base of the others). */
     RL_SCRIPT_ACQUIRE,      /* KEYS: name. ARGV: lease, owner. nil = acquired, else PTTL */
     RL_SCRIPT_RELEASE,      /* KEYS: name, channel, latch. ARGV: message, lease, owner, latch ttl,
                                publish command. nil = not held, 0 = still held, 1 = released */
     RL_SCRIPT_FORCE_UNLOCK, /* KEYS: name, channel. ARGV: message, publish command. 1/0 */
-    RL_SCRIPT_RENEW,        /* KEYS: names. ARGV: lease, owners. Per pair: 1 renewed,
-                               0 key gone, 2 key held by others */
+    RL_SCRIPT_RENEW,        /* KEYS: names. ARGV: lease, then per key: owner field, read-hold key
+                               prefix or "". Per key: 1 renewed, 0 gone, 2 held by others */
+    /* Fencing tokens. */
+    RL_SCRIPT_FENCED_ACQUIRE, /* KEYS: name, token. ARGV: lease, owner. {-1, token} / {PTTL, -1} */
+    /* Fair lock. */
+    RL_SCRIPT_FAIR_ACQUIRE, /* KEYS: name, queue, deadlines. ARGV: lease, owner, wait window, now
+                               (epoch ms), queue ("1") or one try ("0"). nil = acquired, else
+                               the time to wait (one try: 1) */
+    RL_SCRIPT_FAIR_CANCEL,  /* KEYS: queue, deadlines. ARGV: owner, wait window. 1 */
+    RL_SCRIPT_FAIR_RELEASE, /* KEYS: name, queue, deadlines, channel, latch. ARGV: message, lease,
+                               owner, now, publish command, latch ttl. As RL_SCRIPT_RELEASE */
+    RL_SCRIPT_FAIR_FORCE_UNLOCK, /* KEYS: name, queue, deadlines, channel. ARGV: message, publish
+                                    command, now. 1/0 */
+    /* Read/write lock. */
+    RL_SCRIPT_READ_ACQUIRE,  /* KEYS: name, read-hold key prefix. ARGV: lease, owner,
+                                owner:write. nil = acquired, else PTTL */
+    RL_SCRIPT_WRITE_ACQUIRE, /* KEYS: name. ARGV: lease, owner:write. nil = acquired, else PTTL */
+    RL_SCRIPT_READ_RELEASE,  /* KEYS: name, channel, read-hold key prefix, key base, latch. ARGV:
+                                message, owner, publish command, latch ttl. As RL_SCRIPT_RELEASE */
+    RL_SCRIPT_WRITE_RELEASE, /* KEYS: name, channel, latch. ARGV: message, lease, owner:write,
+                                publish command, latch ttl. As RL_SCRIPT_RELEASE */
+    RL_SCRIPT_RW_FORCE_UNLOCK, /* KEYS: name, channel. ARGV: mode, message, publish command. 1/0 */
     RL_SCRIPT_COUNT
 } rl_script_id;
 
@@ -26,6 +47,9 @@ typedef struct rl_scripts {
     char sha[RL_SCRIPT_COUNT][41]; /* written once, before `known` is set; never changes */
     atomic_int known[RL_SCRIPT_COUNT];
 } rl_scripts;
+
+/* The script's Lua text (script_text.c). */
+const char *rl_script_text(rl_script_id id);
 
 void rl_scripts_init(rl_scripts *scripts);
 void rl_scripts_destroy(rl_scripts *scripts);

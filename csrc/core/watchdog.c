@@ -53,11 +53,11 @@ static void free_round(round_buffers *b) {
     free(b->numkeys);
 }
 
-/* Builds EVALSHA renew <k> name... lease owner... per call, pointing into the holds (which the
- * round pins with in_round, and whose name and owner never change). */
+/* Builds EVALSHA renew <k> name... lease (field, read-hold keys)... per call, pointing into the
+ * holds (which the round pins with in_round, and whose name, field and keys never change). */
 static int build_round(round_buffers *b, rl_hold **batch, size_t n, int64_t lease) {
     b->ncalls = (n + RENEW_PAIRS_PER_CALL - 1) / RENEW_PAIRS_PER_CALL;
-    size_t slots = 2 * n + b->ncalls * (RL_SCRIPT_ARGV_HEAD + 1);
+    size_t slots = 3 * n + b->ncalls * (RL_SCRIPT_ARGV_HEAD + 1);
     b->cmds = calloc(b->ncalls, sizeof *b->cmds);
     b->replies = calloc(b->ncalls, sizeof *b->replies);
     b->argv = calloc(slots, sizeof *b->argv);
@@ -73,15 +73,17 @@ static int build_round(round_buffers *b, rl_hold **batch, size_t n, int64_t leas
         size_t *l = b->lens + slot;
         int nk = snprintf(b->numkeys[k], sizeof b->numkeys[k], "%zu", count);
         a[2] = b->numkeys[k], l[2] = (size_t)nk;
+        const char **args = a + RL_SCRIPT_ARGV_HEAD + count;
+        size_t *arg_lens = l + RL_SCRIPT_ARGV_HEAD + count;
+        args[0] = b->lease, arg_lens[0] = (size_t)lease_len;
         for (size_t i = 0; i < count; i++) {
             rl_hold *h = batch[first + i];
             a[RL_SCRIPT_ARGV_HEAD + i] = h->name, l[RL_SCRIPT_ARGV_HEAD + i] = h->name_len;
-            a[RL_SCRIPT_ARGV_HEAD + count + 1 + i] = h->owner;
-            l[RL_SCRIPT_ARGV_HEAD + count + 1 + i] = h->owner_len;
+            args[1 + 2 * i] = h->owner, arg_lens[1 + 2 * i] = h->owner_len;
+            args[2 + 2 * i] = h->read_keys, arg_lens[2 + 2 * i] = h->read_keys_len;
         }
-        a[RL_SCRIPT_ARGV_HEAD + count] = b->lease, l[RL_SCRIPT_ARGV_HEAD + count] = (size_t)lease_len;
-        b->cmds[k] = (rl_cmd){(int)(RL_SCRIPT_ARGV_HEAD + 2 * count + 1), a, l};
-        slot += RL_SCRIPT_ARGV_HEAD + 2 * count + 1;
+        b->cmds[k] = (rl_cmd){(int)(RL_SCRIPT_ARGV_HEAD + 3 * count + 1), a, l};
+        slot += RL_SCRIPT_ARGV_HEAD + 3 * count + 1;
     }
     return 0;
 }

@@ -1,6 +1,8 @@
-/* redlease.Lock: a handle on one Redisson RLock name. The owner of a hold is (client, OS thread);
+/* redlease.Lock: a handle on one lock name of any Redisson kind (the Python subclasses in
+ * python/redlease/_locks.py name the kinds). The owner of a hold is (client, OS thread);
  * holds live in the client, so two Lock objects of one client on one name share them. */
 #include <math.h>
+#include <string.h>
 
 #include "binding.h"
 
@@ -49,14 +51,15 @@ static int check_signals(void *userdata) {
 /* ---- construction ------------------------------------------------------------------------- */
 
 static int lock_init(rlpy_lock *self, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"client", "name", "timeout", "lease", "max_hold", NULL};
+    static char *keywords[] = {"client", "name", "timeout", "lease", "max_hold", "_kind", NULL};
     PyObject *client, *name, *timeout = NULL, *lease = Py_None, *max_hold = NULL;
+    int kind = RL_LOCK_REENTRANT;
     if (self->lock) {
         PyErr_SetString(PyExc_RuntimeError, "Lock.__init__ called twice");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O|$OOO:Lock", keywords, &rlpy_client_type,
-                                     &client, &name, &timeout, &lease, &max_hold))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O|$OOOi:Lock", keywords, &rlpy_client_type,
+                                     &client, &name, &timeout, &lease, &max_hold, &kind))
         return -1;
     const char *bytes;
     Py_ssize_t len;
@@ -82,7 +85,7 @@ static int lock_init(rlpy_lock *self, PyObject *args, PyObject *kwargs) {
         return -1;
     }
     rl_error err;
-    if (rl_lock_new(core, bytes, (size_t)len, &self->lock, &err) != RL_OK) {
+    if (rl_lock_new_kind(core, (rl_lock_kind)kind, bytes, (size_t)len, &self->lock, &err) != RL_OK) {
         rlpy_raise(&err);
         return -1;
     }
@@ -279,9 +282,17 @@ static PyObject *lock_get_name(rlpy_lock *self, void *unused) {
     return Py_NewRef(self->name);
 }
 
+/* The fencing token of the calling thread's hold (0: none); FencedLock.token reads it. */
+static PyObject *lock_token(rlpy_lock *self, PyObject *unused) {
+    (void)unused;
+    if (!open_client(self)) return NULL;
+    return PyLong_FromLongLong(rl_lock_token(self->lock, rlpy_thread_context()));
+}
+
 static PyObject *lock_repr(rlpy_lock *self) {
-    if (!self->lock) return PyUnicode_FromString("<redlease.Lock (uninitialised)>");
-    return PyUnicode_FromFormat("<redlease.Lock %R hold_count=%lld>", self->name,
+    const char *type = Py_TYPE(self)->tp_name, *module = strchr(type, '.') ? "" : "redlease.";
+    if (!self->lock) return PyUnicode_FromFormat("<%s%s (uninitialised)>", module, type);
+    return PyUnicode_FromFormat("<%s%s %R hold_count=%lld>", module, type, self->name,
                                 (long long)rl_lock_local_holds(self->lock, rlpy_thread_context()));
 }
 
@@ -314,6 +325,8 @@ static PyMethodDef lock_methods[] = {
     {"remaining", (PyCFunction)lock_remaining, METH_NOARGS,
      "remaining() -> float | None\n--\n\nSeconds of lease left, None when not locked (one round "
      "trip)."},
+    {"_token", (PyCFunction)lock_token, METH_NOARGS,
+     "_token() -> int\n--\n\nThe fencing token of the calling thread's hold; 0 when none."},
     {"force_unlock", (PyCFunction)lock_force_unlock, METH_NOARGS,
      "force_unlock() -> bool\n--\n\nDeletes the lock whoever holds it and wakes a waiter; True "
      "if it was held. The holder finds its hold lost."},
@@ -340,7 +353,7 @@ PyTypeObject rlpy_lock_type = {
               "lease=None).\n\nThe owner of a hold is (client, OS thread). Use it in a `with` "
               "block, or call acquire() and release().",
     .tp_basicsize = sizeof(rlpy_lock),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, /* the kinds subclass it */
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)lock_init,
     .tp_dealloc = (destructor)lock_dealloc,

@@ -102,7 +102,11 @@ PyMODINIT_FUNC PyInit__core(void) {
     if (!m) return NULL;
     if (PyModule_AddObjectRef(m, "Client", (PyObject *)&rlpy_client_type) < 0 ||
         PyModule_AddObjectRef(m, "Lock", (PyObject *)&rlpy_lock_type) < 0 ||
-        PyModule_AddStringConstant(m, "CORE_VERSION", RL_VERSION) < 0) {
+        PyModule_AddStringConstant(m, "CORE_VERSION", RL_VERSION) < 0 ||
+        PyModule_AddIntConstant(m, "KIND_FENCED", RL_LOCK_FENCED) < 0 ||
+        PyModule_AddIntConstant(m, "KIND_FAIR", RL_LOCK_FAIR) < 0 ||
+        PyModule_AddIntConstant(m, "KIND_READ", RL_LOCK_READ) < 0 ||
+        PyModule_AddIntConstant(m, "KIND_WRITE", RL_LOCK_WRITE) < 0) {
         Py_DECREF(m);
         return NULL;
     }

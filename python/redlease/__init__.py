@@ -13,6 +13,7 @@ other on the same name. See docs/python.md for the full API.
 from ._client import Client
 from ._core import CORE_VERSION as __version__
 from ._core import Lock
+from ._locks import FairLock, FencedLock, ReadLock, ReadWriteLock, WriteLock
 from ._errors import (
     ClientClosedError,
     ConnectionError,
@@ -27,6 +28,11 @@ from ._errors import (
 __all__ = [
     "Client",
     "Lock",
+    "FencedLock",
+    "FairLock",
+    "ReadWriteLock",
+    "ReadLock",
+    "WriteLock",
     "LockError",
     "LockTimeout",
     "NotOwnedError",

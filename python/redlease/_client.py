@@ -4,11 +4,14 @@ import atexit
 import enum
 import re
 import weakref
-from typing import Dict, Optional, Union
+from typing import Dict, Optional, TypeVar, Union
 
 from . import _core
 from ._core import Lock
 from ._events import EventDispatcher, OnLost
+from ._locks import KINDS, FairLock, FencedLock, ReadLock, ReadWriteLock, WriteLock
+
+L = TypeVar("L", bound=Lock)
 
 # Clients still open when the interpreter exits are closed first, while calling into Python from
 # their event threads is still safe.
@@ -68,9 +71,36 @@ class Client:
         fixed lease, not renewed) apply to ``with lock:`` and to ``acquire()`` calls that leave
         them out. ``max_hold`` (seconds; None: no cap) overrides the client's cap.
         """
+        return self._make(Lock, name, timeout, lease, max_hold)
+
+    def fenced_lock(self, name: Union[str, bytes], *, timeout: float = -1,
+                    lease: Optional[float] = None,
+                    max_hold: Union[float, None, _Default] = _Default.CLIENT) -> FencedLock:
+        """A Redisson RFencedLock on ``name``: as ``lock()``, and every acquisition takes a
+        strictly increasing fencing token (``lock.token``, ``lock.acquire_token()``)."""
+        return self._make(FencedLock, name, timeout, lease, max_hold)
+
+    def fair_lock(self, name: Union[str, bytes], *, timeout: float = -1,
+                  lease: Optional[float] = None,
+                  max_hold: Union[float, None, _Default] = _Default.CLIENT) -> FairLock:
+        """A Redisson RFairLock on ``name``: as ``lock()``, and waiters acquire in arrival
+        order."""
+        return self._make(FairLock, name, timeout, lease, max_hold)
+
+    def rw_lock(self, name: Union[str, bytes], *, timeout: float = -1,
+                lease: Optional[float] = None,
+                max_hold: Union[float, None, _Default] = _Default.CLIENT) -> ReadWriteLock:
+        """A Redisson RReadWriteLock on ``name``: ``.read`` (shared) and ``.write`` (exclusive)
+        are locks with the full lock API; the options apply to both."""
+        return ReadWriteLock(self._make(ReadLock, name, timeout, lease, max_hold),
+                             self._make(WriteLock, name, timeout, lease, max_hold))
+
+    def _make(self, cls: "type[L]", name: Union[str, bytes], timeout: float,
+              lease: Optional[float], max_hold: Union[float, None, _Default]) -> "L":
+        kind = KINDS.get(cls, 0)
         if max_hold is _Default.CLIENT:
-            return Lock(self._core, name, timeout=timeout, lease=lease)
-        return Lock(self._core, name, timeout=timeout, lease=lease, max_hold=max_hold)
+            return cls(self._core, name, timeout=timeout, lease=lease, _kind=kind)
+        return cls(self._core, name, timeout=timeout, lease=lease, max_hold=max_hold, _kind=kind)
 
     @property
     def id(self) -> str:

@@ -1,11 +1,18 @@
 """Type stubs for the C extension redlease._core."""
 
 from types import TracebackType
-from typing import Callable, Literal, Optional, Type, Union, final
+from typing import Callable, Literal, Optional, Type, TypeVar, Union, final
+
+from typing_extensions import disjoint_base
 
 CORE_VERSION: str
+KIND_FENCED: int
+KIND_FAIR: int
+KIND_READ: int
+KIND_WRITE: int
 
 _Name = Union[str, bytes]
+_L = TypeVar("_L", bound="Lock")
 _LostReason = Literal["expired", "deleted", "owner_changed", "unreachable", "max_hold"]
 
 def current_context() -> int: ...
@@ -24,11 +31,13 @@ class Client:
     def stats(self) -> dict[str, Union[int, bool]]: ...
     def close(self) -> None: ...
 
-@final
+@disjoint_base
 class Lock:
     """A Redisson-compatible reentrant lock; the owner of a hold is (client, OS thread)."""
     def __init__(self, client: Client, name: _Name, *, timeout: float = ...,
-                 lease: Optional[float] = ..., max_hold: Optional[float] = ...) -> None: ...
+                 lease: Optional[float] = ..., max_hold: Optional[float] = ...,
+                 _kind: int = ...) -> None: ...
+    def _token(self) -> int: ...
     @property
     def name(self) -> _Name: ...
     @property
@@ -44,6 +53,6 @@ class Lock:
     def held(self) -> bool: ...
     def remaining(self) -> Optional[float]: ...
     def force_unlock(self) -> bool: ...
-    def __enter__(self) -> "Lock": ...
+    def __enter__(self: _L) -> _L: ...
     def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
                  tb: Optional[TracebackType], /) -> Literal[False]: ...

@@ -1,0 +1,69 @@
+/* A lock object and the Redis calls of each lock kind. lock.c runs the flow every kind shares
+ * (waiting, the local hold table, renewal, loss); lock_calls.c knows each kind's keys, scripts
+ * and answers. */
+#ifndef RL_LOCK_H
+#define RL_LOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "client.h"
+#include "redlease.h"
+
+struct rl_lock {
+    rl_client *client;
+    rl_lock_kind kind;
+    char *name;
+    size_t name_len;
+    char *channel; /* prefix("redisson_lock__channel" or, read/write, "redisson_rwlock", name);
+                      a fair waiter listens on channel + ":" + owner */
+    size_t channel_len;
+    char *latch_prefix; /* prefix("redisson_unlock_latch", name) + ":" */
+    size_t latch_prefix_len;
+    char *token_key; /* fenced: prefix("redisson_lock_token", name) */
+    size_t token_key_len;
+    char *queue_key, *deadlines_key; /* fair: the wait queue and the waiters' deadlines */
+    size_t queue_key_len, deadlines_key_len;
+    char *key_base; /* read/write: name when it has '{', else "{name}" (read-hold keys start so) */
+    size_t key_base_len;
+};
+
+#define RL_REQUEST_ID_BYTES 16 /* 32 hex chars */
+
+/* Fills the kind's own keys; -1 when out of memory (rl_lock_free frees what was made). */
+int rl_lock_make_keys(rl_lock *lock);
+
+/* The hash field of `owner` for this lock: owner, or owner + ":write" on the write side.
+ * out needs RL_OWNER_MAX bytes. */
+size_t rl_lock_field(const rl_lock *lock, const char *owner, size_t owner_len, char *out);
+
+/* Read side: the prefix of owner's read-hold keys, suffix(name, owner) + ":rwlock_timeout"
+ * (malloc'd; NULL when out of memory or not a read lock). */
+char *rl_lock_read_keys(const rl_lock *lock, const char *owner, size_t owner_len, size_t *len);
+
+/* The channel a waiter of `owner` listens on (malloc'd, or NULL when out of memory). */
+char *rl_lock_wait_channel(const rl_lock *lock, const char *owner, size_t owner_len, size_t *len);
+
+/* One acquire attempt for `owner`. RL_OK: acquired (*token set for fenced locks). RL_NOT_ACQUIRED:
+ * held by others, *wait_hint_ms = how long it may stay so (-1: unknown). `queue` (fair locks):
+ * join the wait queue, keeping the place for `wait_window_ms`. An acquire the replicas did not
+ * acknowledge is undone (RL_ERR_REPLICA). */
+rl_status rl_lock_call_acquire(rl_lock *lock, const char *owner, size_t owner_len, int64_t lease,
+                               int queue, int64_t wait_window_ms, int64_t *wait_hint_ms,
+                               int64_t *token, rl_error *err);
+
+/* Fair locks: leave the wait queue (best effort; a dead waiter's place ends with its window). */
+void rl_lock_call_leave_queue(rl_lock *lock, const char *owner, size_t owner_len,
+                              int64_t wait_window_ms);
+
+/* One release of the hold of hash field `field` under the unlock latch of `request_id`. *reply:
+ * nil = not held, 0 = still held, 1 = released. RL_ERR_REPLICA with *reply when replicas did not
+ * acknowledge it. */
+rl_status rl_lock_call_release(rl_lock *lock, const char *field, size_t field_len, int64_t lease,
+                               const char *request_id, int sync, redisReply **reply,
+                               rl_error *err);
+
+/* Force unlock; *deleted = 1 when it was held. */
+rl_status rl_lock_call_force_unlock(rl_lock *lock, int *deleted, rl_error *err);
+
+#endif
