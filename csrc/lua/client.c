@@ -78,11 +78,16 @@ static int client_id(lua_State *L) {
     return 1;
 }
 
-/* client:lock(name) -> lock userdata, linked to the client so that the client outlives it. */
+/* client:lock(name[, kind]) -> lock userdata, linked to the client so that the client outlives
+ * it. kind: "lock" (default), "fenced", "fair", "read", "write". */
 static int client_lock(lua_State *L) {
+    static const char *const kinds[] = {"lock", "fenced", "fair", "read", "write", NULL};
+    static const rl_lock_kind kind_of[] = {RL_LOCK_REENTRANT, RL_LOCK_FENCED, RL_LOCK_FAIR,
+                                           RL_LOCK_READ, RL_LOCK_WRITE};
     rlua_client *c = check_client(L);
     size_t len;
     const char *name = luaL_checklstring(L, 2, &len);
+    rl_lock_kind kind = kind_of[luaL_checkoption(L, 3, "lock", kinds)];
     if (!c->core) return luaL_error(L, "closed: the client is closed");
     rlua_lock *l = rlua_newud(L, sizeof *l);
     l->shared = NULL;
@@ -94,7 +99,7 @@ static int client_lock(lua_State *L) {
     rlua_shared_lock *shared = malloc(sizeof *shared);
     if (!shared) return luaL_error(L, "memory: out of memory");
     rl_error err;
-    rl_status st = rl_lock_new(c->core, name, len, &shared->core, &err);
+    rl_status st = rl_lock_new_kind(c->core, kind, name, len, &shared->core, &err);
     if (st != RL_OK) {
         free(shared);
         if (st == RL_ERR_ARGUMENT) return luaL_argerror(L, 2, err.message);

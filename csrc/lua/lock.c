@@ -143,6 +143,16 @@ static int lock_lost(lua_State *L) {
     return 2;
 }
 
+/* lock:token() -> the fencing token of the running coroutine's hold, or nil (none, or not a
+ * fenced lock): local state, no round trip. */
+static int lock_token(lua_State *L) {
+    rlua_shared_lock *shared = check_lock(L);
+    int64_t token = rl_lock_token(shared->core, rlua_context(L));
+    if (token > 0) lua_pushinteger(L, (lua_Integer)token);
+    else lua_pushnil(L);
+    return 1;
+}
+
 static int lock_gc(lua_State *L) {
     rlua_lock *l = luaL_checkudata(L, 1, RLUA_LOCK);
     rlua_shared_unref(l->shared);
@@ -156,7 +166,7 @@ void rlua_lock_register(lua_State *L) {
         {"force_unlock", lock_force_unlock}, {"locked", lock_locked},
         {"held", lock_held},               {"hold_count", lock_hold_count},
         {"remaining", lock_remaining},     {"lost", lock_lost},
-        {NULL, NULL}};
+        {"token", lock_token},             {NULL, NULL}};
     luaL_newmetatable(L, RLUA_LOCK);
     lua_newtable(L);
     rlua_setfuncs(L, methods);

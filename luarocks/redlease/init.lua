@@ -26,10 +26,26 @@ function redlease.connect(url, opts)
   return setmetatable({ _core = c, _serial = clients_made }, Client)
 end
 
--- A lock on `name` (any non-empty string, bytes as they are).
-function Client:lock(name)
+local function make(client, name, kind)
   args.name(name)
-  return Lock.new(self, self._core:lock(name), name, self._serial .. ":" .. name)
+  return Lock.new(client, client._core:lock(name, kind), name,
+    client._serial .. ":" .. kind .. ":" .. name, kind)
+end
+
+-- A lock (Redisson RLock) on `name` (any non-empty string, bytes as they are).
+function Client:lock(name) return make(self, name, "lock") end
+
+-- A Redisson RFencedLock: as lock, and every acquire (reentrant ones too) takes a strictly
+-- increasing fencing token: guard.token, lock:token().
+function Client:fenced_lock(name) return make(self, name, "fenced") end
+
+-- A Redisson RFairLock: as lock, and waiters acquire in arrival order.
+function Client:fair_lock(name) return make(self, name, "fair") end
+
+-- A Redisson RReadWriteLock: rw.read (shared) and rw.write (exclusive) are locks with the full
+-- lock API. The writer may also read (downgrade); a reader never upgrades.
+function Client:rw_lock(name)
+  return { name = name, read = make(self, name, "read"), write = make(self, name, "write") }
 end
 
 -- Stops renewal and closes the connections. Holds are not released: they expire by their lease.

@@ -1,4 +1,5 @@
--- A lock (Redisson RLock) on one name of one client. Holds belong to the coroutine that takes
+-- A lock of any Redisson kind (kind: "lock", "fenced", "fair", "read", "write") on one name of
+-- one client. Holds belong to the coroutine that takes
 -- them: the same coroutine re-entering adds a hold, another coroutine never shares it.
 local args = require "redlease.args"
 local Guard = require "redlease.guard"
@@ -7,9 +8,17 @@ local holds = require "redlease.holds"
 local Lock = {}
 Lock.__index = Lock
 
--- key: one per (client, name), whichever lock object of them is used.
-function Lock.new(client, core_lock, name, key)
-  return setmetatable({ client = client, name = name, _core = core_lock, _key = key }, Lock)
+-- key: one per (client, kind, name), whichever lock object of them is used.
+function Lock.new(client, core_lock, name, key, kind)
+  return setmetatable({ client = client, name = name, kind = kind, _core = core_lock, _key = key },
+    Lock)
+end
+
+-- A guard for the hold just taken; on a fenced lock it carries the hold's token.
+function Lock:_guard(hold)
+  local g = Guard.new(hold, self._key)
+  if self.kind == "fenced" then g.token = self._core:token() end
+  return g
 end
 
 -- acquire{timeout = seconds (nil: forever, 0: one try), lease = seconds (nil: watchdog),
@@ -19,7 +28,7 @@ function Lock:acquire(opts)
   local lease, wait, max_hold = args.acquire("acquire", opts)
   local hold, err = self._core:acquire(lease, wait, max_hold)
   if not hold then return nil, err end
-  return Guard.new(hold, self._key)
+  return self:_guard(hold)
 end
 
 -- Releases one hold of the running coroutine (the newest guard it has of this lock).
@@ -44,7 +53,7 @@ function Lock:with(fn, opts, ...)
   local lease, wait, max_hold = args.acquire("with", opts)
   local hold, err = self._core:acquire(lease, wait, max_hold)
   if not hold then error(err, 0) end
-  return finish(Guard.new(hold, self._key), pcall(fn, ...))
+  return finish(self:_guard(hold), pcall(fn, ...))
 end
 
 -- Server-side queries, one round trip each: value, or nil and an error.
@@ -66,8 +75,12 @@ end
 -- "unreachable", "max_hold") when the running coroutine's hold was lost while held; else false.
 function Lock:lost() return self._core:lost() end
 
+-- Fenced locks: the token of the running coroutine's latest acquire while it holds the lock,
+-- else nil. Local state, no round trip.
+function Lock:token() return self._core:token() end
+
 function Lock:__tostring()
-  return ("redlease.lock %q"):format(self.name)
+  return ("redlease.%s %q"):format(self.kind, self.name)
 end
 
 return Lock
