@@ -78,10 +78,15 @@ def test_redis_restart_loses_the_data_and_the_loss_is_detected(server, make_clie
     assert lost.wait(PERIOD * 2 + 1.0)  # at the next renewal that reaches the new server
     assert time.monotonic() - start <= PERIOD * 2 + 1.0
     assert lost.calls[0][:2] == ("restarted", "deleted")
-    other = make_client(server.url)
-    assert other.lock("restarted").acquire(timeout=0)
     with pytest.raises(redlease.LockLostError):
         lock.release()
+    # A new hold on the same name, by the same client, is renewed as any other.
+    assert lock.acquire(timeout=0)
+    time.sleep(WATCHDOG * 2)
+    assert not lock.lost and lock.remaining() > WATCHDOG - PERIOD - 0.2
+    assert len(lost.calls) == 1
+    assert not make_client(server.url).lock("restarted").acquire(timeout=0)
+    lock.release()
 
 
 def test_release_during_an_outage_raises_and_stops_renewal(proxy, raw, make_client, lost):
