@@ -228,11 +228,12 @@ void rl_lock_call_leave_queue(rl_lock *l, const char *owner, size_t owner_len,
                               int64_t wait_window_ms) {
     char window_s[24];
     arg args[] = {bytes(l->queue_key, l->queue_key_len),
-                  bytes(l->deadlines_key, l->deadlines_key_len), bytes(owner, owner_len),
-                  num(window_s, wait_window_ms)};
+                  bytes(l->deadlines_key, l->deadlines_key_len), bytes(l->name, l->name_len),
+                  bytes(l->channel, l->channel_len), bytes(owner, owner_len),
+                  num(window_s, wait_window_ms), str(ONE_MAY_GO), str(PUBLISH)};
     redisReply *reply = NULL;
     rl_error ignored;
-    if (run(l, RL_SCRIPT_FAIR_CANCEL, 2, args, 4, 1, NULL, NULL, &reply, &ignored) == RL_OK)
+    if (run(l, RL_SCRIPT_FAIR_CANCEL, 4, args, 8, 1, NULL, NULL, &reply, &ignored) == RL_OK)
         freeReplyObject(reply);
 }
 

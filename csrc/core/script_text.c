@@ -139,7 +139,9 @@ static const char fair_acquire_lua[] =
     "end\n"
     "return ttl\n";
 
-/* A waiter that gives up leaves the queue; everyone behind it moves one wait window forward. */
+/* A waiter that gives up leaves the queue; everyone behind it moves one wait window forward.
+ * When it was first in line and the lock is free, the new first is woken: it may have been
+ * passed a release meant for the leaver. */
 static const char fair_cancel_lua[] =
     "local queue = redis.call('lrange', KEYS[1], 0, -1)\n"
     "local i = 1\n"
@@ -149,6 +151,9 @@ static const char fair_cancel_lua[] =
     "end\n"
     "redis.call('zrem', KEYS[2], ARGV[1])\n"
     "redis.call('lrem', KEYS[1], 0, ARGV[1])\n"
+    "if i == 1 and #queue > 1 and redis.call('exists', KEYS[3]) == 0 then\n"
+    "  redis.call(ARGV[4], KEYS[4] .. ':' .. queue[2], ARGV[3])\n"
+    "end\n"
     "return 1\n";
 
 /* Wakes the first waiter in line on its own channel (KEYS[4] .. ':' .. owner). */

@@ -22,7 +22,8 @@ typedef enum rl_script_id {
     RL_SCRIPT_FAIR_ACQUIRE, /* KEYS: name, queue, deadlines. ARGV: lease, owner, wait window, now
                                (epoch ms), queue ("1") or one try ("0"). nil = acquired, else
                                the time to wait (one try: 1) */
-    RL_SCRIPT_FAIR_CANCEL,  /* KEYS: queue, deadlines. ARGV: owner, wait window. 1 */
+    RL_SCRIPT_FAIR_CANCEL,  /* KEYS: queue, deadlines, name, channel. ARGV: owner, wait window,
+                               message, publish command. 1 */
     RL_SCRIPT_FAIR_RELEASE, /* KEYS: name, queue, deadlines, channel, latch. ARGV: message, lease,
                                owner, now, publish command, latch ttl. As RL_SCRIPT_RELEASE */
     RL_SCRIPT_FAIR_FORCE_UNLOCK, /* KEYS: name, queue, deadlines, channel. ARGV: message, publish

@@ -404,3 +404,46 @@ TEST(kinds_refuse_keys_of_other_types) {
     CHECK(l == NULL);
     rl_client_free(a);
 }
+
+static int64_t abort_at;
+static int abort_after(void *unused) {
+    (void)unused;
+    return now_ms() >= abort_at;
+}
+
+static void *wait_until_aborted(void *arg) {
+    waiter *w = arg;
+    w->status = rl_lock_acquire(w->lock, w->context, 10000, w->wait_ms, abort_after, NULL, NULL);
+    return NULL;
+}
+
+TEST(fair_head_that_gives_up_on_a_free_lock_wakes_the_next_waiter) {
+    rl_client *a = new_client(g_server.url, 0), *b = new_client(g_server.url, 0),
+              *c = new_client(g_server.url, 0);
+    rl_lock *la = new_kind(a, RL_LOCK_FAIR, "relay"), *lb = new_kind(b, RL_LOCK_FAIR, "relay"),
+            *lc = new_kind(c, RL_LOCK_FAIR, "relay");
+    CHECK_OK(rl_lock_acquire(la, 1, 20000, 0, NULL, NULL, err));
+    waiter wb = {.lock = lb, .context = 1, .wait_ms = RL_WAIT_FOREVER},
+           wc = {.lock = lc, .context = 1, .wait_ms = 8000};
+    pthread_t tb, tc;
+    int64_t start = now_ms();
+    abort_at = start + 1000; /* b is interrupted (as by Ctrl-C) while first in line */
+    pthread_create(&tb, NULL, wait_until_aborted, &wb);
+    sleep_ms(150);
+    pthread_create(&tc, NULL, wait_for, &wc);
+    sleep_ms(150);
+    /* The lock goes away without a word (as by expiry): nobody is woken, b then gives up. */
+    freeReplyObject(raw(g_raw, "DEL relay"));
+    pthread_join(tb, NULL);
+    pthread_join(tc, NULL);
+    CHECK_INT(wb.status, RL_ABORTED);
+    CHECK_INT(wc.status, RL_OK);
+    CHECK_MSG(wc.acquired_at - start < 1000 + 1000, "c got in after %lld ms",
+              (long long)(wc.acquired_at - start));
+    rl_lock_free(la);
+    rl_lock_free(lb);
+    rl_lock_free(lc);
+    rl_client_free(a);
+    rl_client_free(b);
+    rl_client_free(c);
+}
