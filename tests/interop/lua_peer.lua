@@ -92,8 +92,12 @@ for line in io.stdin:lines() do
       end
     elseif cmd == "release" then
       local ok, e = lock:release()
-      if ok then table.remove(guards[hex]) end
-      reply(ok, e)
+      if ok then
+        table.remove(guards[hex])
+        answer("ok true")
+      else
+        reply(nil, e)
+      end
     elseif cmd == "lost" then
       reply(lock:lost())
     elseif cmd == "locked" or cmd == "held" or cmd == "hold_count" or cmd == "remaining"
