@@ -1,6 +1,7 @@
 """Helpers of the interop tests: the key and channel names of PROTOCOL.md, pub/sub subscriber
 counts, Python threads that hold their own locks, and an on_lost recorder."""
 
+import itertools
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -67,3 +68,67 @@ class LostRecorder:
     def __call__(self, name: Any, reason: str) -> None:
         self.calls.append((name, reason, time.monotonic()))
         self.event.set()
+
+
+class Listener:
+    """A connection of its own that records what Redis shows it, in order: ``Listener(url,
+    "PSUBSCRIBE", "*")`` records every published (channel, message); ``Listener(url,
+    "MONITOR")`` every command the server runs (scripts' own calls included). ``mark(text)``
+    puts a marker in the stream (through another connection) and waits until it has arrived,
+    so that ``between(a, b)`` is exactly what happened between two marks."""
+
+    MARK_CHANNEL = b"redlease-interop-mark"
+    _serials = itertools.count(1)
+
+    def __init__(self, url: str, *command: str) -> None:
+        from testkit import Raw
+        self._conn = Raw(url)
+        self._ctl = Raw(url)
+        self.monitor = command[0].upper() == "MONITOR"
+        self._conn(*command)
+        self._serial = next(self._serials)
+        self.events: List[Any] = []
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            try:
+                item = self._conn._read()
+            except Exception:
+                return
+            with self._lock:
+                self.events.append(item)
+
+    def mark(self, text: str) -> None:
+        text = self._text(text)
+        self._ctl("PUBLISH", self.MARK_CHANNEL, text)
+        assert wait_for(lambda: self._index(text) >= 0, 5), f"mark {text} did not arrive"
+
+    def _is_mark(self, item: Any, text: str) -> bool:
+        if self.monitor:
+            return (isinstance(item, str) and '"PUBLISH"' in item.upper()
+                    and f'"{self.MARK_CHANNEL.decode()}" "{text}"' in item)
+        return (isinstance(item, list) and len(item) == 4 and item[0] == b"pmessage"
+                and item[2] == self.MARK_CHANNEL and item[3] == text.encode())
+
+    def _index(self, text: str) -> int:
+        with self._lock:
+            for i, item in enumerate(self.events):
+                if self._is_mark(item, text):
+                    return i
+        return -1
+
+    def _text(self, text: str) -> str:
+        return f"{self._serial}-{text}"  # each listener its own marks
+
+    def between(self, start: str, end: str) -> List[Any]:
+        a, b = self._index(self._text(start)), self._index(self._text(end))
+        assert 0 <= a < b
+        with self._lock:
+            return self.events[a + 1:b]
+
+    def close(self) -> None:
+        self._conn.close()
+        self._ctl.close()
