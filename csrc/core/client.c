@@ -31,6 +31,10 @@ static rl_status check_options(const rl_options *o, rl_error *err) {
     if (o->max_hold_ms < 0) return rl_fail(err, RL_ERR_ARGUMENT, "max_hold must be >= 0 (0 = none)");
     if (o->sync_replicas < 0) return rl_fail(err, RL_ERR_ARGUMENT, "sync_replicas must be >= 0");
     if (o->sync_timeout_ms <= 0) return rl_fail(err, RL_ERR_ARGUMENT, "sync_timeout must be > 0");
+    if (o->sync_replicas > 0 && o->sync_timeout_ms >= o->watchdog_timeout_ms)
+        /* An acquire waits for the replicas before its renewal starts: a longer wait could let
+         * the hold expire before it is ever renewed. */
+        return rl_fail(err, RL_ERR_ARGUMENT, "sync_timeout must be shorter than watchdog_timeout");
     if (o->fair_wait_ms <= 0 || o->fair_wait_ms > RL_MAX_LEASE_MS)
         return rl_fail(err, RL_ERR_ARGUMENT, "fair_wait must be from 1 ms to 2^40 ms");
     if (o->pool_size < 1 || o->pool_size > 256)

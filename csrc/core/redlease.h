@@ -92,7 +92,9 @@ typedef struct rl_options {
     int sync_replicas;           /* > 0: after each lock write, WAIT for this many replicas; an
                                     acquire no connected replica acknowledged is undone and fails
                                     with RL_ERR_REPLICA. 0 (default) = off */
-    int64_t sync_timeout_ms;     /* how long WAIT waits; default 1000 */
+    int64_t sync_timeout_ms;     /* how long WAIT waits; default 1000; with sync_replicas it must
+                                    be shorter than watchdog_timeout_ms (and fixed leases should
+                                    be longer too: a hold waits for WAIT before it is renewed) */
     int64_t fair_wait_ms;        /* fair locks: how long a queued waiter that waits without a
                                     time limit keeps its place without coming back (a timed
                                     wait uses its own time limit); default 300000 */

@@ -128,8 +128,9 @@ static const char fair_acquire_lua[] =
     "end\n"
     "local last = redis.call('lindex', KEYS[2], -1)\n"
     "local ttl\n"
-    "if last ~= false and last ~= ARGV[2] then\n"
-    "  ttl = tonumber(redis.call('zscore', KEYS[3], last)) - tonumber(ARGV[4])\n"
+    "local last_deadline = last ~= false and last ~= ARGV[2] and redis.call('zscore', KEYS[3], last)\n"
+    "if last_deadline then\n"
+    "  ttl = tonumber(last_deadline) - tonumber(ARGV[4])\n"
     "else\n"
     "  ttl = redis.call('pttl', KEYS[1])\n"
     "end\n"
@@ -163,11 +164,12 @@ static const char fair_cancel_lua[] =
     "  redis.call(" publish ", " channel " .. ':' .. next_waiter, " message ")\n" \
     "end\n"
 
-/* As release, plus the queue: a gone lock still wakes the head waiter (answer nil: not held). */
+/* As release, plus the queue: a gone lock still wakes the head waiter. Redisson answers 1 there
+ * (and sets the latch); redlease answers nil, so that the caller learns its hold was lost. */
 static const char fair_release_lua[] =
-    FAIR_PURGE("KEYS[2]", "KEYS[3]", "ARGV[4]")
     "local answered = redis.call('get', KEYS[5])\n"
     "if answered ~= false then return tonumber(answered) end\n"
+    FAIR_PURGE("KEYS[2]", "KEYS[3]", "ARGV[4]")
     "if redis.call('exists', KEYS[1]) == 0 then\n"
     FAIR_NOTIFY_HEAD("KEYS[2]", "KEYS[4]", "ARGV[5]", "ARGV[1]")
     "  return nil\n"

@@ -27,8 +27,8 @@ static rl_client *sync_client(void) {
     rl_options o;
     rl_options_init(&o);
     o.sync_replicas = 1;
-    o.sync_timeout_ms = 300;
-    o.watchdog_timeout_ms = 600;
+    o.sync_timeout_ms = 1500; /* wide: a loaded 2-core machine can lag the replica */
+    o.watchdog_timeout_ms = 3000; /* longer than the sync timeout, as required */
     rl_client *c = NULL;
     rl_error e;
     return rl_client_new(g_server.url, &o, &c, &e) == RL_OK ? c : NULL;
@@ -50,7 +50,7 @@ TEST(replica_sync_acknowledged_stalled_and_gone) {
     CHECK_OK(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
     redisContext *on_replica = server_connect(&replica);
     CHECK_INT(raw_int(on_replica, "EXISTS synced"), 1); /* WAIT returned: the replica has it */
-    sleep_ms(500);
+    sleep_ms(1300); /* a renewal round (every 1 s) goes through WAIT too */
     CHECK_OK(rl_lock_release(l, 1, err));
     CHECK_INT(raw_int(on_replica, "EXISTS synced"), 0);
 
@@ -58,7 +58,7 @@ TEST(replica_sync_acknowledged_stalled_and_gone) {
     CHECK(kill(replica.pid, SIGSTOP) == 0);
     int64_t t0 = now_ms();
     CHECK_STATUS(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err), RL_ERR_REPLICA);
-    CHECK_MSG(now_ms() - t0 >= 250, "gave up after %lld ms (sync timeout 300)",
+    CHECK_MSG(now_ms() - t0 >= 1400, "gave up after %lld ms (sync timeout 1500)",
               (long long)(now_ms() - t0));
     CHECK_INT(raw_int(g_raw, "EXISTS synced"), 0); /* taken back on the master */
     CHECK_INT(rl_lock_local_holds(l, 1), 0);
@@ -84,6 +84,8 @@ TEST(replica_sync_bad_options) {
     rl_options_init(&o);
     o.sync_replicas = 1;
     o.sync_timeout_ms = 0;
+    CHECK_STATUS(rl_client_new(g_server.url, &o, &c, err), RL_ERR_ARGUMENT);
+    o.sync_timeout_ms = o.watchdog_timeout_ms; /* the hold could expire before its renewal */
     CHECK_STATUS(rl_client_new(g_server.url, &o, &c, err), RL_ERR_ARGUMENT);
     CHECK(c == NULL);
 }
