@@ -20,8 +20,8 @@ typedef struct rl_hold {
     int64_t count;           /* holds this context has, as this client knows */
     int64_t lease_ms;        /* lease of the latest fixed-lease acquire */
     int64_t confirmed_until; /* monotonic ms when the lease Redis last confirmed ends */
-    int64_t renew_until;
-    int64_t token;           /* fenced locks: the token of the latest acquire */     /* monotonic ms after which it is not renewed (max_hold); 0 = none */
+    int64_t renew_until;     /* monotonic ms after which it is not renewed (max_hold); 0 = none */
+    int64_t token;           /* fenced locks: the token of the latest acquire */
     rl_lost_reason lost;     /* RL_LOST_NONE while healthy */
     unsigned watchdog : 1;   /* taken in watchdog mode: renewed until fully released */
     unsigned watched : 1;    /* on the watchdog list */

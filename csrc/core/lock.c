@@ -108,8 +108,7 @@ static rl_status try_once(rl_lock *l, attempt *a, int queue, int64_t *wait_hint,
 }
 
 /* Subscribe, try again, then sleep until a release message or the holder's lease end, and
- * repeat until acquired, the deadline, an abort or an error. A fair waiter that gives up leaves
- * the queue. */
+ * repeat until acquired, the deadline, an abort or an error. */
 static rl_status wait_and_retry(rl_lock *l, attempt *a, int64_t deadline, int64_t wait_hint,
                                 rl_wait_hook hook, void *hook_ud, rl_error *err) {
     rl_subscriber *sub = &l->client->sub;
@@ -132,8 +131,6 @@ static rl_status wait_and_retry(rl_lock *l, attempt *a, int64_t deadline, int64_
         }
         rl_sub_leave(sub, &ticket);
     }
-    if (st != RL_OK && l->kind == RL_LOCK_FAIR)
-        rl_lock_call_leave_queue(l, a->owner, a->owner_len, a->window);
     return st;
 }
 
@@ -227,6 +224,10 @@ rl_status rl_lock_acquire_with(rl_lock *l, uint64_t context, const rl_acquire_op
     if (st == RL_NOT_ACQUIRED && wait_ms != 0)
         st = wait_and_retry(l, &a, wait_ms < 0 ? -1 : start + wait_ms, wait_hint, o->hook,
                             o->hook_userdata, err);
+    /* A fair waiter that did not get the lock leaves the queue, whatever stopped it (timeout,
+     * abort, an error even on the first try, which may have queued it before failing). */
+    if (st != RL_OK && wait_ms != 0 && l->kind == RL_LOCK_FAIR)
+        rl_lock_call_leave_queue(l, a.owner, a.owner_len, a.window);
     int64_t max_hold = o->max_hold_ms == 0 ? c->cfg.options.max_hold_ms
                        : o->max_hold_ms > 0 ? o->max_hold_ms : 0;
     if (st == RL_OK) st = record_hold(l, context, &a, lease_ms, max_hold, err);

@@ -120,9 +120,12 @@ char *rl_lock_wait_channel(const rl_lock *l, const char *owner, size_t owner_len
 static int reply_is_nil(const redisReply *r) { return r->type == REDIS_REPLY_NIL; }
 static int reply_is_integer(const redisReply *r) { return r->type == REDIS_REPLY_INTEGER; }
 static int reply_is_one(const redisReply *r) { return r->type == REDIS_REPLY_INTEGER && r->integer == 1; }
+/* {-1, token}: acquired. A refusal is {PTTL, -1}, which reads {-1, -1} when the holder's key has
+ * no TTL: only a real token (>= 1) means acquired. */
 static int reply_is_token(const redisReply *r) {
     return r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-           r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer == -1;
+           r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer == -1 &&
+           r->element[1]->type == REDIS_REPLY_INTEGER && r->element[1]->integer >= 1;
 }
 
 static int64_t integer_of(const redisReply *r) {
@@ -136,9 +139,9 @@ static rl_status call_read_acquire(rl_lock *l, const char *owner, size_t owner_l
                                    redisReply **reply, rl_error *err) {
     size_t keys_len;
     char *keys = rl_lock_read_keys(l, owner, owner_len, &keys_len);
-    char writer[RL_OWNER_MAX];
-    size_t writer_len = owner_len + 6;
     if (!keys) return rl_fail(err, RL_ERR_MEMORY, "out of memory");
+    char writer[RL_OWNER_MAX];
+    size_t writer_len = owner_len + 6; /* the write side's field of this owner */
     memcpy(writer, owner, owner_len);
     memcpy(writer + owner_len, ":write", 7);
     arg args[] = {bytes(l->name, l->name_len), bytes(keys, keys_len), lease,
@@ -210,8 +213,8 @@ rl_status rl_lock_call_acquire(rl_lock *l, const char *owner, size_t owner_len, 
     } else if (l->kind == RL_LOCK_FENCED && reply->type == REDIS_REPLY_ARRAY &&
                reply->elements == 2) {
         int64_t pttl = integer_of(reply->element[0]);
-        if (pttl == -1 && reply_is_token(reply)) {
-            *token = integer_of(reply->element[1]);
+        if (reply_is_token(reply)) {
+            *token = reply->element[1]->integer;
             st = RL_OK;
         } else {
             *wait_hint_ms = pttl;

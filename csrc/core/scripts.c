@@ -14,28 +14,36 @@ void rl_scripts_init(rl_scripts *s) {
 
 void rl_scripts_destroy(rl_scripts *s) { pthread_mutex_destroy(&s->mu); }
 
-/* SCRIPT LOAD on conn's server; the first load also records the sha. */
+/* SCRIPT LOAD of every script on conn's server, in one round trip: a later call (a fair waiter
+ * leaving its queue during an outage, say) then never needs a load of its own first. The first
+ * load records the shas, which never change. */
 static rl_status load(rl_scripts *s, rl_conn *conn, const rl_config *cfg, int64_t timeout_ms,
-                      rl_script_id id, rl_error *err) {
-    const char *text = rl_script_text(id);
-    const char *argv[3] = {"SCRIPT", "LOAD", text};
-    size_t lens[3] = {6, 4, strlen(text)};
-    rl_cmd cmd = {3, argv, lens};
-    redisReply *reply = NULL;
-    rl_status st = rl_conn_exchange(conn, cfg, timeout_ms, 1, &cmd, &reply, 1, err);
-    if (st != RL_OK) return st;
-    if (reply->type != REDIS_REPLY_STRING || reply->len != 40) {
-        st = rl_fail_reply(err, "SCRIPT LOAD", reply);
-    } else {
-        pthread_mutex_lock(&s->mu);
-        if (!atomic_load(&s->known[id])) {
-            memcpy(s->sha[id], reply->str, 40);
-            s->sha[id][40] = '\0';
-            atomic_store(&s->known[id], 1);
-        }
-        pthread_mutex_unlock(&s->mu);
+                      rl_error *err) {
+    const char *argv[RL_SCRIPT_COUNT][3];
+    size_t lens[RL_SCRIPT_COUNT][3];
+    rl_cmd cmds[RL_SCRIPT_COUNT];
+    redisReply *replies[RL_SCRIPT_COUNT] = {NULL};
+    for (int i = 0; i < RL_SCRIPT_COUNT; i++) {
+        const char *text = rl_script_text((rl_script_id)i);
+        argv[i][0] = "SCRIPT", argv[i][1] = "LOAD", argv[i][2] = text;
+        lens[i][0] = 6, lens[i][1] = 4, lens[i][2] = strlen(text);
+        cmds[i] = (rl_cmd){3, argv[i], lens[i]};
     }
-    freeReplyObject(reply);
+    rl_status st = rl_conn_exchange(conn, cfg, timeout_ms, RL_SCRIPT_COUNT, cmds, replies, 1, err);
+    if (st != RL_OK) return st;
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; i < RL_SCRIPT_COUNT; i++) {
+        const redisReply *r = replies[i];
+        if (r->type != REDIS_REPLY_STRING || r->len != 40) {
+            if (st == RL_OK) st = rl_fail_reply(err, "SCRIPT LOAD", r);
+        } else if (!atomic_load(&s->known[i])) {
+            memcpy(s->sha[i], r->str, 40);
+            s->sha[i][40] = '\0';
+            atomic_store(&s->known[i], 1);
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    for (int i = 0; i < RL_SCRIPT_COUNT; i++) freeReplyObject(replies[i]);
     return st;
 }
 
@@ -47,7 +55,7 @@ rl_status rl_scripts_run(rl_scripts *s, rl_conn *conn, const rl_config *cfg, int
                          rl_script_id id, size_t n, rl_cmd *cmds, redisReply **replies,
                          int idempotent, rl_error *err) {
     if (!atomic_load(&s->known[id])) {
-        rl_status st = load(s, conn, cfg, timeout_ms, id, err);
+        rl_status st = load(s, conn, cfg, timeout_ms, err);
         if (st != RL_OK) return st;
     }
     for (size_t i = 0; i < n; i++) {
@@ -68,7 +76,7 @@ rl_status rl_scripts_run(rl_scripts *s, rl_conn *conn, const rl_config *cfg, int
                 freeReplyObject(replies[i]);
                 replies[i] = NULL;
             }
-            st = load(s, conn, cfg, timeout_ms, id, err);
+            st = load(s, conn, cfg, timeout_ms, err);
             if (st != RL_OK) return st;
             continue;
         }

@@ -447,3 +447,15 @@ TEST(fair_head_that_gives_up_on_a_free_lock_wakes_the_next_waiter) {
     rl_client_free(b);
     rl_client_free(c);
 }
+
+TEST(fenced_acquire_is_refused_when_the_holder_has_no_ttl) {
+    /* The refusal then reads {-1, -1}: the same first element as a success. */
+    rl_client *c = new_client(g_server.url, 0);
+    rl_lock *l = new_kind(c, RL_LOCK_FENCED, "persisted");
+    freeReplyObject(raw(g_raw, "HSET persisted someone-else:1 1"));
+    CHECK_STATUS(rl_lock_acquire(l, 1, 5000, 0, NULL, NULL, err), RL_NOT_ACQUIRED);
+    CHECK_INT(rl_lock_token(l, 1), 0);
+    CHECK_INT(rl_lock_local_holds(l, 1), 0);
+    rl_lock_free(l);
+    rl_client_free(c);
+}

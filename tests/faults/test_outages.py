@@ -185,3 +185,23 @@ def test_server_paused_longer_than_the_lease(server, raw, make_client, lost):
     assert other.lock("paused-long").acquire(timeout=WATCHDOG + 1.0)  # Redis expires it
     with pytest.raises(redlease.LockLostError):
         lock.release()
+
+
+def test_fair_waiter_whose_first_try_fails_leaves_the_queue(server, proxy, raw, make_client):
+    """The first try may queue the waiter on the server and still fail here (its answer came too
+    late): the waiter must take its place back out, or the lock stays blocked for everyone until
+    that place expires."""
+    holder = make_client(server.url).fair_lock("fair-first-try")
+    holder.acquire(lease=20)
+    waiting_client = make_client(proxy.url)
+    warm = waiting_client.fair_lock("warm-up")  # connected, scripts loaded: the try itself is late
+    assert warm.acquire(timeout=1)
+    warm.release()
+    waiter = waiting_client.fair_lock("fair-first-try")
+    proxy.set_latency(0.15)  # requests arrive, answers come after the 0.25 s command timeout
+    with pytest.raises(redlease.ConnectionError):
+        waiter.acquire(timeout=5)
+    assert wait_for(lambda: raw("EXISTS", "redisson_lock_queue:{fair-first-try}") == 0, 3)
+    proxy.set_latency(0)
+    holder.release()
+    assert make_client(server.url).fair_lock("fair-first-try").acquire(timeout=1)
