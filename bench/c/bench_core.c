@@ -1,6 +1,7 @@
 /* Core figures: PING round trips per second vs acquire+release cycles per second on one
  * connection, and release-to-waiter hand-off latency between two clients.
- * Usage: bench_core REDIS_URL [cycles] [handoffs] */
+ * Usage: bench_core REDIS_URL [cycles] [handoffs] [json]
+ * With "json", prints one JSON object (for bench/run.py) instead of the text lines. */
 #include <hiredis/hiredis.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -104,6 +105,7 @@ int main(int argc, char **argv) {
     if (!url) url = "redis://127.0.0.1:6379";
     int cycles = argc > 2 ? atoi(argv[2]) : 20000;
     int rounds = argc > 3 ? atoi(argv[3]) : 200;
+    int json = argc > 4 && strcmp(argv[4], "json") == 0;
     rl_options o;
     rl_options_init(&o);
     o.pool_size = 1;
@@ -116,11 +118,13 @@ int main(int argc, char **argv) {
     double ping = ping_rate(url, cycles);
     double fixed = cycle_rate(a, cycles, 10000);
     double watchdog = cycle_rate(a, cycles, RL_LEASE_WATCHDOG);
-    printf("PING round trips/s (one connection):          %10.0f\n", ping);
-    printf("acquire+release cycles/s, fixed lease:         %10.0f  (%.2f cycles per 2 PINGs)\n",
-           fixed, fixed / (ping / 2));
-    printf("acquire+release cycles/s, watchdog mode:       %10.0f  (%.2f cycles per 2 PINGs)\n",
-           watchdog, watchdog / (ping / 2));
+    if (!json) {
+        printf("PING round trips/s (one connection):          %10.0f\n", ping);
+        printf("acquire+release cycles/s, fixed lease:         %10.0f  (%.2f cycles per 2 PINGs)\n",
+               fixed, fixed / (ping / 2));
+        printf("acquire+release cycles/s, watchdog mode:       %10.0f  (%.2f cycles per 2 PINGs)\n",
+               watchdog, watchdog / (ping / 2));
+    }
 
     handoff h = {.rounds = rounds, .mu = PTHREAD_MUTEX_INITIALIZER, .changed = PTHREAD_COND_INITIALIZER};
     h.released_at = calloc((size_t)rounds, sizeof(double));
@@ -143,8 +147,22 @@ int main(int argc, char **argv) {
     double *lat = calloc((size_t)rounds, sizeof(double));
     for (int i = 0; i < rounds; i++) lat[i] = (h.acquired_at[i] - h.released_at[i]) * 1e3;
     qsort(lat, (size_t)rounds, sizeof(double), cmp_double);
-    printf("hand-off latency over %d, ms: median %.3f  p90 %.3f  p99 %.3f  max %.3f\n", rounds,
-           lat[rounds / 2], lat[rounds * 9 / 10], lat[rounds * 99 / 100], lat[rounds - 1]);
+    if (json) {
+        printf("{\"measure\": \"core\", \"cycles\": %d, \"ping_per_s\": %.1f,\n"
+               " \"rows\": [\n"
+               "  {\"impl\": \"redlease-c-fixed\", \"label\": \"redlease C, fixed lease\", "
+               "\"cycles_per_s\": %.1f},\n"
+               "  {\"impl\": \"redlease-c\", \"label\": \"redlease C, watchdog\", "
+               "\"cycles_per_s\": %.1f}],\n"
+               " \"handoff\": {\"impl\": \"redlease-c\", \"label\": \"redlease C (two clients, "
+               "one process)\", \"latencies_ms\": [",
+               cycles, ping, fixed, watchdog);
+        for (int i = 0; i < rounds; i++) printf("%s%.4f", i ? ", " : "", lat[i]);
+        printf("]}}\n");
+    } else {
+        printf("hand-off latency over %d, ms: median %.3f  p90 %.3f  p99 %.3f  max %.3f\n", rounds,
+               lat[rounds / 2], lat[rounds * 9 / 10], lat[rounds * 99 / 100], lat[rounds - 1]);
+    }
     free(lat);
     free(h.released_at);
     free(h.acquired_at);
