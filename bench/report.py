@@ -107,7 +107,9 @@ def goals(R):
         frac = py["cycles_per_s"] / bare
         best_peer = max(peers, key=lambda r: r["cycles_per_s"]) if peers else None
         ahead = all(py["cycles_per_s"] > r["cycles_per_s"] for r in peers)
-        text = f"{frac:.2f} of the bare loop; " + (
+        fixed = R.row("cycles", "redlease-fixed")
+        text = f"{frac:.2f} of the bare loop (watchdog, the default" + (
+            f"; fixed lease {fixed['cycles_per_s'] / bare:.2f}" if fixed else "") + "); " + (
             f"best peer {best_peer['label']} {n0(best_peer['cycles_per_s'])}/s vs "
             f"{n0(py['cycles_per_s'])}/s" if best_peer else "no peer measured")
         out.append(("(1) redlease Python ≥ 0.9 of the bare-hiredis script loop, and ahead of "
@@ -362,8 +364,10 @@ def write(results, page, img):
     # 1
     ping, bare = R.limits()
     w("## 1. Uncontended cycle\n")
-    w(f"Acquire + release of one free lock, one thread, {n0(p['cycles'])} cycles (a slow peer "
-      f"stops after {p['cycle_seconds']:g} s). The limits are measured in the same run on one "
+    w(f"Acquire + release of one free lock, one thread: {p['cycle_rounds']} rounds, each running "
+      f"every row once in turn for {n0(p['cycles'])} cycles (a slow peer stops after "
+      f"{p['cycle_seconds']:g} s); the table shows each row's median over the rounds, so that a "
+      "change in the machine's speed during the run touches every row alike. The limits are measured in the same run on one "
       "connection: two PING round trips (a cycle needs at least two), and redlease's own "
       "acquire and release scripts (texts taken from the core) issued back to back by a bare "
       "hiredis loop (`bench/c/bench_limits.c`).\n")
@@ -386,7 +390,8 @@ def write(results, page, img):
     # 1b
     w(f"## 1b. Parallel cycles: {p['parallel_threads']} threads, one process\n")
     w(f"Each thread cycles on its own lock name for {p['parallel_seconds']:g} s; the aggregate "
-      "is the total over the elapsed time. redlease's client shares its connection pool "
+      "is the total over the elapsed time; redlease in watchdog mode (the default) and with a "
+      "fixed lease. redlease's client shares its connection pool "
       "(4 connections) among the threads; the peers use redis-py's pool (one connection per "
       "thread). The server's ceiling is `redis-benchmark` with "
       f"{p['parallel_threads']} clients running EVALSHA of redlease's acquire script (fresh "
@@ -476,18 +481,24 @@ def write(results, page, img):
           "`CLOCK_THREAD_CPUTIME_ID` over the span, and \"Redis time\" is the pipelined "
           "exchange inside it. Round trips and script calls per round are `rl_client_stats` "
           "deltas; process CPU per round is `getrusage` over the window divided by the rounds "
-          "(it also counts the event thread). Only rounds that began after every hold was taken "
-          "are timed. Lost: `RL_EVENT_LOST` events and `rl_lock_lost` over every lock; live "
+          "(it also counts the event thread). The window opens after a first round over all N "
+          "(which may open the watchdog's connection), and only rounds inside it are timed. "
+          "Lost: `RL_EVENT_LOST` events and `rl_lock_lost` over every lock; live "
           "keys: the N keys with a lease left at the end (pipelined PTTL).\n")
         rows = []
-        for r in wd["rows"]:
-            rows.append([n0(r["holds"]), f"{r['acquire_s']:.2f} s", ms(r["round_ms_median"]),
-                         ms(r["round_net_ms_median"]), f"{r['round_trips_per_round']:.2f}",
-                         f"{r['calls_per_round']:.0f}", ms(r["round_cpu_ms_median"]),
-                         f"{100 * r['round_cpu_ms_median'] / wd['period_ms']:.2f}%",
-                         ms(r["process_cpu_ms_per_round"]), r["full_rounds"],
-                         r["lost"] + r["lost_events"], n0(r["live_keys"])])
-        rows.append(["Redisson (Java)", NOT_YET] + [""] * 10)
+        for r in R.rows("watchdog"):
+            g = lambda k: r.get(k)  # noqa: E731  (a library measured elsewhere may lack some)
+            rows.append([("Redisson: " if r["impl"] == "redisson" else "") + n0(g("holds")),
+                         f"{g('acquire_s'):.2f} s" if g("acquire_s") is not None else "–",
+                         ms(g("round_ms_median")), ms(g("round_net_ms_median")),
+                         f2(g("round_trips_per_round")), n0(g("calls_per_round")),
+                         ms(g("round_cpu_ms_median")),
+                         f"{100 * g('round_cpu_ms_median') / wd['period_ms']:.2f}%"
+                         if g("round_cpu_ms_median") is not None else "–",
+                         ms(g("process_cpu_ms_per_round")), n0(g("full_rounds")),
+                         n0((g("lost") or 0) + (g("lost_events") or 0)), n0(g("live_keys"))])
+        if not any(r["impl"] == "redisson" for r in R.rows("watchdog")):
+            rows.append(["Redisson (Java)", NOT_YET] + [""] * 10)
         w(table(["holds", "taking them", "round ms (median)", "of which Redis", "round trips/round",
                  "script calls/round", "round CPU ms", "CPU / period", "process CPU ms/round",
                  "rounds timed", "lost", "live keys"], rows) + "\n")

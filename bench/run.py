@@ -26,6 +26,7 @@ import os
 import platform
 import shlex
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -37,12 +38,12 @@ sys.path.insert(0, os.path.join(HERE, "python"))
 from peers import IMPLS, PEERS, available, version_of  # noqa: E402
 
 SIZES = {
-    "full": dict(cycles=20000, cycle_seconds=5.0, c_handoffs=500, parallel_threads=16,
+    "full": dict(cycles=10000, cycle_rounds=3, cycle_seconds=3.0, c_handoffs=500, parallel_threads=16,
                  parallel_seconds=3.0, rb_requests=100000, handoffs=250, contended_seconds=3.0,
                  contended_workers=[2, 8, 32], contended_procs=4, wd_timeout_ms=6000,
                  wd_periods=3, wd_sizes=[1000, 10000, 100000], gil_seconds=2.0,
                  gil_waiters=[1, 8, 32], mem_objects=100000, mem_cycles=1000000, mem_threads=4),
-    "smoke": dict(cycles=300, cycle_seconds=1.0, c_handoffs=20, parallel_threads=16,
+    "smoke": dict(cycles=300, cycle_rounds=2, cycle_seconds=1.0, c_handoffs=20, parallel_threads=16,
                   parallel_seconds=0.3, rb_requests=2000, handoffs=10, contended_seconds=0.3,
                   contended_workers=[2, 8], contended_procs=4, wd_timeout_ms=300,
                   wd_periods=3, wd_sizes=[100, 1000], gil_seconds=0.2, gil_waiters=[1, 8],
@@ -157,26 +158,13 @@ class Harness:
 
     def all(self, redisson):
         p, impls = self.p, [n for n in ["redlease"] + PEERS if available(n)]
-        # 1: limits, C, Lua, Python
-        limits = self.run("limits", "limits", [self.bins["limits"], self.url, p["cycles"]])
-        self.run("core", "core", [self.bins["core"], self.url, p["cycles"], p["c_handoffs"], "json"])
-        for lua in LUA_INTERPRETERS:
-            tree = os.path.join(ROOT, "build", "lua-" + lua)
-            if not shutil.which(lua) or not os.path.isdir(tree):
-                continue
-            ver = sh(lua, "-e", 'io.write((_VERSION:gsub("^Lua ", "")))')
-            env = dict(os.environ,
-                       LUA_PATH=f"{tree}/share/lua/{ver}/?.lua;{tree}/share/lua/{ver}/?/init.lua;;",
-                       LUA_CPATH=f"{tree}/lib/lua/{ver}/?.so;;")
-            self.run(f"lua-{lua}", "lua", [lua, os.path.join(HERE, "lua", "cycles.lua"), self.url,
-                                            str(p["cycles"]), "json"], env=env)
-        for impl in ["redlease", "redlease-fixed"] + impls[1:]:
-            self.run(f"cycles-{impl}", "cycles", self.py("cycles.py", impl, "--cycles", p["cycles"],
-                                                         "--seconds", p["cycle_seconds"]))
-        if redisson:
-            self.external(redisson, "cycles", cycles=p["cycles"], seconds=p["cycle_seconds"])
+        # 1: limits, C, Lua, Python, in interleaved rounds (the median of each row is kept)
+        for k in range(1, p["cycle_rounds"] + 1):
+            self.cycle_round(k, impls, redisson)
+        self.merge_rounds()
+        limits = self.steps.get("limits", {"ok": False})
         # 1b: 16 threads, and the server's ceiling
-        for impl in impls:
+        for impl in impls[:1] + ["redlease-fixed"] + impls[1:]:
             self.run(f"parallel-{impl}", "parallel",
                      self.py("cycles.py", impl, "--threads", p["parallel_threads"],
                              "--seconds", p["parallel_seconds"]))
@@ -215,6 +203,60 @@ class Harness:
         self.run("memory-python", "memory-python",
                  self.py("memory.py", "--objects", p["mem_objects"], "--cycles", p["mem_cycles"],
                          "--threads", p["mem_threads"]))
+
+    def cycle_round(self, k, impls, redisson):
+        """One round of measure 1: every row once, each step named NAME#k."""
+        p = self.p
+        self.run(f"limits#{k}", "limits", [self.bins["limits"], self.url, p["cycles"]])
+        self.run(f"core#{k}", "core", [self.bins["core"], self.url, p["cycles"],
+                                       p["c_handoffs"] if k == 1 else 10, "json"])
+        for lua in LUA_INTERPRETERS:
+            tree = os.path.join(ROOT, "build", "lua-" + lua)
+            if not shutil.which(lua) or not os.path.isdir(tree):
+                continue
+            ver = sh(lua, "-e", 'io.write((_VERSION:gsub("^Lua ", "")))')
+            env = dict(os.environ,
+                       LUA_PATH=f"{tree}/share/lua/{ver}/?.lua;{tree}/share/lua/{ver}/?/init.lua;;",
+                       LUA_CPATH=f"{tree}/lib/lua/{ver}/?.so;;")
+            self.run(f"lua-{lua}#{k}", "lua", [lua, os.path.join(HERE, "lua", "cycles.lua"),
+                                                self.url, str(p["cycles"]), "json"], env=env)
+        for impl in ["redlease", "redlease-fixed"] + impls[1:]:
+            self.run(f"cycles-{impl}#{k}", "cycles",
+                     self.py("cycles.py", impl, "--cycles", p["cycles"], "--seconds",
+                             p["cycle_seconds"]))
+        if redisson:
+            self.run(f"cycles-redisson#{k}", "cycles", shlex.split(redisson) + [
+                "cycles", self.url, "--cycles", str(p["cycles"]), "--seconds",
+                str(p["cycle_seconds"])])
+
+    def merge_rounds(self):
+        """NAME#1..NAME#k -> NAME: the first round's data with each row's cycles_per_s replaced
+        by the median over the rounds (all of them kept in rounds_cycles_per_s). The rounds stay
+        in the results as measure round:M."""
+        groups = {}
+        for name in list(self.steps):
+            if "#" in name:
+                groups.setdefault(name.split("#")[0], []).append(name)
+        for base, names in groups.items():
+            steps = [self.steps[n] for n in names]
+            measure = steps[0]["measure"]
+            for st in steps:
+                st["measure"] = "round:" + measure
+            good = [st for st in steps if st["ok"]]
+            if not good:
+                self.steps[base] = dict(steps[0], measure=measure)
+                continue
+            data = json.loads(json.dumps(good[0]["data"]))
+            for i, row in enumerate(data["rows"]):
+                rates = [st["data"]["rows"][i]["cycles_per_s"] for st in good]
+                row["rounds_cycles_per_s"] = rates
+                row["cycles_per_s"] = statistics.median(rates)
+                if "ping_per_s" in row:
+                    row["ping_per_s"] = statistics.median(
+                        st["data"]["rows"][i]["ping_per_s"] for st in good)
+            self.steps[base] = {"measure": measure, "ok": True, "data": data,
+                                "rounds": len(good), "seconds": sum(st["seconds"] for st in steps),
+                                "command": good[0]["command"]}
 
     def ceiling(self, limits):
         """EVALSHA at 16 clients with redis-benchmark: redlease's acquire script on fresh keys,
