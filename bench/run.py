@@ -163,7 +163,12 @@ class Harness:
             self.cycle_round(k, impls, redisson)
         self.merge_rounds()
         limits = self.steps.get("limits", {"ok": False})
-        # 1b: 16 threads, and the server's ceiling
+        # 1b: 16 threads, and the server's ceiling; the C core with the Python binding's pool
+        # (4 connections) and with one connection per thread
+        for pool in (4, p["parallel_threads"]):
+            self.run(f"parallel-c-pool{pool}", "parallel",
+                     [self.bins["parallel"], self.url, p["parallel_threads"],
+                      p["parallel_seconds"], pool, -1])
         for impl in impls[:1] + ["redlease-fixed"] + impls[1:]:
             self.run(f"parallel-{impl}", "parallel",
                      self.py("cycles.py", impl, "--threads", p["parallel_threads"],
@@ -301,14 +306,14 @@ def main():
     ap.add_argument("--smoke", action="store_true", help="tiny sizes; counts sane steps")
     ap.add_argument("--results", help="smoke: where the 'N passed, N failed' transcript goes")
     ap.add_argument("--bin", default=os.path.join(ROOT, "build"),
-                    help="where bench_core, bench_limits and bench_watchdog are")
+                    help="where the bench_* programs are (bench/c)")
     a = ap.parse_args()
     out = os.path.abspath(a.out)
     page = os.path.abspath(a.page or os.path.join(out, "benchmarks.md"))
     img = os.path.abspath(a.img or os.path.join(out, "img"))
     if a.smoke and os.path.commonpath([page, os.path.join(ROOT, "docs")]) == os.path.join(ROOT, "docs"):
         sys.exit("run.py: --smoke never writes docs/")
-    bins = {k: os.path.join(a.bin, "bench_" + k) for k in ("core", "limits", "watchdog")}
+    bins = {k: os.path.join(a.bin, "bench_" + k) for k in ("core", "limits", "watchdog", "parallel")}
     size = "smoke" if a.smoke else "full"
     redisson = os.environ.get("BENCH_REDISSON", "").strip()
     shutil.rmtree(out, ignore_errors=True)

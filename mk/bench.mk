@@ -6,11 +6,14 @@
 SUITES += bench-smoke
 
 BENCH_PEERS := redis python-redis-lock pottery matplotlib
-BENCH_BINS := $(B)/bench_core $(B)/bench_limits $(B)/bench_watchdog
+BENCH_BINS := $(B)/bench_core $(B)/bench_limits $(B)/bench_watchdog $(B)/bench_parallel
 
 .PHONY: bench bench-smoke test-bench-smoke bench-deps
 
 $(B)/bench_limits: bench/c/bench_limits.c $(B)/plain/librlcore.a
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS)
+
+$(B)/bench_parallel: bench/c/bench_parallel.c $(B)/plain/librlcore.a
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS)
 
 # Linked with --wrap around two core functions, to time the watchdog's rounds from outside.
