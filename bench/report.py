@@ -62,7 +62,7 @@ class Results:
                                                "redlease " + LUA_NAMES.get(interp, interp))
                     rows.append((label, r["cycles_per_s"], "redlease"))
         for r in self.rows("cycles"):
-            rows.append((r["label"] + (" (watchdog)" if r["impl"] == "redlease" else ""),
+            rows.append((r["label"] + (", watchdog" if r["impl"] == "redlease" else ""),
                          r["cycles_per_s"], "redlease" if r["impl"].startswith("redlease")
                          else "peer"))
         return rows
@@ -253,7 +253,7 @@ def plots(R, img):
     if con:
         impls = list(dict.fromkeys(r["label"] for r in con))
         workers = R.p["contended_workers"]
-        fig, ax = plt.subplots(figsize=(8, 3.4))
+        fig, ax = plt.subplots(figsize=(8, 4))
         width = 0.8 / len(impls)
         for k, label in enumerate(impls):
             vals = [next((r["handoffs_per_s"] for r in con if r["label"] == label
@@ -264,7 +264,7 @@ def plots(R, img):
         ax.set_yscale("log")
         ax.set_ylabel("hand-offs per second (log)")
         ax.set_title("3. One contended lock, workers over 4 processes")
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3)
         save(fig, "contended.png")
 
     wd = R.data("watchdog")
@@ -440,7 +440,7 @@ def write(results, page, img):
     ho = R.rows("handoff")
     core = R.data("core")
     base = next((statistics.median(r["latencies_ms"]) for r in ho if r["impl"] == "redlease"), None)
-    series = [(r["label"] + (" (Python, two processes)" if r["impl"] == "redlease" else ""),
+    series = [(r["label"] + (", two processes" if r["impl"] == "redlease" else ""),
                r["latencies_ms"]) for r in ho]
     if core:
         series.insert(1, (core["handoff"]["label"], core["handoff"]["latencies_ms"]))
