@@ -75,10 +75,7 @@ test-tsan: $(B)/tsan/test_core
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
 	  $(B)/tsan/test_core | tee build/results/c-tsan.txt
 
-$(B)/bench_core: bench/c/bench_core.c $(B)/plain/librlcore.a
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS)
-
-# bench, bench-smoke: mk/bench.mk.
+# bench, bench-smoke and the bench programs: mk/bench.mk.
 
 # The same suite built and run against hiredis 1.x (sources from PyPI's hiredis sdist).
 test-hiredis1:

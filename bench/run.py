@@ -38,16 +38,18 @@ sys.path.insert(0, os.path.join(HERE, "python"))
 from peers import IMPLS, PEERS, available, version_of  # noqa: E402
 
 SIZES = {
-    "full": dict(cycles=10000, cycle_rounds=3, cycle_seconds=3.0, c_handoffs=500, parallel_threads=16,
-                 parallel_seconds=3.0, rb_requests=100000, handoffs=250, contended_seconds=3.0,
-                 contended_workers=[2, 8, 32], contended_procs=4, wd_timeout_ms=6000,
-                 wd_periods=3, wd_sizes=[1000, 10000, 100000], gil_seconds=2.0,
-                 gil_waiters=[1, 8, 32], mem_objects=100000, mem_cycles=1000000, mem_threads=4),
-    "smoke": dict(cycles=300, cycle_rounds=2, cycle_seconds=1.0, c_handoffs=20, parallel_threads=16,
-                  parallel_seconds=0.3, rb_requests=2000, handoffs=10, contended_seconds=0.3,
-                  contended_workers=[2, 8], contended_procs=4, wd_timeout_ms=300,
-                  wd_periods=3, wd_sizes=[100, 1000], gil_seconds=0.2, gil_waiters=[1, 8],
-                  mem_objects=2000, mem_cycles=4000, mem_threads=4),
+    "full": dict(cycles=16000, cycle_bursts=8, cycle_rounds=3, cycle_seconds=8.0,
+                 c_handoffs=500, parallel_threads=16, parallel_seconds=3.0, rb_requests=100000,
+                 handoffs=250, contended_seconds=3.0, contended_workers=[2, 8, 32],
+                 contended_procs=4, wd_timeout_ms=6000, wd_periods=3,
+                 wd_sizes=[1000, 10000, 100000], gil_seconds=2.0, gil_waiters=[1, 8, 32],
+                 mem_objects=100000, mem_cycles=1000000, mem_threads=4),
+    "smoke": dict(cycles=400, cycle_bursts=2, cycle_rounds=2, cycle_seconds=1.0,
+                  c_handoffs=20, parallel_threads=16, parallel_seconds=0.3, rb_requests=2000,
+                  handoffs=10, contended_seconds=0.3, contended_workers=[2, 8],
+                  contended_procs=4, wd_timeout_ms=300, wd_periods=3, wd_sizes=[100, 1000],
+                  gil_seconds=0.2, gil_waiters=[1, 8], mem_objects=2000, mem_cycles=4000,
+                  mem_threads=4),
 }
 LUA_INTERPRETERS = ["lua5.4", "luajit"]
 STEP_TIMEOUT = 600
@@ -158,9 +160,19 @@ class Harness:
 
     def all(self, redisson):
         p, impls = self.p, [n for n in ["redlease"] + PEERS if available(n)]
-        # 1: limits, C, Lua, Python, in interleaved rounds (the median of each row is kept)
+        # 1: the C core and the Python rows each in one process, in short bursts paired with
+        # the bare loop; the limits on their own and Lua in interleaved rounds (median kept)
+        self.run("core", "core", [self.bins["core"], self.url, p["cycles"], p["c_handoffs"],
+                                  "json", p["cycle_bursts"]])
+        self.run("cycles-python", "cycles",
+                 self.py("cycles.py", ",".join(["redlease", "redlease-fixed"] + impls[1:]),
+                         "--paired", p["cycle_bursts"], "--cycles", p["cycles"],
+                         "--seconds", p["cycle_seconds"]),
+                 env=dict(os.environ, BENCH_BARE=self.bins["bare"]))
+        if redisson:
+            self.external(redisson, "cycles", cycles=p["cycles"], seconds=p["cycle_seconds"])
         for k in range(1, p["cycle_rounds"] + 1):
-            self.cycle_round(k, impls, redisson)
+            self.cycle_round(k)
         self.merge_rounds()
         limits = self.steps.get("limits", {"ok": False})
         # 1b: 16 threads, and the server's ceiling; the C core with the Python binding's pool
@@ -209,12 +221,11 @@ class Harness:
                  self.py("memory.py", "--objects", p["mem_objects"], "--cycles", p["mem_cycles"],
                          "--threads", p["mem_threads"]))
 
-    def cycle_round(self, k, impls, redisson):
-        """One round of measure 1: every row once, each step named NAME#k."""
+    def cycle_round(self, k):
+        """One round of the steps of measure 1 that run apart from their limit (the limits
+        themselves and Lua), each step named NAME#k."""
         p = self.p
         self.run(f"limits#{k}", "limits", [self.bins["limits"], self.url, p["cycles"]])
-        self.run(f"core#{k}", "core", [self.bins["core"], self.url, p["cycles"],
-                                       p["c_handoffs"] if k == 1 else 10, "json"])
         for lua in LUA_INTERPRETERS:
             tree = os.path.join(ROOT, "build", "lua-" + lua)
             if not shutil.which(lua) or not os.path.isdir(tree):
@@ -224,15 +235,8 @@ class Harness:
                        LUA_PATH=f"{tree}/share/lua/{ver}/?.lua;{tree}/share/lua/{ver}/?/init.lua;;",
                        LUA_CPATH=f"{tree}/lib/lua/{ver}/?.so;;")
             self.run(f"lua-{lua}#{k}", "lua", [lua, os.path.join(HERE, "lua", "cycles.lua"),
-                                                self.url, str(p["cycles"]), "json"], env=env)
-        for impl in ["redlease", "redlease-fixed"] + impls[1:]:
-            self.run(f"cycles-{impl}#{k}", "cycles",
-                     self.py("cycles.py", impl, "--cycles", p["cycles"], "--seconds",
-                             p["cycle_seconds"]))
-        if redisson:
-            self.run(f"cycles-redisson#{k}", "cycles", shlex.split(redisson) + [
-                "cycles", self.url, "--cycles", str(p["cycles"]), "--seconds",
-                str(p["cycle_seconds"])])
+                                                self.url, str(p["cycles"] // p["cycle_rounds"]),
+                                                "json"], env=env)
 
     def merge_rounds(self):
         """NAME#1..NAME#k -> NAME: the first round's data with each row's cycles_per_s replaced
@@ -314,6 +318,7 @@ def main():
     if a.smoke and os.path.commonpath([page, os.path.join(ROOT, "docs")]) == os.path.join(ROOT, "docs"):
         sys.exit("run.py: --smoke never writes docs/")
     bins = {k: os.path.join(a.bin, "bench_" + k) for k in ("core", "limits", "watchdog", "parallel")}
+    bins["bare"] = os.path.join(a.bin, "bench_bare.so")
     size = "smoke" if a.smoke else "full"
     redisson = os.environ.get("BENCH_REDISSON", "").strip()
     shutil.rmtree(out, ignore_errors=True)

@@ -6,12 +6,23 @@
 SUITES += bench-smoke
 
 BENCH_PEERS := redis python-redis-lock pottery matplotlib
-BENCH_BINS := $(B)/bench_core $(B)/bench_limits $(B)/bench_watchdog $(B)/bench_parallel
+BENCH_BINS := $(B)/bench_core $(B)/bench_limits $(B)/bench_watchdog $(B)/bench_parallel \
+  $(B)/bench_bare.so
 
 .PHONY: bench bench-smoke test-bench-smoke bench-deps
 
-$(B)/bench_limits: bench/c/bench_limits.c $(B)/plain/librlcore.a
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS)
+# The bare hiredis loop (the limit of measure 1) is linked into bench_core and bench_limits, and
+# built as a shared object that the Python benchmarks load with ctypes.
+BARE_LOOP := bench/c/bare_loop.c bench/c/bare_loop.h
+
+$(B)/bench_core: bench/c/bench_core.c $(BARE_LOOP) $(B)/plain/librlcore.a
+	$(CC) $(ALL_CFLAGS) -Ibench/c -o $@ $(filter %.c %.a,$^) $(LIBS)
+
+$(B)/bench_limits: bench/c/bench_limits.c $(BARE_LOOP) $(B)/plain/librlcore.a
+	$(CC) $(ALL_CFLAGS) -Ibench/c -o $@ $(filter %.c %.a,$^) $(LIBS)
+
+$(B)/bench_bare.so: $(BARE_LOOP) $(B)/plain/librlcore.a
+	$(CC) $(ALL_CFLAGS) -shared -o $@ $(filter %.c %.a,$^) $(LIBS)
 
 $(B)/bench_parallel: bench/c/bench_parallel.c $(B)/plain/librlcore.a
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS)
