@@ -396,9 +396,12 @@ def write(results, page, img):
       "rate over the bursts and the medians of its ratios to the limits measured around it. "
       "The limits: two PING round trips (a cycle needs at least two), and redlease's own "
       "acquire and release scripts (texts taken from the core, `rl_script_text`) issued back to "
-      "back by a bare hiredis loop (`bench/c/bare_loop.c`); the limit rows below are "
-      f"`bench_limits` on its own, the median of {p['cycle_rounds']} runs of "
-      f"{n0(p['cycles'])} cycles.\n")
+      "back by a bare hiredis loop (`bench/c/bare_loop.c`). The Lua rows run in processes of "
+      f"their own, {p['cycle_bursts']} times each, every run between two runs of `bench_limits` "
+      "(the limits on their own), and are divided by those. The limit rows below are the "
+      f"medians of the {R.data('limits')['runs'] if R.data('limits') else 0} `bench_limits` "
+      "runs, taken apart from the rows: their two ratios to each other are the least steady "
+      "figures of the table.\n")
     rows = []
     if ping:
         rows.append(["limit: two PING round trips", n0(ping), "1.00", f2(ping and bare and bare / ping)])
@@ -410,8 +413,9 @@ def write(results, page, img):
         rows.append(["Redisson (Java)", NOT_YET, "", ""])
     w(table(["acquire+release, one thread", "cycles/s", "of two PINGs", "of the script loop"],
             rows) + "\n")
-    w("† Run apart from the limits (Lua rows: in the interleaved rounds with the limits' own "
-      "runs): divided by the limits' medians, so these ratios carry the machine's swings.\n")
+    if any(not r[5] for r in R.cycles_rows()):
+        w("† Measured apart from the limits and divided by the limits' medians, so these ratios "
+          "carry the machine's swings.\n")
     w(pic("cycles.png", "cycles per second, one thread"))
     w("A redlease cycle is the two script calls plus the unlock latch's DEL, sent without "
       "waiting and read with the next exchange. redis-py's Lock is `SET NX PX` plus a Lua "

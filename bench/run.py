@@ -38,13 +38,13 @@ sys.path.insert(0, os.path.join(HERE, "python"))
 from peers import IMPLS, PEERS, available, version_of  # noqa: E402
 
 SIZES = {
-    "full": dict(cycles=16000, cycle_bursts=8, cycle_rounds=3, cycle_seconds=8.0,
+    "full": dict(cycles=16000, cycle_bursts=8, cycle_seconds=8.0,
                  c_handoffs=500, parallel_threads=16, parallel_seconds=3.0, rb_requests=100000,
                  handoffs=250, contended_seconds=3.0, contended_workers=[2, 8, 32],
                  contended_procs=4, wd_timeout_ms=6000, wd_periods=3,
                  wd_sizes=[1000, 10000, 100000], gil_seconds=2.0, gil_waiters=[1, 8, 32],
                  mem_objects=100000, mem_cycles=1000000, mem_threads=4),
-    "smoke": dict(cycles=400, cycle_bursts=2, cycle_rounds=2, cycle_seconds=1.0,
+    "smoke": dict(cycles=400, cycle_bursts=2, cycle_seconds=1.0,
                   c_handoffs=20, parallel_threads=16, parallel_seconds=0.3, rb_requests=2000,
                   handoffs=10, contended_seconds=0.3, contended_workers=[2, 8],
                   contended_procs=4, wd_timeout_ms=300, wd_periods=3, wd_sizes=[100, 1000],
@@ -161,7 +161,7 @@ class Harness:
     def all(self, redisson):
         p, impls = self.p, [n for n in ["redlease"] + PEERS if available(n)]
         # 1: the C core and the Python rows each in one process, in short bursts paired with
-        # the bare loop; the limits on their own and Lua in interleaved rounds (median kept)
+        # the bare loop; Lua in processes of its own, each run between two runs of the limits
         self.run("core", "core", [self.bins["core"], self.url, p["cycles"], p["c_handoffs"],
                                   "json", p["cycle_bursts"]])
         self.run("cycles-python", "cycles",
@@ -171,9 +171,7 @@ class Harness:
                  env=dict(os.environ, BENCH_BARE=self.bins["bare"]))
         if redisson:
             self.external(redisson, "cycles", cycles=p["cycles"], seconds=p["cycle_seconds"])
-        for k in range(1, p["cycle_rounds"] + 1):
-            self.cycle_round(k)
-        self.merge_rounds()
+        self.paired_limits()
         limits = self.steps.get("limits", {"ok": False})
         # 1b: 16 threads, and the server's ceiling; the C core with the Python binding's pool
         # (4 connections) and with one connection per thread
@@ -221,51 +219,74 @@ class Harness:
                  self.py("memory.py", "--objects", p["mem_objects"], "--cycles", p["mem_cycles"],
                          "--threads", p["mem_threads"]))
 
-    def cycle_round(self, k):
-        """One round of the steps of measure 1 that run apart from their limit (the limits
-        themselves and Lua), each step named NAME#k."""
-        p = self.p
-        self.run(f"limits#{k}", "limits", [self.bins["limits"], self.url, p["cycles"]])
+    def paired_limits(self):
+        """The limits on their own (bench_limits) and the Lua rows, which run in processes of
+        their own: in `cycle_bursts` rounds, each Lua run between two runs of bench_limits, so
+        that each Lua row gets ratios to the limits measured just before and after it. Recorded
+        as the steps "limits" (medians of every bench_limits run) and "lua-<interpreter>"."""
+        p, n = self.p, max(1, self.p["cycles"] // self.p["cycle_bursts"])
+        luas = []
         for lua in LUA_INTERPRETERS:
             tree = os.path.join(ROOT, "build", "lua-" + lua)
-            if not shutil.which(lua) or not os.path.isdir(tree):
-                continue
-            ver = sh(lua, "-e", 'io.write((_VERSION:gsub("^Lua ", "")))')
-            env = dict(os.environ,
-                       LUA_PATH=f"{tree}/share/lua/{ver}/?.lua;{tree}/share/lua/{ver}/?/init.lua;;",
-                       LUA_CPATH=f"{tree}/lib/lua/{ver}/?.so;;")
-            self.run(f"lua-{lua}#{k}", "lua", [lua, os.path.join(HERE, "lua", "cycles.lua"),
-                                                self.url, str(p["cycles"] // p["cycle_rounds"]),
-                                                "json"], env=env)
+            if shutil.which(lua) and os.path.isdir(tree):
+                ver = sh(lua, "-e", 'io.write((_VERSION:gsub("^Lua ", "")))')
+                env = dict(os.environ,
+                           LUA_PATH=f"{tree}/share/lua/{ver}/?.lua;{tree}/share/lua/{ver}/?/init.lua;;",
+                           LUA_CPATH=f"{tree}/lib/lua/{ver}/?.so;;")
+                luas.append((lua, [lua, os.path.join(HERE, "lua", "cycles.lua"), self.url, str(n),
+                                   "json"], env))
+        limit_cmd = [self.bins["limits"], self.url, str(n)]
+        print(f"bench: limits and Lua, {p['cycle_bursts']} paired rounds ...", end=" ", flush=True)
+        start = time.monotonic()
+        limits, runs = [], {lua: [] for lua, _, _ in luas}
+        try:
+            def one(cmd, env=None):
+                out = subprocess.run(cmd, capture_output=True, text=True, timeout=STEP_TIMEOUT,
+                                     env=env)
+                if out.returncode != 0:
+                    raise RuntimeError(f"{cmd[0]}: exit {out.returncode}: {out.stderr[-300:]}")
+                return last_json(out.stdout)
 
-    def merge_rounds(self):
-        """NAME#1..NAME#k -> NAME: the first round's data with each row's cycles_per_s replaced
-        by the median over the rounds (all of them kept in rounds_cycles_per_s). The rounds stay
-        in the results as measure round:M."""
-        groups = {}
-        for name in list(self.steps):
-            if "#" in name:
-                groups.setdefault(name.split("#")[0], []).append(name)
-        for base, names in groups.items():
-            steps = [self.steps[n] for n in names]
-            measure = steps[0]["measure"]
-            for st in steps:
-                st["measure"] = "round:" + measure
-            good = [st for st in steps if st["ok"]]
-            if not good:
-                self.steps[base] = dict(steps[0], measure=measure)
-                continue
-            data = json.loads(json.dumps(good[0]["data"]))
-            for i, row in enumerate(data["rows"]):
-                rates = [st["data"]["rows"][i]["cycles_per_s"] for st in good]
-                row["rounds_cycles_per_s"] = rates
-                row["cycles_per_s"] = statistics.median(rates)
-                if "ping_per_s" in row:
-                    row["ping_per_s"] = statistics.median(
-                        st["data"]["rows"][i]["ping_per_s"] for st in good)
-            self.steps[base] = {"measure": measure, "ok": True, "data": data,
-                                "rounds": len(good), "seconds": sum(st["seconds"] for st in steps),
-                                "command": good[0]["command"]}
+            def rates(d):
+                return {r["impl"]: r["cycles_per_s"] for r in d["rows"]}
+            self.flush()
+            limits.append(one(limit_cmd))
+            for _ in range(p["cycle_bursts"]):
+                for lua, cmd, env in luas:
+                    d = one(cmd, env)
+                    limits.append(one(limit_cmd))
+                    before, after = rates(limits[-2]), rates(limits[-1])
+                    bare = (before["bare-scripts"] + after["bare-scripts"]) / 2
+                    runs[lua].append((d, bare, before["ping"]))
+                if not luas:
+                    limits.append(one(limit_cmd))
+        except Exception as e:
+            self.steps["limits"] = {"measure": "limits", "ok": False, "error": str(e)[-600:],
+                                    "seconds": round(time.monotonic() - start, 2)}
+            print("FAILED: " + str(e)[-200:], flush=True)
+            return
+        med = statistics.median
+        data = dict(limits[-1], cycles=n, runs=len(limits))
+        for row in data["rows"]:
+            row["rounds_cycles_per_s"] = [rates(d)[row["impl"]] for d in limits]
+            row["cycles_per_s"] = med(row["rounds_cycles_per_s"])
+        self.steps["limits"] = {"measure": "limits", "ok": True, "data": data,
+                                "command": " ".join(limit_cmd), "seconds": 0}
+        for lua, cmd, _ in luas:
+            first = runs[lua][0][0]
+            out = dict(first, bursts=len(runs[lua]))
+            for row in out["rows"]:
+                rs = [rates(d)[row["impl"]] for d, _, _ in runs[lua]]
+                row["rounds_cycles_per_s"] = rs
+                row["cycles_per_s"] = med(rs)
+                row["rounds_of_bare"] = [rates(d)[row["impl"]] / bare for d, bare, _ in runs[lua]]
+                row["of_bare"] = med(row["rounds_of_bare"])
+                row["of_ping"] = med(rates(d)[row["impl"]] / ping for d, _, ping in runs[lua])
+            self.steps[f"lua-{lua}"] = {"measure": "lua", "ok": True, "data": out,
+                                        "command": " ".join(cmd), "seconds": 0}
+        elapsed = round(time.monotonic() - start, 2)
+        self.steps["limits"]["seconds"] = elapsed
+        print(f"ok ({elapsed} s)", flush=True)
 
     def ceiling(self, limits):
         """EVALSHA at 16 clients with redis-benchmark: redlease's acquire script on fresh keys,
