@@ -81,7 +81,9 @@ def machine():
     lua = {i: sh(i, "-v").split(" -- ")[0].split("  Copyright")[0] if shutil.which(i) else None
            for i in LUA_INTERPRETERS}
     commit = sh("git", "-C", ROOT, "rev-parse", "--short", "HEAD")
-    if sh("git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"):
+    # the page and plots a previous run wrote do not count as changes to what is measured
+    if sh("git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no", "--", ".",
+          ":!docs/benchmarks.md", ":!docs/img"):
         commit += " (with uncommitted changes)"
     return {
         "cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(mem_gib, 1),
