@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 #include "scripts.h"
@@ -12,7 +13,8 @@
 struct bl_conn {
     redisContext *ctx;
     char acq[41], rel[41];
-    long latch_id; /* a new request id per release, as redlease does */
+    unsigned long long latch_prefix; /* random per connection: no two processes share ids */
+    long latch_id;                   /* a new request id per release, as redlease does */
 };
 
 static double now_s(void) {
@@ -49,7 +51,8 @@ bl_conn *bl_open(const char *url) {
     bl_conn *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     c->ctx = redisConnect(host, atoi(colon + 1));
-    c->latch_id = (long)time(NULL) * 1000000L;
+    if (getrandom(&c->latch_prefix, sizeof c->latch_prefix, 0) != sizeof c->latch_prefix)
+        c->latch_prefix = (unsigned long long)time(NULL) ^ (unsigned long long)(size_t)c;
     if (!c->ctx || c->ctx->err || load(c, RL_SCRIPT_ACQUIRE, c->acq) != 0 ||
         load(c, RL_SCRIPT_RELEASE, c->rel) != 0) {
         bl_close(c);
@@ -80,7 +83,8 @@ double bl_scripts(bl_conn *c, int n) {
                        "publish"};
     double t0 = now_s();
     for (int i = 0; i < n; i++) {
-        snprintf(latch, sizeof latch, "redisson_unlock_latch:{bench:bare}:%032ld", c->latch_id++);
+        snprintf(latch, sizeof latch, "redisson_unlock_latch:{bench:bare}:%016llx%016lx",
+                 c->latch_prefix, c->latch_id++);
         redisReply *x = command(c, 6, a);
         int ok = x && x->type == REDIS_REPLY_NIL;
         freeReplyObject(x);
