@@ -75,16 +75,7 @@ test-tsan: $(B)/tsan/test_core
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
 	  $(B)/tsan/test_core | tee build/results/c-tsan.txt
 
-$(B)/bench_core: bench/c/bench_core.c $(B)/plain/librlcore.a
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS)
-
-# The core's figures, then Python's beside redis-py's Lock (installed for the benchmark only),
-# all against one throwaway redis-server.
-bench: deps
-	@$(MAKE) --no-print-directory $(B)/bench_core python-install
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check redis
-	scripts/with-redis sh -c '$(B)/bench_core "$$REDIS_URL" 20000 500 && \
-	  $(PY) bench/python/bench_cycles.py "$$REDIS_URL" 20000'
+# bench, bench-smoke and the bench programs: mk/bench.mk.
 
 # The same suite built and run against hiredis 1.x (sources from PyPI's hiredis sdist).
 test-hiredis1:

@@ -1,6 +1,11 @@
 /* Core figures: PING round trips per second vs acquire+release cycles per second on one
  * connection, and release-to-waiter hand-off latency between two clients.
- * Usage: bench_core REDIS_URL [cycles] [handoffs] */
+ * Usage: bench_core REDIS_URL [cycles] [handoffs] [json [bursts]]
+ * With "json", prints one JSON object (for bench/run.py) instead of the text lines, and the
+ * cycles are run in `bursts` short bursts (default 8), each fixed-lease and watchdog burst
+ * between two bursts of the bare script loop (bare_loop.c) on its own connection: each row is
+ * reported with its median rate and the median of its ratios to the bare loop around it, which
+ * a machine whose speed changes from second to second leaves far steadier than one long run. */
 #include <hiredis/hiredis.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -8,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bare_loop.h"
 #include "redlease.h"
 
 static double now_s(void) {
@@ -99,11 +105,43 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+static double median_of(const double *v, int n) {
+    double *w = malloc((size_t)n * sizeof *w);
+    memcpy(w, v, (size_t)n * sizeof *w);
+    qsort(w, (size_t)n, sizeof *w, cmp_double);
+    double m = n % 2 ? w[n / 2] : (w[n / 2 - 1] + w[n / 2]) / 2;
+    free(w);
+    return m;
+}
+
+static void print_list(const char *key, const double *v, int n) {
+    printf(", \"%s\": [", key);
+    for (int i = 0; i < n; i++) printf("%s%.4f", i ? ", " : "", v[i]);
+    printf("]");
+}
+
+/* One row of measure 1: median rate, the bursts' rates and, when given, the median of the
+ * paired ratios to the bare loop and to two PINGs. */
+static void print_row(const char *impl, const char *label, const double *rate, const double *of_bare,
+                      const double *of_ping, int n, int last) {
+    printf("  {\"impl\": \"%s\", \"label\": \"%s\", \"cycles_per_s\": %.1f", impl, label,
+           median_of(rate, n));
+    print_list("rounds_cycles_per_s", rate, n);
+    if (of_bare) {
+        printf(", \"of_bare\": %.4f, \"of_ping\": %.4f", median_of(of_bare, n), median_of(of_ping, n));
+        print_list("rounds_of_bare", of_bare, n);
+    }
+    printf("}%s\n", last ? "]," : ",");
+}
+
 int main(int argc, char **argv) {
     const char *url = argc > 1 ? argv[1] : getenv("REDIS_URL");
     if (!url) url = "redis://127.0.0.1:6379";
     int cycles = argc > 2 ? atoi(argv[2]) : 20000;
     int rounds = argc > 3 ? atoi(argv[3]) : 200;
+    int json = argc > 4 && strcmp(argv[4], "json") == 0;
+    int bursts = json && argc > 5 ? atoi(argv[5]) : 8;
+    if (bursts < 1) bursts = 1;
     rl_options o;
     rl_options_init(&o);
     o.pool_size = 1;
@@ -113,14 +151,44 @@ int main(int argc, char **argv) {
         die("client", &e);
 
     cycle_rate(a, 200, 10000); /* warm up: connection and script load */
-    double ping = ping_rate(url, cycles);
-    double fixed = cycle_rate(a, cycles, 10000);
-    double watchdog = cycle_rate(a, cycles, RL_LEASE_WATCHDOG);
-    printf("PING round trips/s (one connection):          %10.0f\n", ping);
-    printf("acquire+release cycles/s, fixed lease:         %10.0f  (%.2f cycles per 2 PINGs)\n",
-           fixed, fixed / (ping / 2));
-    printf("acquire+release cycles/s, watchdog mode:       %10.0f  (%.2f cycles per 2 PINGs)\n",
-           watchdog, watchdog / (ping / 2));
+    double ping, fixed, watchdog;
+    double *r_ping = calloc((size_t)bursts, sizeof(double)), *r_bare = calloc((size_t)bursts, sizeof(double)),
+           *r_fixed = calloc((size_t)bursts, sizeof(double)), *r_wd = calloc((size_t)bursts, sizeof(double)),
+           *q_fixed = calloc((size_t)bursts, sizeof(double)), *q_wd = calloc((size_t)bursts, sizeof(double)),
+           *p_fixed = calloc((size_t)bursts, sizeof(double)), *p_wd = calloc((size_t)bursts, sizeof(double));
+    if (json) {
+        bl_conn *bare = bl_open(url);
+        if (!bare) die("bare loop", NULL);
+        int n = cycles / bursts > 0 ? cycles / bursts : 1;
+        bl_scripts(bare, 200);
+        for (int k = 0; k < bursts; k++) {
+            r_ping[k] = bl_ping(bare, n) / 2;
+            double b0 = bl_scripts(bare, n);
+            r_fixed[k] = cycle_rate(a, n, 10000);
+            double b1 = bl_scripts(bare, n);
+            r_wd[k] = cycle_rate(a, n, RL_LEASE_WATCHDOG);
+            double b2 = bl_scripts(bare, n);
+            if (b0 <= 0 || b1 <= 0 || b2 <= 0 || r_ping[k] <= 0) die("bare loop", NULL);
+            r_bare[k] = b1;
+            q_fixed[k] = r_fixed[k] / ((b0 + b1) / 2);
+            q_wd[k] = r_wd[k] / ((b1 + b2) / 2);
+            p_fixed[k] = r_fixed[k] / r_ping[k];
+            p_wd[k] = r_wd[k] / r_ping[k];
+        }
+        bl_close(bare);
+        ping = 0, fixed = 0, watchdog = 0; /* reported per burst below */
+    } else {
+        ping = ping_rate(url, cycles);
+        fixed = cycle_rate(a, cycles, 10000);
+        watchdog = cycle_rate(a, cycles, RL_LEASE_WATCHDOG);
+    }
+    if (!json) {
+        printf("PING round trips/s (one connection):          %10.0f\n", ping);
+        printf("acquire+release cycles/s, fixed lease:         %10.0f  (%.2f cycles per 2 PINGs)\n",
+               fixed, fixed / (ping / 2));
+        printf("acquire+release cycles/s, watchdog mode:       %10.0f  (%.2f cycles per 2 PINGs)\n",
+               watchdog, watchdog / (ping / 2));
+    }
 
     handoff h = {.rounds = rounds, .mu = PTHREAD_MUTEX_INITIALIZER, .changed = PTHREAD_COND_INITIALIZER};
     h.released_at = calloc((size_t)rounds, sizeof(double));
@@ -143,9 +211,24 @@ int main(int argc, char **argv) {
     double *lat = calloc((size_t)rounds, sizeof(double));
     for (int i = 0; i < rounds; i++) lat[i] = (h.acquired_at[i] - h.released_at[i]) * 1e3;
     qsort(lat, (size_t)rounds, sizeof(double), cmp_double);
-    printf("hand-off latency over %d, ms: median %.3f  p90 %.3f  p99 %.3f  max %.3f\n", rounds,
-           lat[rounds / 2], lat[rounds * 9 / 10], lat[rounds * 99 / 100], lat[rounds - 1]);
+    if (json) {
+        printf("{\"measure\": \"core\", \"cycles\": %d, \"bursts\": %d,\n \"rows\": [\n", cycles,
+               bursts);
+        print_row("redlease-c-fixed", "redlease C, fixed lease", r_fixed, q_fixed, p_fixed, bursts, 0);
+        print_row("redlease-c", "redlease C, watchdog", r_wd, q_wd, p_wd, bursts, 0);
+        print_row("bare-scripts", "bare script loop (beside the C rows)", r_bare, NULL, NULL, bursts, 0);
+        print_row("ping", "two PINGs (beside the C rows)", r_ping, NULL, NULL, bursts, 1);
+        printf(" \"handoff\": {\"impl\": \"redlease-c\", \"label\": \"redlease C (two clients, "
+               "one process)\", \"latencies_ms\": [");
+        for (int i = 0; i < rounds; i++) printf("%s%.4f", i ? ", " : "", lat[i]);
+        printf("]}}\n");
+    } else {
+        printf("hand-off latency over %d, ms: median %.3f  p90 %.3f  p99 %.3f  max %.3f\n", rounds,
+               lat[rounds / 2], lat[rounds * 9 / 10], lat[rounds * 99 / 100], lat[rounds - 1]);
+    }
     free(lat);
+    free(r_ping), free(r_bare), free(r_fixed), free(r_wd);
+    free(q_fixed), free(q_wd), free(p_fixed), free(p_wd);
     free(h.released_at);
     free(h.acquired_at);
     rl_lock_free(la);

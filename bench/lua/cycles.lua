@@ -1,6 +1,7 @@
 -- Lua acquire+release cycles per second on one connection, as bench/c/bench_core.c measures the
 -- core: fixed lease, watchdog mode, and lock:with.
--- Usage: <lua> cycles.lua REDIS_URL [cycles]
+-- Usage: <lua> cycles.lua REDIS_URL [cycles] [json]
+-- With "json", prints one JSON object (for bench/run.py) instead of the text lines.
 local redlease = require "redlease"
 local system = require "system"
 
@@ -22,8 +23,17 @@ local function with() lock:with(nothing, { timeout = 0 }) end
 
 rate(200, fixed) -- warm up: connection and script load
 local label = rawget(_G, "jit") and jit.version or _VERSION
-local function show(what, one) print(("%-18s %-40s %8.0f"):format(label, what, rate(cycles, one))) end
-show("acquire+release cycles/s, fixed lease:", fixed)
-show("acquire+release cycles/s, watchdog mode:", watchdog)
-show("lock:with cycles/s, watchdog mode:", with)
+if arg[3] == "json" then
+  local f, w, l = rate(cycles, fixed), rate(cycles, watchdog), rate(cycles, with)
+  print(('{"measure": "lua", "interpreter": "%s", "cycles": %d, "rows": [' ..
+    '{"impl": "lua-fixed", "label": "%s, fixed lease", "cycles_per_s": %.1f}, ' ..
+    '{"impl": "lua", "label": "%s, watchdog", "cycles_per_s": %.1f}, ' ..
+    '{"impl": "lua-with", "label": "%s, lock:with (watchdog)", "cycles_per_s": %.1f}]}')
+    :format(label, cycles, label, f, label, w, label, l))
+else
+  local function show(what, one) print(("%-18s %-40s %8.0f"):format(label, what, rate(cycles, one))) end
+  show("acquire+release cycles/s, fixed lease:", fixed)
+  show("acquire+release cycles/s, watchdog mode:", watchdog)
+  show("lock:with cycles/s, watchdog mode:", with)
+end
 client:close()

@@ -1,0 +1,89 @@
+"""Measure 2: hand-off latency between two processes.
+
+    handoff.py URL IMPL --rounds N
+
+Each round: this process (the holder) takes the lock and tells a second process (the waiter) to
+acquire it; the waiter blocks; after a short settle time the holder notes the time and releases;
+the waiter notes the time at which its acquire returned, releases, and sends that time back.
+Both read CLOCK_MONOTONIC, which is one clock for every process of the machine. The latency is
+waiter-holds minus holder-releases: it includes however the library wakes its waiter (pub/sub,
+BLPOP, polling) and the waiter's acquire round trip. For a library that polls at a fixed
+interval (redis-py: 0.1 s), the release comes at a random point of the waiter's interval (the
+settle time gets a random extra of up to one interval), as it would in real use; with a fixed
+settle time, every release would land at the same phase of the poll. Prints one JSON object.
+"""
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+
+from peers import IMPLS, version_of
+
+SETTLE = 0.003  # s between "start waiting" and the release: the waiter is blocked by then
+NAME = "bench:handoff"
+
+
+def waiter(url, impl_name):
+    impl = IMPLS[impl_name](url)
+    lock = impl.lock(NAME)
+    print("ready", flush=True)
+    for line in sys.stdin:
+        if line.strip() != "go":
+            break
+        if not lock.acquire(None):
+            sys.exit("waiter: acquire returned False")
+        held_at = time.monotonic()
+        lock.release()
+        print(repr(held_at), flush=True)
+    impl.close()
+
+
+def holder(url, impl_name, rounds):
+    cls = IMPLS[impl_name]
+    impl = cls(url)
+    lock = impl.lock(NAME)
+    child = subprocess.Popen([sys.executable, os.path.abspath(__file__), url, impl_name,
+                              "--waiter"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True, bufsize=1)
+    if child.stdout.readline().strip() != "ready":
+        sys.exit("waiter did not start")
+    latencies = []
+    for i in range(rounds + 1):  # round 0 warms both sides up
+        if not lock.acquire(None):
+            sys.exit("holder: acquire returned False")
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        time.sleep(SETTLE + random.uniform(0, getattr(cls, "poll_interval", 0)))
+        released_at = time.monotonic()
+        lock.release()
+        line = child.stdout.readline()
+        if not line:
+            sys.exit("waiter died")
+        if i:
+            latencies.append((float(line) - released_at) * 1e3)
+    child.stdin.close()
+    child.wait()
+    impl.close()
+    return {"impl": cls.name, "label": cls.label, "version": version_of(cls.dist),
+            "rounds": rounds, "latencies_ms": sorted(latencies)}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("url")
+    p.add_argument("impl", choices=sorted(IMPLS))
+    p.add_argument("--rounds", type=int, default=250)
+    p.add_argument("--waiter", action="store_true")
+    a = p.parse_args()
+    if a.waiter:
+        waiter(a.url, a.impl)
+    else:
+        print(json.dumps({"measure": "handoff", "rows": [holder(a.url, a.impl, a.rounds)]}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""The smoke run's verdict: each measurement step that ran and gave sane output counts as
+passed (the right fields, positive rates, as many samples as asked); the page and each plot
+count too. Timing is never checked: a slow or noisy machine passes."""
+
+import os
+
+
+def pos(*xs):
+    return all(isinstance(x, (int, float)) and x > 0 for x in xs)
+
+
+def check_step(name, step, params):
+    """Problems with one step's output ([] when sane)."""
+    if not step.get("ok"):
+        return [step.get("error", "failed").splitlines()[-1][:200] if step.get("error") else "failed"]
+    d, m = step["data"], step["measure"]
+    rows = d.get("rows", [])
+    if m not in ("ceiling",) and not rows:
+        return ["no rows"]
+    bad = []
+    for r in rows:
+        if m in ("limits", "core", "lua", "cycles", "parallel") and not pos(r["cycles_per_s"]):
+            bad.append(f"{r.get('impl')}: cycles_per_s {r['cycles_per_s']}")
+        if m == "handoff" and (len(r["latencies_ms"]) != params["handoffs"]
+                               or not all(x > 0 for x in r["latencies_ms"])):
+            bad.append(f"{r['impl']}: {len(r['latencies_ms'])} latencies")
+        if m == "contended" and (len(r["per_worker"]) != r["workers"] or r["acquisitions"] <= 0
+                                 or r["handoffs"] > r["acquisitions"]):
+            bad.append(f"{r['impl']}: per-worker counts")
+        if m == "watchdog":
+            if not (r["rounds"] >= 1 and r["full_rounds"] >= 1 and pos(r["round_ms_median"])
+                    and r["round_trips_per_round"] > 0 and 0 <= r["live_keys"] <= r["holds"]
+                    and pos(r["bytes_per_lock_handle"], r["bytes_per_hold"])):
+                bad.append(f"{r['holds']} holds: {r}"[:200])
+        if m == "gil" and (len(r["points"]) != len(params["gil_waiters"])
+                           or not all(pos(p["fraction"]) for p in r["points"])):
+            bad.append(f"{r['impl']}: fractions")
+        if m == "memory-python" and not (pos(r["lock_object"]["python_bytes"],
+                                             r["lock_object"]["core_bytes"])
+                                         and len(r["rss"]["samples"]) >= 2):
+            bad.append("memory figures")
+    if m == "core" and len(d["handoff"]["latencies_ms"]) != params["c_handoffs"]:
+        bad.append("core hand-offs")
+    if m == "ceiling" and not pos(d.get("requests_per_s", d.get("cycles_per_s"))):
+        bad.append("no rate")
+    return bad
+
+
+def record(results, report_problems, page, img, path=None):
+    """Writes the smoke transcript ending in 'N passed, N failed'; returns the exit status."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    path = path or os.path.join(root, "build", "results", "bench-smoke.txt")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    lines, passed, failed = [], 0, 0
+
+    def count(name, problems):
+        nonlocal passed, failed
+        if problems:
+            failed += 1
+            lines.append(f"FAIL {name}: {'; '.join(problems)}")
+        else:
+            passed += 1
+            lines.append(f"ok   {name}")
+
+    for name, step in results["steps"].items():
+        count(name, check_step(name, step, results["params"]))
+    count("page", report_problems + ([] if os.path.getsize(page) > 1000 else ["page too short"]))
+    for plot in ("cycles", "parallel", "handoff", "contended", "watchdog", "gil", "rss"):
+        f = os.path.join(img, plot + ".png")
+        count(f"plot {plot}", [] if os.path.exists(f) and os.path.getsize(f) > 1000 else ["missing"])
+    lines.append(f"{passed} passed, {failed} failed")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 1 if failed else 0

@@ -1,0 +1,43 @@
+# Benchmarks (bench/): every measure of docs/benchmarks.md against one throwaway redis-server,
+# then the page and its plots. Peers (redis-py, python-redis-lock, pottery) and matplotlib are
+# installed into the build's virtualenv for the benchmark only; they are not dependencies of
+# redlease. `make bench-smoke` runs the same harness with tiny sizes (under a minute), writes to
+# build/bench-smoke (never docs/), and is a suite of `make test`; no timing is asserted.
+SUITES += bench-smoke
+
+BENCH_PEERS := redis python-redis-lock pottery matplotlib
+BENCH_BINS := $(B)/bench_core $(B)/bench_limits $(B)/bench_watchdog $(B)/bench_parallel \
+  $(B)/bench_bare.so
+
+.PHONY: bench bench-smoke test-bench-smoke bench-deps
+
+# The bare hiredis loop (the limit of measure 1) is linked into bench_core and bench_limits, and
+# built as a shared object that the Python benchmarks load with ctypes.
+BARE_LOOP := bench/c/bare_loop.c bench/c/bare_loop.h
+
+$(B)/bench_core: bench/c/bench_core.c $(BARE_LOOP) $(B)/plain/librlcore.a
+	$(CC) $(ALL_CFLAGS) -Ibench/c -o $@ $(filter %.c %.a,$^) $(LIBS)
+
+$(B)/bench_limits: bench/c/bench_limits.c $(BARE_LOOP) $(B)/plain/librlcore.a
+	$(CC) $(ALL_CFLAGS) -Ibench/c -o $@ $(filter %.c %.a,$^) $(LIBS)
+
+$(B)/bench_bare.so: $(BARE_LOOP) $(B)/plain/librlcore.a
+	$(CC) $(ALL_CFLAGS) -shared -o $@ $(filter %.c %.a,$^) $(LIBS)
+
+$(B)/bench_parallel: bench/c/bench_parallel.c $(B)/plain/librlcore.a
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS)
+
+# Linked with --wrap around two core functions, to time the watchdog's rounds from outside.
+$(B)/bench_watchdog: bench/c/bench_watchdog.c $(B)/plain/librlcore.a
+	$(CC) $(ALL_CFLAGS) -Wl,--wrap=rl_cond_wait_until -Wl,--wrap=rl_scripts_run -o $@ $^ $(LIBS)
+
+bench-deps: deps python-install lua-rocks $(BENCH_BINS)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check $(BENCH_PEERS)
+
+bench: bench-deps
+	$(PY) bench/run.py --out $(B)/bench --page docs/benchmarks.md --img docs/img
+
+bench-smoke: bench-deps
+	$(PY) bench/run.py --smoke --out $(B)/bench-smoke --results $(B)/results/bench-smoke.txt
+
+test-bench-smoke: bench-smoke
