@@ -17,7 +17,7 @@ void rl_options_init(rl_options *o) {
     o->command_timeout_ms = 5000;
     o->watchdog_timeout_ms = 30000;
     o->latch_ttl_ms = 20000;
-    o->pool_size = 4;
+    o->pool_size = 16; /* opened on demand: one thread uses one connection */
     o->sync_timeout_ms = 1000;
     o->fair_wait_ms = 300000;
 }

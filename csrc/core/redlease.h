@@ -86,7 +86,8 @@ typedef struct rl_options {
     int64_t command_timeout_ms;  /* default 5000 */
     int64_t watchdog_timeout_ms; /* lease in watchdog mode, renewed every third; default 30000 */
     int64_t latch_ttl_ms;        /* lifetime of an unlock latch; default 20000 */
-    int pool_size;               /* command connections shared by host threads; default 4 */
+    int pool_size;               /* most command connections shared by host threads, opened as
+                                    concurrent calls need them; default 16 */
     int64_t max_hold_ms;         /* watchdog mode: stop renewing a hold this long after it was
                                     first taken and report it lost (max_hold); 0 = no cap */
     int sync_replicas;           /* > 0: after each lock write, WAIT for this many replicas; an
