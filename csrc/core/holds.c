@@ -18,6 +18,7 @@ void rl_holds_clear(rl_holds *holds) {
         rl_hold *h = holds->buckets[b];
         while (h) {
             rl_hold *next = h->bucket_next;
+            free(h->retry_id);
             free(h);
             h = next;
         }
@@ -62,8 +63,9 @@ rl_hold *rl_holds_add(rl_holds *holds, const void *name, size_t name_len, rl_loc
                       size_t read_keys_len) {
     if (holds->count + 1 > holds->nbuckets && grow(holds) != 0) return NULL;
     if (!read_keys) read_keys_len = 0;
-    /* One block: the hold, its name, then its read-hold key prefix. */
-    rl_hold *h = calloc(1, sizeof *h + name_len + 1 + read_keys_len + 1);
+    /* One block: the hold, its name, its read-hold key prefix, then its owner field. */
+    size_t owner_len = strlen(owner);
+    rl_hold *h = calloc(1, sizeof *h + name_len + 1 + read_keys_len + 1 + owner_len + 1);
     if (!h) return NULL;
     h->hash = hash_of(name, name_len, kind, context);
     h->context = context;
@@ -72,8 +74,10 @@ rl_hold *rl_holds_add(rl_holds *holds, const void *name, size_t name_len, rl_loc
     if (read_keys_len) memcpy(keys, read_keys, read_keys_len);
     h->read_keys = keys;
     h->read_keys_len = read_keys_len;
-    h->owner_len = strlen(owner);
-    memcpy(h->owner, owner, h->owner_len + 1);
+    char *owner_copy = keys + read_keys_len + 1;
+    memcpy(owner_copy, owner, owner_len + 1);
+    h->owner = owner_copy;
+    h->owner_len = owner_len;
     h->name_len = name_len;
     memcpy(h->name, name, name_len);
     rl_hold **bucket = &holds->buckets[h->hash & (holds->nbuckets - 1)];
@@ -89,6 +93,7 @@ void rl_holds_remove(rl_holds *holds, rl_hold *hold) {
     while (*p != hold) p = &(*p)->bucket_next;
     *p = hold->bucket_next;
     holds->count--;
+    free(hold->retry_id);
     free(hold);
 }
 

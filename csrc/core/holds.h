@@ -16,20 +16,21 @@ typedef struct rl_hold {
     struct rl_hold *watch_prev, *watch_next; /* on the watchdog's list while renewed */
     uint64_t hash;
     uint64_t context;
-    rl_lock_kind kind;
     int64_t count;           /* holds this context has, as this client knows */
     int64_t lease_ms;        /* lease of the latest fixed-lease acquire */
     int64_t confirmed_until; /* monotonic ms when the lease Redis last confirmed ends */
     int64_t renew_until;     /* monotonic ms after which it is not renewed (max_hold); 0 = none */
     int64_t token;           /* fenced locks: the token of the latest acquire */
     rl_lost_reason lost;     /* RL_LOST_NONE while healthy */
+    rl_lock_kind kind;       /* (packed beside `lost`: a process may hold 100,000 of these) */
     unsigned watchdog : 1;   /* taken in watchdog mode: renewed until fully released */
     unsigned watched : 1;    /* on the watchdog list */
     unsigned releasing : 1;  /* a release is in flight: the watchdog leaves it alone */
     unsigned in_round : 1;   /* part of the renewal round on the wire: must not be freed */
     unsigned release_failed : 1;
-    char request_id[33];     /* the failed release's id, reused by its retry */
-    char owner[RL_OWNER_MAX]; /* the hash field: owner, or owner:write for a write hold */
+    char *retry_id;           /* after a failed release: its request id (malloc'd), reused by
+                                 the retry so that the unlock latch answers it; else NULL */
+    const char *owner;        /* the hash field: owner, or owner:write for a write hold */
     size_t owner_len;
     const char *read_keys;    /* read holds: prefix of the hold keys (prefix:1..count), else "" */
     size_t read_keys_len;

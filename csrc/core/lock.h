@@ -26,6 +26,7 @@ struct rl_lock {
     size_t queue_key_len, deadlines_key_len;
     char *key_base; /* read/write: name when it has '{', else "{name}" (read-hold keys start so) */
     size_t key_base_len;
+    char *block; /* once made, the name and every key above live in this one allocation */
 };
 
 #define RL_REQUEST_ID_BYTES 16 /* 32 hex chars */
