@@ -614,6 +614,7 @@ public final class Bench {
             long keys;
             long flights;
             long missing;
+            long errors;
         }
 
         final long gapNs;
@@ -674,7 +675,7 @@ public final class Bench {
                     lastDone = done;
                     r.end = Math.max(r.end, done);
                     if (e != null) {
-                        r.missing += keys;
+                        r.errors++; // e.g. NOSCRIPT, which Redisson answers by sending EVAL
                     } else if (res instanceof Collection<?> c) {
                         r.missing += keys - c.size(); // renewals that found the hold gone
                     }
@@ -855,7 +856,11 @@ public final class Bench {
         long flights = 0;
         long missing = 0;
         int full = 0;
+        long errors = 0;
         for (Tap.Round rd : window) {
+            System.err.printf("watchdog %d holds: round of %.3f ms, %d calls, %d keys, %d flights, %d missing, %d errors%n",
+                              n, (rd.end - rd.start) / 1e6, rd.calls, rd.keys, rd.flights, rd.missing, rd.errors);
+            errors += rd.errors;
             roundMs.add((rd.end - rd.start) / 1e6);
             calls += rd.calls;
             flights += rd.flights;
@@ -892,6 +897,7 @@ public final class Bench {
         row.put("window_s", (System.nanoTime() - wStart) / 1e9);
         row.put("lost", n - live);
         row.put("lost_events", missing);
+        row.put("failed_calls", errors);
         row.put("live_keys", live);
         row.put("batch_size", config.getLockWatchdogBatchSize());
         return row;
