@@ -95,6 +95,13 @@ def f2(x):
     return "–" if x is None else f"{x:.2f}"
 
 
+NA = "n/a"  # a figure the library's command could not measure (left out, or null)
+
+
+def na(fmt, x):
+    return NA if x is None else fmt(x)
+
+
 def ms(x):
     if x is None:
         return "–"
@@ -115,7 +122,7 @@ def goals(R):
     ping, bare = R.limits()
     py = R.row("cycles", "redlease")
     peers = [r for r in R.rows("cycles") if not r["impl"].startswith("redlease")
-             and r["impl"] not in ("ping", "bare-scripts")]
+             and r["impl"] not in ("ping", "bare-scripts", "redisson")]  # goal (1): Python peers
     if py and bare:
         frac = py.get("of_bare", py["cycles_per_s"] / bare)
         best_peer = max(peers, key=lambda r: r["cycles_per_s"]) if peers else None
@@ -155,7 +162,7 @@ def goals(R):
                     "faster", "; ".join(parts), "met" if ok else "not met"))
     red = [r for r in R.rows("contended") if r["impl"] == "redisson"]
     out.append(("3", "(3) contended: ≥ Redisson's hand-offs per second, fairness at least as even",
-                "Redisson's rows: " + ("measured" if red else NOT_YET),
+                contended_text(R) if red else "Redisson's rows: " + NOT_YET,
                 (compare_contended(R) if red else NOT_YET)))
     wd = R.data("watchdog")
     if wd:
@@ -185,6 +192,19 @@ def goals(R):
                     f"lock handle {big['bytes_per_lock_handle']:.0f})",
                     "met" if 0 < big["bytes_per_held_lock"] <= 512 else "not met"))
     return out
+
+
+def contended_text(R):
+    parts = []
+    for w in R.p["contended_workers"]:
+        a, b = R.row("contended", "redlease", workers=w), R.row("contended", "redisson", workers=w)
+        if not a or not b:
+            parts.append(f"{w} workers: " + ("Redisson " + NOT_YET if a else "redlease failed"))
+            continue
+        parts.append(f"{w} workers: {n0(a['handoffs_per_s'])} vs Redisson {n0(b['handoffs_per_s'])} "
+                     f"hand-offs/s, min/max per worker {a['per_worker_min'] / max(1, a['per_worker_max']):.2f}"
+                     f" vs {b['per_worker_min'] / max(1, b['per_worker_max']):.2f}")
+    return "; ".join(parts)
 
 
 def compare_contended(R):
@@ -369,7 +389,8 @@ def write(results, page, img):
         ["redlease", f"{v.get('redlease')} at {m['commit']}; hiredis {m['hiredis']}; {m['cc']}"],
         ["Python", f"{m['python']}; Lua: {lua}"],
         ["peers", f"redis-py {v.get('redis-py')}, python-redis-lock {v.get('python-redis-lock')}, "
-                  f"pottery {v.get('pottery')}; Redisson: {NOT_YET if not results['redisson'] else 'via $BENCH_REDISSON'}"],
+                  f"pottery {v.get('pottery')}; Redisson: " + (NOT_YET if not results['redisson'] else
+                  redisson_versions(R))],
         ["sizes", ", ".join(f"{k} {v}" for k, v in p.items())],
     ]) + "\n")
 
@@ -524,20 +545,24 @@ def write(results, page, img):
         rows = []
         for r in R.rows("watchdog"):
             g = lambda k: r.get(k)  # noqa: E731  (a library measured elsewhere may lack some)
-            rows.append([("Redisson: " if r["impl"] == "redisson" else "") + n0(g("holds")),
-                         f"{g('acquire_s'):.2f} s" if g("acquire_s") is not None else "–",
-                         ms(g("round_ms_median")), ms(g("round_net_ms_median")),
-                         f2(g("round_trips_per_round")), n0(g("calls_per_round")),
-                         ms(g("round_cpu_ms_median")),
-                         f"{100 * g('round_cpu_ms_median') / wd['period_ms']:.2f}%"
-                         if g("round_cpu_ms_median") is not None else "–",
-                         ms(g("process_cpu_ms_per_round")), n0(g("full_rounds")),
-                         n0((g("lost") or 0) + (g("lost_events") or 0)), n0(g("live_keys"))])
+            period = R.steps[r["_step"]]["data"].get("period_ms", wd["period_ms"])
+            lost = None if g("lost") is None and g("lost_events") is None else \
+                (g("lost") or 0) + (g("lost_events") or 0)
+            rows.append([("Redisson: " if r["impl"] == "redisson" else "") + na(n0, g("holds")),
+                         na(lambda x: f"{x:.2f} s", g("acquire_s")),
+                         na(ms, g("round_ms_median")), na(ms, g("round_net_ms_median")),
+                         na(f2, g("round_trips_per_round")), na(n0, g("calls_per_round")),
+                         na(ms, g("round_cpu_ms_median")),
+                         na(lambda x: f"{100 * x / period:.2f}%", g("round_cpu_ms_median")),
+                         na(ms, g("process_cpu_ms_per_round")), na(n0, g("full_rounds")),
+                         na(n0, lost), na(n0, g("live_keys"))])
         if not any(r["impl"] == "redisson" for r in R.rows("watchdog")):
             rows.append(["Redisson (Java)", NOT_YET] + [""] * 10)
         w(table(["holds", "taking them", "round ms (median)", "of which Redis", "round trips/round",
                  "script calls/round", "round CPU ms", "CPU / period", "process CPU ms/round",
                  "rounds timed", "lost", "live keys"], rows) + "\n")
+        if any(r["impl"] == "redisson" for r in R.rows("watchdog")):
+            w(REDISSON_WATCHDOG)
         w(pic("watchdog.png", "watchdog round time and CPU"))
     else:
         w("The watchdog step failed in this run: " + "; ".join(R.failed("watchdog")) + "\n")
@@ -601,12 +626,16 @@ def write(results, page, img):
     if "1" not in missed:
         w(NOTE_CYCLE_COSTS)
     w(NOTES_ALWAYS)
-    w("\n## Adding Redisson\n")
+    w("\n## Redisson's rows\n")
     w("The harness (`bench/run.py`) takes one more command per library: with `BENCH_REDISSON` "
       "set to a command, it runs `$BENCH_REDISSON MEASURE URL --key value ...` for `cycles`, "
       "`parallel`, `handoff`, `contended` and `watchdog`, and reads the same JSON as the Python "
-      "scripts print (see `bench/README.md`). Until the interop Maven project provides that "
-      "command, Redisson's rows read \"not measured yet\".\n")
+      "scripts print (see `bench/README.md`). `make bench` sets it to `bench/redisson/run`, "
+      "which runs the Java program `Bench.java` of the interop Maven project "
+      "(`tests/interop/java`, built into `build/interop` by `make interop-java`); "
+      "`BENCH_REDISSON=` (empty) leaves the rows out, and they read \"not measured yet\".\n")
+    if results["redisson"]:
+        w(REDISSON_METHOD)
     os.makedirs(os.path.dirname(page), exist_ok=True)
     with open(page, "w") as f:
         f.write("\n".join(out))
@@ -695,6 +724,67 @@ NOTES_ALWAYS = """\
   time is almost all Redis running the renewal scripts, and the client's CPU per round grows
   linearly with the holds (building the arguments, formatting the commands, reading the
   replies).
+"""
+
+
+def redisson_versions(R):
+    vs = {r.get("version") for m in ("cycles", "parallel", "handoff", "contended", "watchdog")
+          for r in R.rows(m) if r["impl"] == "redisson"}
+    vs.discard(None)
+    return (f"{', '.join(sorted(vs))} " if vs else "") + \
+        "(Java, `bench/redisson/run`, see [Redisson's rows](#redissons-rows))"
+
+
+REDISSON_METHOD = """\
+How the Java rows were measured (`Bench.java`), each the way the Python script of the same measure
+measures redlease and the Python peers:
+
+- Redisson's `RLock` (`getLock`) in watchdog mode, as redlease's Python rows (not the
+  fixed-lease ones): `tryLock()` for a single try, `lock()` to wait, `tryLock(wait, unit)` to
+  wait at most that long; `unlock()` to release. One `RedissonClient` per JVM with Redisson's
+  default configuration (connection pools, threads, codec, script cache) apart from the address,
+  on the JVM's default options (`BENCH_JAVA_OPTS` adds some).
+- The JVM compiles hot code only after it has run a while, so each measure warms up first, and
+  the warm-up counts nowhere: cycles, up to 3,000 cycles or 1 s (the Python rows: 50 cycles);
+  parallel, 500 cycles per thread (Python: 20); hand-off, 30 hand-offs (Python: 1); each
+  contended worker process, 500 cycles on a lock name of its own before the start.
+- Cycles (1): one thread, `tryLock()` + `unlock()` in chunks of 100 until N cycles or S seconds.
+  It runs in a process of its own, apart from the limits, so its ratios (†) are to the limits'
+  medians. Parallel (1b): 16 threads of one client, each on its own lock name, after a common
+  start.
+- Hand-off (2): the waiter is a second JVM of the same program, started by the holder, driven
+  over its stdin; 3 ms after "go" the holder reads `System.nanoTime`, calls `unlock()`, and the
+  waiter reads `System.nanoTime` when its `lock()` returns. HotSpot on Linux reads
+  `System.nanoTime` from `CLOCK_MONOTONIC`, one clock for every process of the machine (the
+  Python scripts' `time.monotonic`); each run checks it first: 20 times, the waiter's reading
+  must fall between two readings of the holder's taken around the request, or the run fails.
+- Contended (3): W worker threads over P JVMs (the parent JVM only starts them and counts),
+  each looping `tryLock(until the end)` → note `System.nanoTime` → `unlock()`; hand-offs and
+  per-worker counts from the sorted notes, as `contended.py`.
+- Watchdog (4): see the Redisson note under [4](#4-watchdog-scale).
+"""
+
+REDISSON_WATCHDOG = """\
+The Redisson rows: one `RedissonClient` with `Config.setLockWatchdogTimeout` set to the same
+timeout takes N watchdog-mode holds (`tryLock()` on N names, 4 threads) and sits for the same
+number of periods; Redisson renews every timeout / 3, each round as `EVAL` calls of up to
+`lockWatchdogBatchSize` (100, the default) holds each, and schedules the next round a period
+after the last one *ended*, so a long round stretches its period and fewer rounds fit in the
+window. Method: a netty handler added to each of the client's connections
+(`Config.setNettyHook`) sees every command written and, through its promise, when its reply came
+back; in the window the client sends nothing but renewals. A round is its calls, from the first
+write to the last reply (the client's work before the first write is not in it, so there is no
+\"of which Redis\" figure: n/a). Round trips per round counts pipelined flights: a new one starts
+when a call is written while none of the round's calls is in flight (Redisson writes a round's
+calls at once over its pooled connections, so this is about 1, while script calls per round is
+holds / 100; a call Redis refused, such as an `EVALSHA` answered `NOSCRIPT` that Redisson then
+sends again as `EVAL`, counts as a call). The server's `INFO commandstats` (`EVAL` + `EVALSHA` calls) over the window gives
+the same calls per round. Round CPU is the CPU time of Redisson's threads (`redisson-netty-*`,
+`redisson-timer-*`; `ThreadMXBean`) from the quiet point after one round to the quiet point
+after the next; process CPU per round is `OperatingSystemMXBean.getProcessCpuTime` over the
+window divided by the rounds, and also counts the JVM's compiler and garbage-collector threads
+(in 10 ms ticks). Lost: holds whose key has no lease left at the end (one batch of `PTTL`) plus
+holds a renewal reply said were gone. The window opens after a first round over all N has ended.
 """
 
 

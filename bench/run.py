@@ -158,7 +158,9 @@ class Harness:
         for k, v in params.items():
             args += ["--" + k.replace("_", "-"), ",".join(map(str, v)) if isinstance(v, list)
                      else str(v)]
-        self.run(f"{measure}-redisson", measure, shlex.split(prefix) + [measure, self.url] + args)
+        # one step per run: contended runs once per worker count
+        name = f"{measure}-redisson" + (f"-{params['workers']}" if "workers" in params else "")
+        self.run(name, measure, shlex.split(prefix) + [measure, self.url] + args)
 
     def all(self, redisson):
         p, impls = self.p, [n for n in ["redlease"] + PEERS if available(n)]

@@ -31,7 +31,12 @@ $(B)/bench_parallel: bench/c/bench_parallel.c $(B)/plain/librlcore.a
 $(B)/bench_watchdog: bench/c/bench_watchdog.c $(B)/plain/librlcore.a
 	$(CC) $(ALL_CFLAGS) -Wl,--wrap=rl_cond_wait_until -Wl,--wrap=rl_scripts_run -o $@ $^ $(LIBS)
 
-bench-deps: deps python-install lua-rocks $(BENCH_BINS)
+# Redisson's rows: the Java benchmark program of the interop Maven project (Bench.java), run by
+# bench/redisson/run; set BENCH_REDISSON= (empty) to leave those rows out.
+BENCH_REDISSON ?= $(CURDIR)/bench/redisson/run
+export BENCH_REDISSON
+
+bench-deps: deps python-install lua-rocks $(BENCH_BINS) $(if $(BENCH_REDISSON),interop-java)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check $(BENCH_PEERS)
 
 bench: bench-deps
