@@ -657,25 +657,31 @@ three TCP sends and three commands for Redis where the bare loop has two. Per cy
 task-clock, Redis's `INFO cpu`, quiet machine): client CPU 24 µs against 15, Redis CPU 26 µs
 against 19. The other extra system calls (`rt_sigprocmask`/`rt_sigpending` ×12 for the SIGPIPE
 guard, `poll` ×2, `getrandom` ×1: 21 system calls per cycle against 4, by `strace -c`) cost
-about 0.15 µs each here, some 2 µs a cycle. Watchdog mode, the default, adds a wake-up of the
-watchdog thread on every acquire (`rl_watchdog_watch` signals it each time): 4.3 task switches
-per cycle instead of 2.0 and about 12 µs more client CPU; a scratch copy of the core without
-that signal was back to 2.2 switches and fixed-lease CPU. Fixes in the core: leave the latch
-`DEL` in the connection's output buffer so that it goes out in the same write as the next
-command on that connection (the latch has its own TTL meanwhile); signal the watchdog only when
-its list goes from empty to non-empty and schedule the first renewal from that moment; then,
-for the last microseconds, skip the SIGPIPE guard when SIGPIPE is already ignored (CPython
+about 0.15 µs each here, some 2 µs a cycle. (Watchdog mode used to wake the watchdog thread on
+every acquire, 4.3 task switches per cycle instead of 2.0; the core now wakes it only when its
+list was empty, and watchdog-mode cycles cost what fixed-lease ones do.) Fixes in the core: leave
+the latch `DEL` in the connection's output buffer so that it goes out in the same write as the
+next command on that connection (the latch has its own TTL meanwhile); then, for the last
+microseconds, skip the SIGPIPE guard when SIGPIPE is already ignored (CPython
 ignores it) and make request ids from a random per-client prefix and a counter.
 """,
     "1b": """\
-**(1b) Sixteen threads.** The pool: the Python client has 4 connections (the core's default;
-`redlease.Client` has no `pool_size`), so 16 threads queue for them. The C rows show it without
-Python: the core with the same 4 connections makes about what Python makes, and with one
-connection per thread it comes much closer to the ceiling. `strace -c -f` of the Python run
-also counts about 18 futex calls per cycle (the GIL changing hands, the pool's and the client's
-mutexes, the watchdog's wake-ups). Fixes: a `pool_size` option on `redlease.Client` with a
-larger default (16, or growing on demand up to a cap), then the per-cycle savings named on this page
-(the watchdog's wake-up on every acquire, the latch `DEL` in a write of its own).
+**(1b) Sixteen threads.** The command pool holds up to 16 connections, opened as concurrent
+calls need them (it held 4 before); the C rows show the ceiling of one connection per thread.
+`strace -c -f` of the Python run counts about 18 futex calls per cycle (the GIL changing hands,
+the pool's and the client's mutexes). What is left is the per-cycle cost named under (1) (the
+latch `DEL` in a write of its own) and the GIL.
+""",
+    "3": """\
+**(3) Contended throughput and fairness.** redlease makes several times Redisson's hand-offs per
+second at every worker count; where it misses, it is fairness with few workers: a worker that
+releases takes the lock again (one round trip) before the waiter it woke gets there (a pub/sub
+message, then a round trip), so with 2 workers one of them gets most acquisitions; Redisson,
+several times slower per acquisition, gives its woken waiter more time. The figure moves a lot
+between runs (0.20 to 0.93 at 2 workers). Both are non-fair locks. What would fix it: make a
+release hand over to the woken waiter (the fair lock's queue, `client.fair_lock()`, does exactly
+that, at the cost of a few round trips per hand-off); the plain lock keeps the faster,
+Redisson-compatible behaviour.
 """,
     "2": """\
 **(2) Hand-off.** When python-redis-lock matches or beats redlease, it is because its waiter is
@@ -689,26 +695,17 @@ finish the unsubscription on its own (the channel's entry stays pinned until Red
 return from `acquire` at once.
 """,
     "6": """\
-**(6) Bytes per held lock.** A held lock costs its `rl_lock` handle (272 bytes: four
-allocations, the 128-byte struct and three strings, the name, the channel and the latch prefix,
-each with malloc's header and rounding) and its `rl_hold` entry (about 270 bytes: a 224-byte
-struct, of which a fixed 64-byte owner buffer and a 33-byte request id kept for the whole hold,
-then the name, and its share of the hash table's buckets). Fixes in the core: one allocation
-per handle (struct and strings together, the channel and latch prefix derived from the name),
-and in the hold the owner as (client id, context) instead of a 64-byte copy and the request id
-only while a release is in flight: either change alone brings the total under 512 bytes.
+**(6) Bytes per held lock.** A held lock costs its `rl_lock` handle (the struct and one block for
+the name and its keys) and its `rl_hold` entry (the struct, the name, the owner field, and its
+share of the hash table's buckets; the request id only after a failed release).
 """,
 }
 
 # Said in CAUSES["1"] too: printed only when goal (1) is met.
 NOTE_CYCLE_COSTS = """\
-- Watchdog mode costs a few percent per cycle over a fixed lease (measure 1): every
-  watchdog-mode acquire signals the watchdog thread (`rl_watchdog_watch`), which wakes up for
-  nothing; `perf stat` counts 4.3 task switches per cycle instead of 2.0, and a scratch copy of
-  the core without that signal ran watchdog-mode cycles at the fixed-lease cost. The fix: wake
-  the watchdog only when its list goes from empty to non-empty. Either mode also sends the
-  unlock latch's `DEL` in a write of its own after each release: leaving it in the output
-  buffer to go out with the next command would save a TCP send per cycle on both sides.
+- Either lease mode sends the unlock latch's `DEL` in a write of its own after each release
+  (measure 1): leaving it in the output buffer to go out with the next command would save a TCP
+  send per cycle on both sides.
 """
 
 NOTES_ALWAYS = """\
@@ -716,10 +713,6 @@ NOTES_ALWAYS = """\
   `UNSUBSCRIBE` before `acquire` returns (`rl_sub_leave`); a scratch copy of the core that
   returns at once cut the C hand-off median by about a fifth (0.125 → 0.10 ms) and its p90 by a
   third.
-- Contended fairness (measure 3): with 2 workers, redlease lets a worker that releases take the
-  lock again before the waiter it woke gets there (the woken waiter needs a message and a round
-  trip; the releaser needs one round trip), as Redisson's `RLock` does; `client.fair_lock()`
-  gives arrival order when that matters.
 - Watchdog (measure 4): a round is one pipelined write of one script call per 1,000 holds; its
   time is almost all Redis running the renewal scripts, and the client's CPU per round grows
   linearly with the holds (building the arguments, formatting the commands, reading the
