@@ -1,11 +1,12 @@
-"""Shared by the pytest suites (tests/python, tests/faults): a throwaway server per test, a raw
-client on it, and the closing line `N passed, N failed` that `make test` adds up (written to
-$REDLEASE_RESULTS as well)."""
+"""Shared by the pytest suites (tests/python, tests/faults, tests/interop): a throwaway server per
+test, a raw client on it, redlease clients on it, and the closing line `N passed, N failed` that
+`make test` adds up (written to $REDLEASE_RESULTS as well)."""
 
 import os
 
 import pytest
 
+import redlease
 from redlease.testing import RedisServer
 from testkit import Raw
 
@@ -21,6 +22,21 @@ def raw(server):
     r = Raw(server.url)
     yield r
     r.close()
+
+
+@pytest.fixture
+def make_client(server):
+    """redlease clients on the test's server with any options; all closed after the test."""
+    made = []
+
+    def make(**options):
+        c = redlease.Client(server.url, **options)
+        made.append(c)
+        return c
+
+    yield make
+    for c in made:
+        c.close()
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -10,7 +10,6 @@ import sys
 
 import pytest
 
-import redlease
 from redlease.testing import RedisServer
 from testkit import Raw
 
@@ -50,20 +49,6 @@ def java(redisson):
 def name(request):
     """A lock name of this test's own."""
     return "interop:" + re.sub(r"[^A-Za-z0-9_.-]+", "-", request.node.name)
-
-
-@pytest.fixture
-def make_client(server):
-    made = []
-
-    def make(**options):
-        c = redlease.Client(server.url, **options)
-        made.append(c)
-        return c
-
-    yield make
-    for c in made:
-        c.close()
 
 
 @pytest.fixture
