@@ -15,6 +15,7 @@ per-thread ownership holds: t1's holds are t1's. Calls that Java answers with an
 JavaError (its ``cls`` is the Java class name). See Driver.java for the line protocol.
 """
 
+import abc
 import itertools
 import os
 import subprocess
@@ -54,7 +55,7 @@ class PeerDied(Exception):
     """The peer process ended (or never answered) while a request was pending."""
 
 
-class LineProcess:
+class LineProcess(abc.ABC):
     """A child process that answers requests line by line on stdout. A reader thread resolves
     futures; each resolved future gets ``received``, the time.monotonic() its line was read."""
 
@@ -79,12 +80,13 @@ class LineProcess:
             raise PeerDied(f"{argv!r} did not start: {first}\n{self.stderr()}")
         self.ready_value = first[len("ready "):]
 
-    # Subclasses: match a reply line to its pending future.
+    @abc.abstractmethod
     def _dispatch(self, line: str, received: float) -> None:
-        raise NotImplementedError
+        """Matches a reply line to its pending future."""
 
+    @abc.abstractmethod
     def _fail_pending(self, error: Exception) -> None:
-        raise NotImplementedError
+        """Fails every pending future (the peer died or was closed)."""
 
     def _read_loop(self) -> None:
         stdout = self.proc.stdout
