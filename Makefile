@@ -31,7 +31,7 @@ $(B)/$(1)/tests/%.o: tests/c/%.c tests/c/*.h csrc/core/redlease.h
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(ALL_CFLAGS) $$(FLAGS_$(1)) -c $$< -o $$@
 $(B)/$(1)/librlcore.a: $(patsubst csrc/core/%.c,$(B)/$(1)/core/%.o,$(CORE_SRC))
-	ar rcs $$@ $$^
+	rm -f $$@ && ar rcs $$@ $$^
 $(B)/$(1)/test_core: $(patsubst tests/c/%.c,$(B)/$(1)/tests/%.o,$(TEST_SRC)) $(B)/$(1)/librlcore.a
 	$$(CC) $$(FLAGS_$(1)) -o $$@ $$^ $$(LIBS)
 endef

@@ -60,7 +60,6 @@ build = {
             "csrc/core/replicas.c",
             "csrc/core/script_text.c",
             "csrc/core/scripts.c",
-            "csrc/core/sigpipe.c",
             "csrc/core/subscriber.c",
             "csrc/core/threads.c",
             "csrc/core/url.c",

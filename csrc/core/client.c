@@ -58,7 +58,9 @@ rl_status rl_client_new(const char *url, const rl_options *options, rl_client **
         free(c);
         return st;
     }
-    if (rl_pool_init(&c->pool, o.pool_size) != 0) {
+    rl_config_init(&c->cfg);
+    if (rl_pool_init(&c->pool, o.pool_size, &c->cfg) != 0) {
+        rl_config_destroy(&c->cfg);
         rl_endpoint_free(&c->cfg.endpoint);
         free(c);
         return rl_fail(err, RL_ERR_MEMORY, "out of memory");
@@ -70,7 +72,7 @@ rl_status rl_client_new(const char *url, const rl_options *options, rl_client **
     atomic_init(&c->fork_generation, rl_fork_generation());
     pthread_mutex_init(&c->mu, NULL);
     rl_holds_init(&c->holds);
-    rl_watchdog_init(&c->watchdog);
+    rl_watchdog_init(&c->watchdog, &c->cfg);
     rl_scripts_init(&c->scripts);
     rl_sub_init(&c->sub, &c->cfg);
     rl_events_init(&c->events, o.on_event, o.event_userdata);
@@ -88,6 +90,7 @@ static void destroy(rl_client *c) {
     rl_sub_destroy(&c->sub);
     rl_events_destroy(&c->events);
     rl_endpoint_free(&c->cfg.endpoint);
+    rl_config_destroy(&c->cfg);
     pthread_mutex_destroy(&c->mu);
     free(c);
 }
@@ -107,9 +110,14 @@ void rl_client_free(rl_client *c) {
     uint64_t generation = rl_fork_generation();
     if (atomic_load(&c->fork_generation) != generation) reset_after_fork(c, generation);
     if (atomic_exchange(&c->closed, 1) == 0) {
-        rl_watchdog_stop(c);
-        rl_sub_stop(&c->sub);
+        /* Promptly, whatever the network does: no connection opens any more, every call in
+         * progress on a socket is cut short and every waiter is woken (they answer "closed"),
+         * and only then are the threads joined. */
+        atomic_store(&c->cfg.closing, 1);
         rl_pool_close(&c->pool);
+        rl_pool_interrupt(&c->pool);
+        rl_sub_stop(&c->sub);
+        rl_watchdog_stop(c);
         rl_events_stop(&c->events);
     }
     rl_client_unref(c);
@@ -179,11 +187,11 @@ rl_status rl_client_script(rl_client *c, rl_script_id id, int argc, const char *
     rl_conn *conn = rl_pool_take(&c->pool);
     if (!conn) return rl_fail(err, RL_ERR_CLOSED, "the client is closed");
     rl_cmd cmd = {argc, argv, lens};
-    rl_status st = rl_scripts_run(&c->scripts, conn, &c->cfg, c->cfg.options.command_timeout_ms,
-                                  id, 1, &cmd, reply, idempotent, err);
-    if (st == RL_OK && then_send) rl_conn_send_only(conn, then_send);
+    rl_status st = rl_scripts_run(&c->scripts, conn, c->cfg.options.command_timeout_ms, id, 1,
+                                  &cmd, reply, idempotent, err);
+    if (st == RL_OK && then_send) rl_conn_defer(conn, then_send);
     if (st == RL_OK && wrote && wrote(*reply)) {
-        st = rl_replicas_sync(conn, &c->cfg, err);
+        st = rl_replicas_sync(conn, err);
         if (st != RL_OK && st != RL_ERR_REPLICA) { /* the caller sees a plain failure */
             freeReplyObject(*reply);
             *reply = NULL;
@@ -198,8 +206,8 @@ rl_status rl_client_command(rl_client *c, int argc, const char **argv, size_t *l
     rl_conn *conn = rl_pool_take(&c->pool);
     if (!conn) return rl_fail(err, RL_ERR_CLOSED, "the client is closed");
     rl_cmd cmd = {argc, argv, lens};
-    rl_status st = rl_conn_exchange(conn, &c->cfg, c->cfg.options.command_timeout_ms, 1, &cmd,
-                                    reply, 1, err);
+    rl_status st = rl_conn_exchange(conn, c->cfg.options.command_timeout_ms, 1, &cmd, reply, 1,
+                                    err);
     rl_pool_give(&c->pool, conn);
     if (st == RL_OK && (*reply)->type == REDIS_REPLY_ERROR) {
         st = rl_fail_reply(err, argv[0], *reply);
@@ -224,16 +232,19 @@ void rl_client_stats(rl_client *c, rl_stats *out) {
     rl_client_leave(c);
 }
 
-/* Lock order, here and everywhere: c->mu before events.mu; the others are never nested. */
+/* Lock order, here and everywhere: c->mu before events.mu; cfg.fd_mu last (a connection's socket
+ * changes under it, inside pool.mu or sub.mu); the others are never nested. */
 void rl_client_before_fork(rl_client *c) {
     pthread_mutex_lock(&c->mu);
     pthread_mutex_lock(&c->events.mu);
     pthread_mutex_lock(&c->pool.mu);
     pthread_mutex_lock(&c->scripts.mu);
     pthread_mutex_lock(&c->sub.mu);
+    pthread_mutex_lock(&c->cfg.fd_mu);
 }
 
 void rl_client_after_fork_parent(rl_client *c) {
+    pthread_mutex_unlock(&c->cfg.fd_mu);
     pthread_mutex_unlock(&c->sub.mu);
     pthread_mutex_unlock(&c->scripts.mu);
     pthread_mutex_unlock(&c->pool.mu);

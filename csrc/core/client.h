@@ -45,7 +45,8 @@ size_t rl_client_owner(rl_client *c, uint64_t context, char *out);
 typedef int (*rl_reply_test)(const redisReply *reply);
 
 /* Runs one call of a script on a pooled connection. argv/lens have RL_SCRIPT_ARGV_HEAD free
- * slots first. When `then_send` is set it is sent, without waiting, after Redis answered. When
+ * slots first. When `then_send` is set it is queued, after Redis answered, to go out with the
+ * next exchange on the same connection (its reply is not waited for). When
  * `wrote` says the answer is a write, replica sync runs on the same connection (RL_ERR_REPLICA,
  * with *reply still set, when no connected replica acknowledged it; any other failure leaves no
  * reply). */

@@ -1,24 +1,40 @@
-/* One Redis connection: opening it (timeouts, keepalive, AUTH, SELECT), pipelined exchanges, and
- * the rule for when a failed exchange may be retried on a fresh connection. */
+/* One Redis connection on a socket the core owns: opening it (connect timeout, keepalive, AUTH,
+ * SELECT), pipelined exchanges, and the rule for when a failed exchange may be retried on a fresh
+ * connection. Commands are formatted here (RESP) and sent with MSG_NOSIGNAL, so a peer that hung
+ * up never raises SIGPIPE and no signal mask is touched per call; replies are parsed by hiredis's
+ * RESP reader. A connection belongs to one thread at a time; rl_conn_interrupt is the one call
+ * another thread may make on it. */
 #ifndef RL_CONN_H
 #define RL_CONN_H
 
 #include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "redlease.h"
 #include "url.h"
 
+/* What every connection of one client shares: where to connect, the options, and closing. */
 typedef struct rl_config {
     rl_endpoint endpoint;
     rl_options options;
+    pthread_mutex_t fd_mu; /* a connection's socket is set, closed and interrupted under it */
+    atomic_int closing;    /* the client is closing: no connection opens any more */
 } rl_config;
 
 typedef struct rl_conn {
-    redisContext *ctx; /* NULL when closed */
-    int owed_replies;  /* replies of commands sent without waiting, read before the next exchange */
+    rl_config *cfg;
+    int fd; /* -1 when closed */
+    redisReader *reader;
+    char *out; /* formatted commands not sent yet */
+    size_t out_len, out_cap;
+    int deferred;       /* commands at the start of `out` whose replies nobody waits for: they
+                           go out with the next exchange and their replies are read and dropped */
     uint64_t exchanges; /* round trips made, for statistics */
-    int64_t timeout_ms; /* the socket's read/write timeout now */
+    int64_t timeout_ms; /* the socket's send/receive timeout now */
+    char why[96];       /* the last I/O failure, for messages */
 } rl_conn;
 
 /* One command: argc arguments (binary-safe). */
@@ -28,26 +44,45 @@ typedef struct rl_cmd {
     size_t *lens;
 } rl_cmd;
 
-/* (Re)opens conn: connect with the connect timeout, set the command timeout (timeout_ms), TCP
- * keepalive, close-on-exec, then AUTH and SELECT as the URL says. */
-rl_status rl_conn_open(rl_conn *conn, const rl_config *cfg, int64_t timeout_ms, rl_error *err);
-void rl_conn_close(rl_conn *conn);
+void rl_config_init(rl_config *cfg);
+void rl_config_destroy(rl_config *cfg);
 
-/* Closes the socket without touching hiredis state another thread may have been using when the
- * process forked; the context's memory is given up. */
+/* A closed connection of cfg's client. */
+void rl_conn_init(rl_conn *conn, rl_config *cfg);
+
+/* (Re)opens conn: connect within the connect timeout, set the send/receive timeout (timeout_ms),
+ * TCP keepalive and no-delay, then AUTH and SELECT as the URL says. RL_ERR_CLOSED once the client
+ * is closing. */
+rl_status rl_conn_open(rl_conn *conn, int64_t timeout_ms, rl_error *err);
+void rl_conn_close(rl_conn *conn); /* frees everything; the connection can be opened again */
+
+/* Closes the socket without touching reader state another thread may have been using when the
+ * process forked; that memory is given up. */
 void rl_conn_abandon(rl_conn *conn);
 
-/* Sends n commands in one write and reads their n replies into replies[] (to be freed with
- * freeReplyObject). On a connection error the connection is closed. When `idempotent` is set, or
- * when nothing can have reached the server yet, the exchange is retried once on a fresh
- * connection. Error replies are returned as replies, not as failures. */
-rl_status rl_conn_exchange(rl_conn *conn, const rl_config *cfg, int64_t timeout_ms, size_t n,
-                           const rl_cmd *cmds, redisReply **replies, int idempotent,
-                           rl_error *err);
+/* From any thread: makes every blocking call on conn's socket (connect, send, receive) return
+ * at once with an error. Used when the client closes; the owner then closes the connection. */
+void rl_conn_interrupt(rl_conn *conn);
 
-/* Sends one command without waiting for its reply (read and dropped before the next exchange).
- * Best effort: a failure only closes the connection. */
-void rl_conn_send_only(rl_conn *conn, const rl_cmd *cmd);
+/* Sends n commands in one write (after any deferred ones) and reads their n replies into
+ * replies[] (to be freed with freeReplyObject). On a connection error the connection is closed.
+ * When `idempotent` is set, or when nothing can have reached the server yet, the exchange is
+ * retried once on a fresh connection. Error replies are returned as replies, not as failures. */
+rl_status rl_conn_exchange(rl_conn *conn, int64_t timeout_ms, size_t n, const rl_cmd *cmds,
+                           redisReply **replies, int idempotent, rl_error *err);
+
+/* Queues a command whose reply nobody waits for: it goes out with the next exchange on this
+ * connection, costing no write of its own; dropped if the connection closes first. */
+void rl_conn_defer(rl_conn *conn, const rl_cmd *cmd);
+
+/* The pieces of an exchange, for the subscriber's own loop. append formats a command into the
+ * output buffer (-1: out of memory); flush sends it all; receive reads what has arrived (waiting
+ * up to the timeout when nothing has); next_reply takes one parsed reply (*reply NULL when none
+ * is complete). Each returns 0 or -1 with the reason in conn->why; on -1 close the connection. */
+int rl_conn_append(rl_conn *conn, const rl_cmd *cmd);
+int rl_conn_flush(rl_conn *conn);
+int rl_conn_receive(rl_conn *conn);
+int rl_conn_next_reply(rl_conn *conn, redisReply **reply);
 
 /* Fails with an error reply from Redis: RL_ERR_CONNECTION when it asks for authentication
  * (NOAUTH, WRONGPASS: a configuration problem, as a refused AUTH), RL_ERR_SERVER else. */

@@ -27,7 +27,8 @@ typedef struct rl_hold {
     unsigned watched : 1;    /* on the watchdog list */
     unsigned releasing : 1;  /* a release is in flight: the watchdog leaves it alone */
     unsigned in_round : 1;   /* part of the renewal round on the wire: must not be freed */
-    unsigned release_failed : 1;
+    unsigned release_failed : 1; /* its last release failed on the network: settle it first */
+    unsigned freed : 1;          /* lost, and already removed from Redis by a release */
     char *retry_id;           /* after a failed release: its request id (malloc'd), reused by
                                  the retry so that the unlock latch answers it; else NULL */
     const char *owner;        /* the hash field: owner, or owner:write for a write hold */

@@ -175,13 +175,22 @@ static rl_status wait_and_retry(rl_lock *l, attempt *a, int64_t deadline, int64_
 static rl_status record_hold(rl_lock *l, uint64_t context, const attempt *a, int64_t lease_ms,
                              int64_t max_hold_ms, rl_error *err) {
     rl_client *c = l->client;
-    char field[RL_OWNER_MAX];
+    char field[RL_OWNER_MAX], shown[RL_NAME_SHOWN_MAX];
     size_t read_keys_len = 0;
     char *read_keys = rl_lock_read_keys(l, a->owner, a->owner_len, &read_keys_len);
     rl_lock_field(l, a->owner, a->owner_len, field);
     rl_status st = RL_OK;
     pthread_mutex_lock(&c->mu);
     rl_hold *h = rl_holds_find(&c->holds, l->name, l->name_len, l->kind, context);
+    if (h && h->lost) {
+        /* A renewal round found the hold gone while this acquire was on the wire: what Redis
+         * granted now would not be renewed. Take it back; the caller must release first. */
+        rl_lost_reason reason = h->lost;
+        pthread_mutex_unlock(&c->mu);
+        free(read_keys);
+        rl_lock_call_undo_acquire(l, a->owner, a->owner_len, a->lease);
+        return rl_fail_lost(err, reason, "; release it first", printable(l, shown));
+    }
     if (!h && (l->kind != RL_LOCK_READ || read_keys))
         h = rl_holds_add(&c->holds, l->name, l->name_len, l->kind, context, field, read_keys,
                          read_keys_len);
@@ -195,11 +204,14 @@ static rl_status record_hold(rl_lock *l, uint64_t context, const attempt *a, int
         h->confirmed_until = a->sent_at + a->lease;
         if (lease_ms == RL_LEASE_WATCHDOG) h->watchdog = 1;
         else h->lease_ms = lease_ms;
-        if (h->watchdog && !h->watched && !h->release_failed && rl_watchdog_watch(c, h) != 0) {
+        int watch = h->watchdog && !h->watched ? rl_watchdog_watch(c, h) : RL_WATCH_OK;
+        if (watch != RL_WATCH_OK) {
             /* Told "not acquired", the caller will not release: forget the hold locally and let
              * Redis expire it by its lease. */
             if (--h->count <= 0) rl_holds_remove(&c->holds, h);
-            st = rl_fail(err, RL_ERR_MEMORY, "cannot start the watchdog thread");
+            st = watch == RL_WATCH_STOPPED
+                     ? rl_fail(err, RL_ERR_CLOSED, "the client is closed")
+                     : rl_fail(err, RL_ERR_MEMORY, "cannot start the watchdog thread");
         }
     }
     pthread_mutex_unlock(&c->mu);
@@ -224,6 +236,20 @@ rl_status rl_lock_acquire(rl_lock *l, uint64_t context, int64_t lease_ms, int64_
     return rl_lock_acquire_with(l, context, &o, err);
 }
 
+static rl_status release_one(rl_lock *l, rl_hold *h, int settling, rl_error *err);
+
+/* Before an acquire (client mutex held): this context's hold must be healthy, and a release of
+ * it that failed on the network is settled first (the same request again, answered from its
+ * unlock latch if Redis did it), so that the acquire starts from what Redis holds and the new
+ * hold is renewed. */
+static rl_status check_hold_before_acquire(rl_lock *l, uint64_t context, rl_error *err) {
+    char shown[RL_NAME_SHOWN_MAX];
+    rl_hold *h = rl_holds_find(&l->client->holds, l->name, l->name_len, l->kind, context);
+    if (h && h->lost) return rl_fail_lost(err, h->lost, "; release it first", printable(l, shown));
+    if (h && h->release_failed) return release_one(l, h, 1, err);
+    return RL_OK;
+}
+
 rl_status rl_lock_acquire_with(rl_lock *l, uint64_t context, const rl_acquire_options *o,
                                rl_error *err) {
     rl_error_clear(err);
@@ -245,13 +271,9 @@ rl_status rl_lock_acquire_with(rl_lock *l, uint64_t context, const rl_acquire_op
     a.owner_len = rl_client_owner(c, context, a.owner);
 
     pthread_mutex_lock(&c->mu);
-    rl_hold *h = rl_holds_find(&c->holds, l->name, l->name_len, l->kind, context);
-    rl_lost_reason lost = h ? h->lost : RL_LOST_NONE;
+    st = check_hold_before_acquire(l, context, err);
     pthread_mutex_unlock(&c->mu);
-    if (lost) {
-        st = rl_fail_lost(err, lost, "; release it first", printable(l, shown));
-        goto out;
-    }
+    if (st != RL_OK) goto out;
 
     a.lease = lease_ms > 0 ? lease_ms : c->cfg.options.watchdog_timeout_ms;
     a.window = wait_ms > 0 ? wait_ms : c->cfg.options.fair_wait_ms;
@@ -279,40 +301,124 @@ static void drop_one(rl_client *c, rl_hold *h) {
     if (--h->count <= 0) rl_holds_remove(&c->holds, h);
 }
 
-rl_status rl_lock_release(rl_lock *l, uint64_t context, rl_error *err) {
-    rl_error_clear(err);
-    if (!l) return rl_fail(err, RL_ERR_ARGUMENT, "lock must not be NULL");
-    rl_client *c = l->client;
-    rl_status st = rl_client_enter(c, err);
-    if (st != RL_OK) return st;
-    char shown[RL_NAME_SHOWN_MAX], request_id[2 * RL_REQUEST_ID_BYTES + 1];
+static int64_t release_lease(const rl_client *c, const rl_hold *h) {
+    return h->watchdog ? c->cfg.options.watchdog_timeout_ms : h->lease_ms;
+}
 
-    pthread_mutex_lock(&c->mu);
-    rl_hold *h = rl_holds_find(&c->holds, l->name, l->name_len, l->kind, context);
-    if (!h || h->count <= 0) {
-        pthread_mutex_unlock(&c->mu);
-        st = rl_fail(err, RL_NOT_OWNED, "lock \"%s\" is not held by this context", printable(l, shown));
-        goto out;
+/* Whether another local hold of this context counts in the same Redis field (a context using
+ * the reentrant, fenced and fair kinds on one name): Redis then counts them together. */
+static int field_shared(rl_client *c, const rl_hold *h) {
+    for (int kind = RL_LOCK_REENTRANT; kind <= RL_LOCK_WRITE; kind++) {
+        if (kind == (int)h->kind || (kind == RL_LOCK_WRITE) != (h->kind == RL_LOCK_WRITE)) continue;
+        rl_hold *other = rl_holds_find(&c->holds, h->name, h->name_len, (rl_lock_kind)kind,
+                                       h->context);
+        if (other && other->count > 0) return 1;
     }
-    h->releasing = 1;
-    rl_watchdog_wait_out_round(c, h); /* no renewal of this hold may follow the release */
-    if (h->lost) {
-        rl_lost_reason reason = h->lost;
+    return 0;
+}
+
+/* Removes every count of h's owner from Redis (client mutex held; dropped for the network).
+ * Returns how many releases Redis answered "still held". */
+static int release_fully(rl_lock *l, rl_hold *h) {
+    rl_client *c = l->client;
+    int64_t lease = release_lease(c, h);
+    pthread_mutex_unlock(&c->mu);
+    int still_held = 0;
+    rl_error ignored;
+    rl_lock_call_release_fully(l, h->owner, h->owner_len, lease, &still_held, &ignored);
+    pthread_mutex_lock(&c->mu);
+    return still_held;
+}
+
+/* The last local hold was released and Redis answered "still held": it counts more holds of
+ * this owner than this client knows (an acquire whose answer was lost on the network). Left
+ * alone, they would shut every other owner out for as long as this context keeps using the
+ * lock. Remove them, and say so. */
+static void release_stray_holds(rl_lock *l, rl_hold *h) {
+    rl_client *c = l->client;
+    int still_held = release_fully(l, h);
+    char message[240], shown[RL_NAME_SHOWN_MAX];
+    snprintf(message, sizeof message,
+             "lock \"%s\": Redis held %d more hold(s) of this owner than this client knew (an "
+             "acquire whose answer was lost); released them",
+             printable(l, shown), still_held + 1);
+    rl_events_push(&c->events, RL_EVENT_STRAY_HOLDS, l->name, l->name_len, h->context,
+                   RL_LOST_NONE, (size_t)still_held + 1, message);
+}
+
+/* Release of a hold already lost: nothing to renew, but when the loss came from this side
+ * (max_hold, or Redis unreachable until the lease ran out) the key may still be this owner's:
+ * it is freed now instead of blocking others until it expires. */
+static rl_status release_lost(rl_lock *l, rl_hold *h, rl_error *err) {
+    rl_client *c = l->client;
+    char shown[RL_NAME_SHOWN_MAX];
+    rl_lost_reason reason = h->lost;
+    if (!h->freed && (reason == RL_LOST_MAX_HOLD || reason == RL_LOST_UNREACHABLE)) {
+        h->freed = 1;
+        release_fully(l, h);
+    }
+    h->releasing = 0;
+    drop_one(c, h);
+    return rl_fail_lost(err, reason, " while held", printable(l, shown));
+}
+
+/* What Redis answered to a release of h (client mutex held). */
+static rl_status apply_release(rl_lock *l, rl_hold *h, const redisReply *reply, int settling,
+                               rl_error *err) {
+    rl_client *c = l->client;
+    char shown[RL_NAME_SHOWN_MAX];
+    if (reply->type == REDIS_REPLY_NIL) {
+        if (settling && h->count <= 1) { /* already released, its latch expired since */
+            rl_holds_remove(&c->holds, h);
+            return RL_OK;
+        }
+        rl_lost_reason reason = rl_now_ms() >= h->confirmed_until ? RL_LOST_EXPIRED : RL_LOST_DELETED;
+        rl_client_hold_lost(c, h, reason);
         h->releasing = 0;
         drop_one(c, h);
-        pthread_mutex_unlock(&c->mu);
-        st = rl_fail_lost(err, reason, " while held", printable(l, shown));
-        goto out;
+        return rl_fail_lost(err, reason, " while held", printable(l, shown));
     }
+    if (reply->type != REDIS_REPLY_INTEGER) {
+        h->releasing = 0;
+        return rl_fail(err, RL_ERR_SERVER, "unexpected answer to release (type %d)", reply->type);
+    }
+    free(h->retry_id);
+    h->retry_id = NULL;
+    int was_failed = h->release_failed;
+    h->release_failed = 0;
+    if (h->count <= 1) {
+        if (reply->integer == 0 && !field_shared(c, h)) release_stray_holds(l, h);
+        rl_holds_remove(&c->holds, h); /* no hold of this context is left */
+        return RL_OK;
+    }
+    h->count--;
+    h->releasing = 0;
+    if (reply->integer == 1) {
+        /* Redis had no other hold of this owner: the ones this client still counts are gone. */
+        rl_client_hold_lost(c, h, RL_LOST_DELETED);
+    } else if (was_failed && h->watchdog) { /* a retried release went through: renew the rest */
+        rl_watchdog_watch(c, h);
+    }
+    return RL_OK;
+}
+
+/* Releases one hold of h in Redis and updates the local table (client mutex held; dropped for
+ * the network). `settling`: an acquire settles this context's failed release. h may be freed. */
+static rl_status release_one(rl_lock *l, rl_hold *h, int settling, rl_error *err) {
+    rl_client *c = l->client;
+    char request_id[2 * RL_REQUEST_ID_BYTES + 1];
+    h->releasing = 1;
+    rl_watchdog_wait_out_round(c, h); /* no renewal of this hold may follow the release */
+    if (h->lost) return release_lost(l, h, err);
     if (h->retry_id) memcpy(request_id, h->retry_id, sizeof request_id);
     else rl_random_hex(request_id, RL_REQUEST_ID_BYTES);
-    int64_t lease = h->watchdog ? c->cfg.options.watchdog_timeout_ms : h->lease_ms;
+    int64_t lease = release_lease(c, h);
     const char *field = h->owner; /* immutable while this context holds the lock */
     size_t field_len = h->owner_len;
     pthread_mutex_unlock(&c->mu);
 
     redisReply *reply = NULL;
-    st = rl_lock_call_release(l, field, field_len, lease, request_id, 1, &reply, err);
+    rl_status st = rl_lock_call_release(l, field, field_len, lease, request_id, 1, &reply, err);
     if (st == RL_ERR_REPLICA) { /* released on the master all the same */
         report_unsynced(l, "release", err);
         rl_error_clear(err);
@@ -320,38 +426,37 @@ rl_status rl_lock_release(rl_lock *l, uint64_t context, rl_error *err) {
     }
 
     pthread_mutex_lock(&c->mu);
-    h->releasing = 0;
     if (st != RL_OK) {
         /* Stop renewing now, whatever Redis did: the key then expires within one lease. The
-         * request id is kept so that calling release again retries this same release (out of
-         * memory, the retry gets a new id: a release already done then answers "lost"). */
+         * request id is kept so that the next release (or acquire) of this context retries this
+         * same release (out of memory, the retry gets a new id: a release already done then
+         * answers "lost"). */
         if (!h->retry_id && (h->retry_id = malloc(sizeof request_id)))
             memcpy(h->retry_id, request_id, sizeof request_id);
         h->release_failed = 1;
+        h->releasing = 0;
         rl_holds_unwatch(&c->holds, h);
-    } else if (reply->type == REDIS_REPLY_NIL) {
-        rl_lost_reason reason = rl_now_ms() >= h->confirmed_until ? RL_LOST_EXPIRED : RL_LOST_DELETED;
-        rl_client_hold_lost(c, h, reason);
-        drop_one(c, h);
-        st = rl_fail_lost(err, reason, " while held", printable(l, shown));
-    } else if (reply->type == REDIS_REPLY_INTEGER) {
-        free(h->retry_id);
-        h->retry_id = NULL;
-        if (reply->integer == 1 || h->count <= 1) {
-            rl_holds_remove(&c->holds, h); /* no hold of this context is left */
-        } else {
-            h->count--;
-            if (h->release_failed) { /* a retried release went through: renew what remains */
-                h->release_failed = 0;
-                if (h->watchdog) rl_watchdog_watch(c, h);
-            }
-        }
-    } else {
-        st = rl_fail(err, RL_ERR_SERVER, "unexpected answer to release (type %d)", reply->type);
+        return st;
     }
-    pthread_mutex_unlock(&c->mu);
+    st = apply_release(l, h, reply, settling, err);
     freeReplyObject(reply);
-out:
+    return st;
+}
+
+rl_status rl_lock_release(rl_lock *l, uint64_t context, rl_error *err) {
+    rl_error_clear(err);
+    if (!l) return rl_fail(err, RL_ERR_ARGUMENT, "lock must not be NULL");
+    rl_client *c = l->client;
+    rl_status st = rl_client_enter(c, err);
+    if (st != RL_OK) return st;
+    char shown[RL_NAME_SHOWN_MAX];
+    pthread_mutex_lock(&c->mu);
+    rl_hold *h = rl_holds_find(&c->holds, l->name, l->name_len, l->kind, context);
+    if (!h || h->count <= 0)
+        st = rl_fail(err, RL_NOT_OWNED, "lock \"%s\" is not held by this context", printable(l, shown));
+    else
+        st = release_one(l, h, 0, err);
+    pthread_mutex_unlock(&c->mu);
     rl_client_leave(c);
     return st;
 }

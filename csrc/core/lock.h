@@ -64,6 +64,16 @@ rl_status rl_lock_call_release(rl_lock *lock, const char *field, size_t field_le
                                const char *request_id, int sync, redisReply **reply,
                                rl_error *err);
 
+/* Takes back an acquire of `owner` that must not stand (one release under a fresh latch). */
+void rl_lock_call_undo_acquire(rl_lock *lock, const char *owner, size_t owner_len, int64_t lease);
+
+/* Removes every count of hash field `field` from Redis: releases, each under a fresh latch, until
+ * Redis answers "released" or "not held" (at most RL_RELEASE_FULLY_MAX). *still_held counts the
+ * releases answered "still held". */
+#define RL_RELEASE_FULLY_MAX 100
+rl_status rl_lock_call_release_fully(rl_lock *lock, const char *field, size_t field_len,
+                                     int64_t lease, int *still_held, rl_error *err);
+
 /* Force unlock; *deleted = 1 when it was held. */
 rl_status rl_lock_call_force_unlock(rl_lock *lock, int *deleted, rl_error *err);
 

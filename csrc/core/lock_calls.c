@@ -151,7 +151,7 @@ static rl_status call_read_acquire(rl_lock *l, const char *owner, size_t owner_l
     return st;
 }
 
-static void undo_acquire(rl_lock *l, const char *owner, size_t owner_len, int64_t lease) {
+void rl_lock_call_undo_acquire(rl_lock *l, const char *owner, size_t owner_len, int64_t lease) {
     char field[RL_OWNER_MAX], request_id[2 * RL_REQUEST_ID_BYTES + 1];
     size_t field_len = rl_lock_field(l, owner, owner_len, field);
     rl_random_hex(request_id, RL_REQUEST_ID_BYTES);
@@ -199,7 +199,7 @@ rl_status rl_lock_call_acquire(rl_lock *l, const char *owner, size_t owner_len, 
     }
     if (st == RL_ERR_REPLICA) {
         freeReplyObject(reply);
-        undo_acquire(l, owner, owner_len, lease_ms);
+        rl_lock_call_undo_acquire(l, owner, owner_len, lease_ms);
         return st;
     }
     if (st != RL_OK) return st;
@@ -294,6 +294,23 @@ rl_status rl_lock_call_release(rl_lock *l, const char *field, size_t field_len, 
     free(latch);
     free(keys);
     return st;
+}
+
+rl_status rl_lock_call_release_fully(rl_lock *l, const char *field, size_t field_len,
+                                     int64_t lease_ms, int *still_held, rl_error *err) {
+    *still_held = 0;
+    for (int i = 0; i < RL_RELEASE_FULLY_MAX; i++) {
+        char request_id[2 * RL_REQUEST_ID_BYTES + 1];
+        rl_random_hex(request_id, RL_REQUEST_ID_BYTES);
+        redisReply *reply = NULL;
+        rl_status st = rl_lock_call_release(l, field, field_len, lease_ms, request_id, 0, &reply, err);
+        if (st != RL_OK) return st;
+        int held = reply->type == REDIS_REPLY_INTEGER && reply->integer == 0;
+        freeReplyObject(reply);
+        if (!held) return RL_OK;
+        (*still_held)++;
+    }
+    return rl_fail(err, RL_ERR_SERVER, "still held after %d releases", RL_RELEASE_FULLY_MAX);
 }
 
 rl_status rl_lock_call_force_unlock(rl_lock *l, int *deleted, rl_error *err) {

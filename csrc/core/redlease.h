@@ -62,8 +62,14 @@ typedef enum rl_event_kind {
     RL_EVENT_LOST = 1,         /* a hold was lost while held: name, context, reason */
     RL_EVENT_RENEW_FAILED = 2, /* a renewal round failed and will be retried: holds, message */
     RL_EVENT_RENEWED = 3,      /* a renewal round succeeded: holds renewed */
-    RL_EVENT_SYNC_FAILED = 4   /* sync_replicas: a release or renewal was not acknowledged by
+    RL_EVENT_SYNC_FAILED = 4,  /* sync_replicas: a release or renewal was not acknowledged by
                                   any connected replica in time: message */
+    RL_EVENT_STRAY_HOLDS = 5,  /* Redis counted more holds of an owner than this client knew (an
+                                  acquire whose answer was lost); its last release removed
+                                  them: name, context, holds, message (a warning) */
+    RL_EVENT_ABANDONED = 6     /* a context ended while holding (rl_context_ended: a thread
+                                  exited, a coroutine was collected); its hold was released:
+                                  name, context, holds, message (a warning) */
 } rl_event_kind;
 
 typedef struct rl_event {

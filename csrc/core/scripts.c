@@ -17,8 +17,7 @@ void rl_scripts_destroy(rl_scripts *s) { pthread_mutex_destroy(&s->mu); }
 /* SCRIPT LOAD of every script on conn's server, in one round trip: a later call (a fair waiter
  * leaving its queue during an outage, say) then never needs a load of its own first. The first
  * load records the shas, which never change. */
-static rl_status load(rl_scripts *s, rl_conn *conn, const rl_config *cfg, int64_t timeout_ms,
-                      rl_error *err) {
+static rl_status load(rl_scripts *s, rl_conn *conn, int64_t timeout_ms, rl_error *err) {
     const char *argv[RL_SCRIPT_COUNT][3];
     size_t lens[RL_SCRIPT_COUNT][3];
     rl_cmd cmds[RL_SCRIPT_COUNT];
@@ -29,7 +28,7 @@ static rl_status load(rl_scripts *s, rl_conn *conn, const rl_config *cfg, int64_
         lens[i][0] = 6, lens[i][1] = 4, lens[i][2] = strlen(text);
         cmds[i] = (rl_cmd){3, argv[i], lens[i]};
     }
-    rl_status st = rl_conn_exchange(conn, cfg, timeout_ms, RL_SCRIPT_COUNT, cmds, replies, 1, err);
+    rl_status st = rl_conn_exchange(conn, timeout_ms, RL_SCRIPT_COUNT, cmds, replies, 1, err);
     if (st != RL_OK) return st;
     pthread_mutex_lock(&s->mu);
     for (int i = 0; i < RL_SCRIPT_COUNT; i++) {
@@ -51,11 +50,11 @@ static int is_noscript(const redisReply *r) {
     return r && r->type == REDIS_REPLY_ERROR && r->len >= 8 && memcmp(r->str, "NOSCRIPT", 8) == 0;
 }
 
-rl_status rl_scripts_run(rl_scripts *s, rl_conn *conn, const rl_config *cfg, int64_t timeout_ms,
+rl_status rl_scripts_run(rl_scripts *s, rl_conn *conn, int64_t timeout_ms,
                          rl_script_id id, size_t n, rl_cmd *cmds, redisReply **replies,
                          int idempotent, rl_error *err) {
     if (!atomic_load(&s->known[id])) {
-        rl_status st = load(s, conn, cfg, timeout_ms, err);
+        rl_status st = load(s, conn, timeout_ms, err);
         if (st != RL_OK) return st;
     }
     for (size_t i = 0; i < n; i++) {
@@ -65,7 +64,7 @@ rl_status rl_scripts_run(rl_scripts *s, rl_conn *conn, const rl_config *cfg, int
         cmds[i].lens[1] = 40;
     }
     for (int attempt = 0;; attempt++) {
-        rl_status st = rl_conn_exchange(conn, cfg, timeout_ms, n, cmds, replies, idempotent, err);
+        rl_status st = rl_conn_exchange(conn, timeout_ms, n, cmds, replies, idempotent, err);
         if (st != RL_OK) return st;
         int missing = 0;
         for (size_t i = 0; i < n; i++) missing |= is_noscript(replies[i]);
@@ -76,7 +75,7 @@ rl_status rl_scripts_run(rl_scripts *s, rl_conn *conn, const rl_config *cfg, int
                 freeReplyObject(replies[i]);
                 replies[i] = NULL;
             }
-            st = load(s, conn, cfg, timeout_ms, err);
+            st = load(s, conn, timeout_ms, err);
             if (st != RL_OK) return st;
             continue;
         }

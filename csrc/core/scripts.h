@@ -58,8 +58,8 @@ void rl_scripts_destroy(rl_scripts *scripts);
 /* Runs n calls of script `id`, pipelined on conn. Each cmds[i].argv must leave the first
  * RL_SCRIPT_ARGV_HEAD slots (with their lens) for this function, followed by numkeys' decimal
  * text already placed by the caller in slot 2. */
-rl_status rl_scripts_run(rl_scripts *scripts, rl_conn *conn, const rl_config *cfg,
-                         int64_t timeout_ms, rl_script_id id, size_t n, rl_cmd *cmds,
-                         redisReply **replies, int idempotent, rl_error *err);
+rl_status rl_scripts_run(rl_scripts *scripts, rl_conn *conn, int64_t timeout_ms, rl_script_id id,
+                         size_t n, rl_cmd *cmds, redisReply **replies, int idempotent,
+                         rl_error *err);
 
 #endif

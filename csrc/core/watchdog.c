@@ -12,8 +12,9 @@
  * enough that one call keeps Redis busy for only a fraction of a millisecond. */
 #define RENEW_PAIRS_PER_CALL 1000
 
-void rl_watchdog_init(rl_watchdog *wd) {
+void rl_watchdog_init(rl_watchdog *wd, rl_config *cfg) {
     *wd = (rl_watchdog){0};
+    rl_conn_init(&wd->conn, cfg);
     rl_cond_init(&wd->wake);
     rl_cond_init(&wd->round_done);
     atomic_init(&wd->in_io, 0);
@@ -95,26 +96,43 @@ static long long answer_for(const round_buffers *b, size_t i) {
     return r->element[j]->type == REDIS_REPLY_INTEGER ? r->element[j]->integer : -1;
 }
 
+/* Declares lost every watched hold whose confirmed lease has run out (Redis was not reached in
+ * time: another owner may hold the lock from now on) or that reached its max_hold. Returns the
+ * earliest end of a confirmed lease among the holds left, or INT64_MAX. Client mutex held. */
+static int64_t settle_due_holds(rl_client *c, int64_t now) {
+    int64_t earliest = INT64_MAX;
+    for (rl_hold *h = c->holds.watch_head, *next; h; h = next) {
+        next = h->watch_next; /* a hold declared lost leaves the list */
+        if (h->releasing || h->lost) continue;
+        if (h->renew_until && now >= h->renew_until) rl_client_hold_lost(c, h, RL_LOST_MAX_HOLD);
+        else if (now >= h->confirmed_until) rl_client_hold_lost(c, h, RL_LOST_UNREACHABLE);
+        else if (h->confirmed_until < earliest) earliest = h->confirmed_until;
+    }
+    return earliest;
+}
+
 /* One round. Called and returns with the client mutex held; drops it for the network. Returns 1
- * when Redis answered, 0 when the round must be retried. */
-static int renew_round(rl_client *c) {
+ * when Redis answered, 0 when the round must be retried; *earliest: the earliest end of a
+ * confirmed lease among the holds still renewed (INT64_MAX: none). */
+static int renew_round(rl_client *c, int64_t *earliest) {
     rl_watchdog *wd = &c->watchdog;
-    rl_hold **batch = malloc(c->holds.watched * sizeof *batch);
+    int64_t round_start = rl_now_ms();
+    *earliest = settle_due_holds(c, round_start);
+    rl_hold **batch = malloc((c->holds.watched + 1) * sizeof *batch);
     if (!batch) return 0;
     size_t n = 0;
-    int64_t round_start = rl_now_ms();
-    for (rl_hold *h = c->holds.watch_head, *next; h; h = next) {
-        next = h->watch_next; /* a hold past its max_hold leaves the list */
+    for (rl_hold *h = c->holds.watch_head; h; h = h->watch_next) {
         if (h->releasing || h->lost) continue;
-        if (h->renew_until && round_start >= h->renew_until) {
-            rl_client_hold_lost(c, h, RL_LOST_MAX_HOLD);
-            continue;
-        }
         h->in_round = 1;
         batch[n++] = h;
     }
     int64_t lease = c->cfg.options.watchdog_timeout_ms;
     int64_t sent_at = rl_now_ms();
+    /* The round may not outlast the first confirmed lease it carries: that hold is then declared
+     * lost when its lease ends, not a timeout later. */
+    int64_t timeout = min64(c->cfg.options.command_timeout_ms, period_ms(c));
+    if (*earliest != INT64_MAX) timeout = min64(timeout, *earliest - sent_at);
+    if (timeout < 1) timeout = 1;
     pthread_mutex_unlock(&c->mu);
 
     round_buffers b = {0};
@@ -123,11 +141,10 @@ static int renew_round(rl_client *c) {
     uint64_t exchanges_before = wd->conn.exchanges;
     if (n > 0 && build_round(&b, batch, n, lease) == 0) {
         atomic_store(&wd->in_io, 1);
-        st = rl_scripts_run(&c->scripts, &wd->conn, &c->cfg,
-                            min64(c->cfg.options.command_timeout_ms, period_ms(c)),
-                            RL_SCRIPT_RENEW, b.ncalls, b.cmds, b.replies, 1, &err);
+        st = rl_scripts_run(&c->scripts, &wd->conn, timeout, RL_SCRIPT_RENEW, b.ncalls, b.cmds,
+                            b.replies, 1, &err);
         rl_error sync_err;
-        if (st == RL_OK && rl_replicas_sync(&wd->conn, &c->cfg, &sync_err) != RL_OK) {
+        if (st == RL_OK && rl_replicas_sync(&wd->conn, &sync_err) != RL_OK) {
             char message[320];
             snprintf(message, sizeof message, "renewal of %zu hold(s): %s", n, sync_err.message);
             rl_events_push(&c->events, RL_EVENT_SYNC_FAILED, NULL, 0, 0, RL_LOST_NONE, n, message);
@@ -138,6 +155,7 @@ static int renew_round(rl_client *c) {
     pthread_mutex_lock(&c->mu);
     int64_t now = rl_now_ms();
     size_t renewed = 0;
+    *earliest = INT64_MAX;
     for (size_t i = 0; i < n; i++) {
         rl_hold *h = batch[i];
         h->in_round = 0;
@@ -145,6 +163,8 @@ static int renew_round(rl_client *c) {
         if (answer == 1) {
             h->confirmed_until = sent_at + lease;
             renewed++;
+        } else if (h->lost || !h->watched) {
+            /* released meanwhile, or declared lost by a release: nothing to say */
         } else if (answer == 0) {
             rl_client_hold_lost(c, h, now >= h->confirmed_until ? RL_LOST_EXPIRED : RL_LOST_DELETED);
         } else if (answer == 2) {
@@ -152,6 +172,7 @@ static int renew_round(rl_client *c) {
         } else if (now >= h->confirmed_until) {
             rl_client_hold_lost(c, h, RL_LOST_UNREACHABLE);
         }
+        if (!h->lost && h->watched && h->confirmed_until < *earliest) *earliest = h->confirmed_until;
     }
     wd->round_trips += wd->conn.exchanges - exchanges_before;
     if (st == RL_OK) {
@@ -198,12 +219,14 @@ static void *watchdog_main(void *arg) {
             rl_cond_wait_until(&wd->wake, &c->mu, next);
             continue;
         }
-        if (renew_round(c)) {
+        int64_t earliest;
+        if (renew_round(c, &earliest)) {
             retry = retry_min;
             next += period; /* fixed rate */
             if (next < rl_now_ms()) next = rl_now_ms();
         } else {
-            next = rl_now_ms() + retry;
+            /* Retry with back-off, but be awake when the first confirmed lease ends. */
+            next = min64(rl_now_ms() + retry, earliest);
             retry = min64(retry * 2, retry_max);
         }
     }
@@ -222,7 +245,7 @@ int rl_watchdog_watch(rl_client *c, rl_hold *hold) {
          * hold: its lease is three periods. Waking it for every acquire costs two task switches
          * per cycle. */
         if (c->holds.watched == 1) pthread_cond_signal(&wd->wake);
-        return 0;
+        return RL_WATCH_OK;
     }
     if (wd->thread_started) { /* it left its loop: reap it before starting anew */
         pthread_join(wd->thread, NULL);
@@ -230,11 +253,11 @@ int rl_watchdog_watch(rl_client *c, rl_hold *hold) {
     }
     if (wd->stop || rl_thread_start(&wd->thread, watchdog_main, c) != 0) {
         rl_holds_unwatch(&c->holds, hold);
-        return -1;
+        return wd->stop ? RL_WATCH_STOPPED : RL_WATCH_NO_THREAD;
     }
     wd->thread_started = 1;
     wd->running = 1;
-    return 0;
+    return RL_WATCH_OK;
 }
 
 void rl_watchdog_wait_out_round(rl_client *c, rl_hold *hold) {
@@ -249,6 +272,7 @@ void rl_watchdog_stop(rl_client *c) {
     int started = wd->thread_started;
     wd->thread_started = 0;
     pthread_mutex_unlock(&c->mu);
+    rl_conn_interrupt(&wd->conn); /* a round on the wire ends now */
     if (started) pthread_join(wd->thread, NULL);
     rl_conn_close(&wd->conn);
 }

@@ -219,3 +219,10 @@ int main(int argc, char **argv) {
     else printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
+
+long long lock_keys(void) {
+    redisReply *latches = raw(g_raw, "KEYS redisson_unlock_latch*");
+    long long n = raw_int(g_raw, "DBSIZE") - (long long)latches->elements;
+    freeReplyObject(latches);
+    return n;
+}

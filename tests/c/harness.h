@@ -59,6 +59,15 @@ void test_skip(const char *reason);
     } while (0)
 #define CHECK_OK(call) CHECK_STATUS(call, RL_OK)
 
+/* `cond` must hold within `ms` (polled every 10 ms): for what happens shortly after a call, such
+ * as the server confirming an UNSUBSCRIBE. */
+#define CHECK_SOON(cond, ms)                                                                       \
+    do {                                                                                           \
+        int64_t until_ = now_ms() + (ms);                                                          \
+        while (!(cond) && now_ms() < until_) sleep_ms(10);                                         \
+        CHECK(cond);                                                                               \
+    } while (0)
+
 typedef struct test_server {
     int port;
     pid_t pid;
@@ -77,6 +86,9 @@ redisContext *server_connect(const test_server *s);
 /* Runs a command on a raw connection; aborts the test run if the connection fails. */
 redisReply *raw(redisContext *c, const char *fmt, ...);
 long long raw_int(redisContext *c, const char *fmt, ...);
+/* Keys on the shared server other than unlock latches (a latch lives until the next call on the
+ * connection that released, or its TTL). */
+long long lock_keys(void);
 
 /* The run's shared server, flushed before every test. */
 extern test_server g_server;

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "sigpipe.h"
 
 TEST(noscript_reloads_after_script_flush) {
     rl_client *c = new_client(g_server.url, 0);
@@ -98,24 +97,6 @@ TEST(unix_socket_url) {
     CHECK_OK(rl_lock_release(l, 1, err));
     rl_lock_free(l);
     rl_client_free(c);
-}
-
-TEST(sigpipe_guard_swallows_the_signal) {
-    struct sigaction dfl = {.sa_handler = SIG_DFL}, old;
-    sigaction(SIGPIPE, &dfl, &old); /* as in lua5.4: SIGPIPE would kill the process */
-    int sv[2];
-    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-    close(sv[1]);
-    rl_sigpipe_guard g;
-    rl_sigpipe_block(&g);
-    ssize_t n = write(sv[0], "x", 1);
-    rl_sigpipe_restore(&g);
-    close(sv[0]);
-    sigset_t pending;
-    sigpending(&pending);
-    sigaction(SIGPIPE, &old, NULL);
-    CHECK(n < 0);
-    CHECK(!sigismember(&pending, SIGPIPE));
 }
 
 TEST(dead_server_gives_connection_errors_not_sigpipe) {

@@ -91,7 +91,7 @@ TEST(thousand_holds_renewed_in_batches) {
         CHECK_OK(rl_lock_release(locks[i], 1, err));
         rl_lock_free(locks[i]);
     }
-    CHECK_INT(raw_int(g_raw, "DBSIZE"), 0);
+    CHECK_INT(lock_keys(), 0);
     rl_client_free(c);
 }
 
