@@ -47,6 +47,7 @@ build = {
             -- the core: every csrc/core/*.c (tests/lua checks that this list is complete)
             "csrc/core/client.c",
             "csrc/core/clock.c",
+            "csrc/core/contexts.c",
             "csrc/core/conn.c",
             "csrc/core/error.c",
             "csrc/core/events.c",

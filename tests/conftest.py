@@ -13,7 +13,8 @@ from testkit import Raw
 
 @pytest.fixture
 def server():
-    with RedisServer() as s:
+    # DEBUG SLEEP stalls the server for tests of lost replies.
+    with RedisServer(extra_args=["--enable-debug-command", "yes"]) as s:
         yield s
 
 

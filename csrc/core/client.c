@@ -59,7 +59,9 @@ rl_status rl_client_new(const char *url, const rl_options *options, rl_client **
         return st;
     }
     rl_config_init(&c->cfg);
-    if (rl_pool_init(&c->pool, o.pool_size, &c->cfg) != 0) {
+    c->shown_url = rl_url_redacted(url);
+    if (!c->shown_url || rl_pool_init(&c->pool, o.pool_size, &c->cfg) != 0) {
+        free(c->shown_url);
         rl_config_destroy(&c->cfg);
         rl_endpoint_free(&c->cfg.endpoint);
         free(c);
@@ -92,6 +94,7 @@ static void destroy(rl_client *c) {
     rl_endpoint_free(&c->cfg.endpoint);
     rl_config_destroy(&c->cfg);
     pthread_mutex_destroy(&c->mu);
+    free(c->shown_url);
     free(c);
 }
 
@@ -160,6 +163,8 @@ rl_status rl_client_enter(rl_client *c, rl_error *err) {
 }
 
 void rl_client_leave(rl_client *c) { rl_client_unref(c); }
+
+const char *rl_client_url(rl_client *c) { return c ? c->shown_url : ""; }
 
 const char *rl_client_id(rl_client *c) {
     if (rl_client_enter(c, NULL) == RL_OK) rl_client_leave(c);

@@ -18,6 +18,7 @@
 struct rl_client {
     rl_config cfg;
     char id[37];             /* UUID; replaced in a forked child */
+    char *shown_url;         /* the URL without its password */
     atomic_int refs;         /* the owner's reference, each lock, each call in progress */
     atomic_int closed;
     _Atomic uint64_t fork_generation; /* rl_fork_generation() when `id` and the state were made */

@@ -432,11 +432,14 @@ rl_status rl_fail_reply(rl_error *err, const char *what, const redisReply *r) {
 rl_status rl_conn_exchange(rl_conn *conn, int64_t timeout_ms, size_t n, const rl_cmd *cmds,
                            redisReply **replies, int idempotent, rl_error *err) {
     rl_status st = RL_ERR_CONNECTION;
+    int64_t deadline = rl_now_ms() + timeout_ms; /* the retry stays within the caller's time */
     for (int attempt = 0; attempt < 2; attempt++) {
+        int64_t left = attempt == 0 ? timeout_ms : deadline - rl_now_ms();
+        if (left <= 0) return st;
         if (conn->fd < 0) {
-            st = rl_conn_open(conn, timeout_ms, err);
+            st = rl_conn_open(conn, left, err);
             if (st != RL_OK) return st;
-        } else if (conn->timeout_ms != timeout_ms && set_timeout(conn, timeout_ms) != 0) {
+        } else if (conn->timeout_ms != left && set_timeout(conn, left) != 0) {
             return failure(conn, err, "cannot set timeouts on");
         }
         int maybe_sent;

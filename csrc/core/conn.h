@@ -67,7 +67,8 @@ void rl_conn_interrupt(rl_conn *conn);
 /* Sends n commands in one write (after any deferred ones) and reads their n replies into
  * replies[] (to be freed with freeReplyObject). On a connection error the connection is closed.
  * When `idempotent` is set, or when nothing can have reached the server yet, the exchange is
- * retried once on a fresh connection. Error replies are returned as replies, not as failures. */
+ * retried once on a fresh connection, within the same timeout_ms. Error replies are returned as
+ * replies, not as failures. */
 rl_status rl_conn_exchange(rl_conn *conn, int64_t timeout_ms, size_t n, const rl_cmd *cmds,
                            redisReply **replies, int idempotent, rl_error *err);
 

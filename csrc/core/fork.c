@@ -42,6 +42,19 @@ void rl_fork_register(rl_client *c) {
     pthread_mutex_unlock(&registry_mu);
 }
 
+size_t rl_clients_entered(rl_client ***out) {
+    *out = NULL;
+    pthread_mutex_lock(&registry_mu);
+    size_t n = 0, cap = 0;
+    for (rl_client *c = registry; c; c = c->registry_next) cap++;
+    rl_client **clients = cap ? malloc(cap * sizeof *clients) : NULL;
+    for (rl_client *c = registry; clients && c; c = c->registry_next)
+        if (rl_client_enter(c, NULL) == RL_OK) clients[n++] = c;
+    pthread_mutex_unlock(&registry_mu);
+    *out = clients;
+    return n;
+}
+
 void rl_fork_unregister(rl_client *c) {
     pthread_mutex_lock(&registry_mu);
     if (c->registry_prev) c->registry_prev->registry_next = c->registry_next;

@@ -126,6 +126,7 @@ typedef struct attempt {
     int64_t lease;  /* ms sent as the lease: the caller's, or the watchdog timeout */
     int64_t window; /* fair locks: how long a queued place is kept */
     int64_t token;  /* fenced locks: the token of the acquire */
+    int reentered;  /* Redis answered that this owner already held it */
     int64_t sent_at;
 } attempt;
 
@@ -137,7 +138,7 @@ typedef struct attempt {
 static rl_status try_once(rl_lock *l, attempt *a, int queue, int64_t *wait_hint, rl_error *err) {
     a->sent_at = rl_now_ms();
     rl_status st = rl_lock_call_acquire(l, a->owner, a->owner_len, a->lease, queue, a->window,
-                                        wait_hint, &a->token, err);
+                                        wait_hint, &a->token, &a->reentered, err);
     if (st == RL_NOT_ACQUIRED && l->kind == RL_LOCK_FAIR && *wait_hint < FAIR_RECHECK_MS)
         *wait_hint = FAIR_RECHECK_MS;
     return st;
@@ -182,9 +183,14 @@ static rl_status record_hold(rl_lock *l, uint64_t context, const attempt *a, int
     rl_status st = RL_OK;
     pthread_mutex_lock(&c->mu);
     rl_hold *h = rl_holds_find(&c->holds, l->name, l->name_len, l->kind, context);
+    if (h && h->count > 0 && !h->lost && !a->reentered)
+        /* Redis granted it afresh: the hold this context had was gone (deleted, expired) before
+         * the watchdog could tell. */
+        rl_client_hold_lost(c, h, rl_now_ms() >= h->confirmed_until ? RL_LOST_EXPIRED
+                                                                     : RL_LOST_DELETED);
     if (h && h->lost) {
-        /* A renewal round found the hold gone while this acquire was on the wire: what Redis
-         * granted now would not be renewed. Take it back; the caller must release first. */
+        /* The hold was lost while this acquire was on the wire: what Redis granted now is not
+         * part of a hold that is renewed. Take it back; the caller must release first. */
         rl_lost_reason reason = h->lost;
         pthread_mutex_unlock(&c->mu);
         free(read_keys);

@@ -1,5 +1,5 @@
 /* The Redis calls of each lock kind: which script, which keys and arguments, and what its
- * answer means (PROTOCOL.md). */
+ * answer means (docs/protocol.md). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,13 +117,18 @@ char *rl_lock_wait_channel(const rl_lock *l, const char *owner, size_t owner_len
 }
 
 /* Whether an answer is a write, for replica sync. */
-static int reply_is_nil(const redisReply *r) { return r->type == REDIS_REPLY_NIL; }
+static int reply_is_reentered(const redisReply *r) {
+    return r->type == REDIS_REPLY_STATUS && r->len == 9 && memcmp(r->str, "REENTERED", 9) == 0;
+}
+static int reply_is_acquired(const redisReply *r) {
+    return r->type == REDIS_REPLY_NIL || reply_is_reentered(r);
+}
 static int reply_is_integer(const redisReply *r) { return r->type == REDIS_REPLY_INTEGER; }
 static int reply_is_one(const redisReply *r) { return r->type == REDIS_REPLY_INTEGER && r->integer == 1; }
-/* {-1, token}: acquired. A refusal is {PTTL, -1}, which reads {-1, -1} when the holder's key has
- * no TTL: only a real token (>= 1) means acquired. */
+/* {-1, token, re-entered}: acquired. A refusal is {PTTL, -1}, which reads {-1, -1} when the
+ * holder's key has no TTL: only a real token (>= 1) means acquired. */
 static int reply_is_token(const redisReply *r) {
-    return r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+    return r->type == REDIS_REPLY_ARRAY && r->elements >= 2 &&
            r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer == -1 &&
            r->element[1]->type == REDIS_REPLY_INTEGER && r->element[1]->integer >= 1;
 }
@@ -146,7 +151,7 @@ static rl_status call_read_acquire(rl_lock *l, const char *owner, size_t owner_l
     memcpy(writer + owner_len, ":write", 7);
     arg args[] = {bytes(l->name, l->name_len), bytes(keys, keys_len), lease,
                   bytes(owner, owner_len), bytes(writer, writer_len)};
-    rl_status st = run(l, RL_SCRIPT_READ_ACQUIRE, 2, args, 5, 0, NULL, reply_is_nil, reply, err);
+    rl_status st = run(l, RL_SCRIPT_READ_ACQUIRE, 2, args, 5, 0, NULL, reply_is_acquired, reply, err);
     free(keys);
     return st;
 }
@@ -163,7 +168,7 @@ void rl_lock_call_undo_acquire(rl_lock *l, const char *owner, size_t owner_len, 
 
 rl_status rl_lock_call_acquire(rl_lock *l, const char *owner, size_t owner_len, int64_t lease_ms,
                                int queue, int64_t wait_window_ms, int64_t *wait_hint_ms,
-                               int64_t *token, rl_error *err) {
+                               int64_t *token, int *reentered, rl_error *err) {
     char lease_s[24], window_s[24], now_s[24], field[RL_OWNER_MAX];
     arg name = bytes(l->name, l->name_len), lease = num(lease_s, lease_ms);
     redisReply *reply = NULL;
@@ -179,7 +184,7 @@ rl_status rl_lock_call_acquire(rl_lock *l, const char *owner, size_t owner_len, 
                       bytes(l->deadlines_key, l->deadlines_key_len), lease,
                       bytes(owner, owner_len), num(window_s, wait_window_ms),
                       num(now_s, rl_epoch_ms()), str(queue ? "1" : "0")};
-        st = run(l, RL_SCRIPT_FAIR_ACQUIRE, 3, args, 8, 0, NULL, reply_is_nil, &reply, err);
+        st = run(l, RL_SCRIPT_FAIR_ACQUIRE, 3, args, 8, 0, NULL, reply_is_acquired, &reply, err);
         break;
     }
     case RL_LOCK_READ:
@@ -188,12 +193,12 @@ rl_status rl_lock_call_acquire(rl_lock *l, const char *owner, size_t owner_len, 
     case RL_LOCK_WRITE: {
         size_t field_len = rl_lock_field(l, owner, owner_len, field);
         arg args[] = {name, lease, bytes(field, field_len)};
-        st = run(l, RL_SCRIPT_WRITE_ACQUIRE, 1, args, 3, 0, NULL, reply_is_nil, &reply, err);
+        st = run(l, RL_SCRIPT_WRITE_ACQUIRE, 1, args, 3, 0, NULL, reply_is_acquired, &reply, err);
         break;
     }
     default: {
         arg args[] = {name, lease, bytes(owner, owner_len)};
-        st = run(l, RL_SCRIPT_ACQUIRE, 1, args, 3, 0, NULL, reply_is_nil, &reply, err);
+        st = run(l, RL_SCRIPT_ACQUIRE, 1, args, 3, 0, NULL, reply_is_acquired, &reply, err);
         break;
     }
     }
@@ -204,17 +209,19 @@ rl_status rl_lock_call_acquire(rl_lock *l, const char *owner, size_t owner_len, 
     }
     if (st != RL_OK) return st;
     *wait_hint_ms = -1;
-    if (reply->type == REDIS_REPLY_NIL) {
+    *reentered = reply_is_reentered(reply);
+    if (reply_is_acquired(reply)) {
         st = RL_OK;
     } else if (reply->type == REDIS_REPLY_INTEGER) {
         /* A fair one-try answers 1, not a time. */
         if (!(l->kind == RL_LOCK_FAIR && !queue)) *wait_hint_ms = reply->integer;
         st = RL_NOT_ACQUIRED;
     } else if (l->kind == RL_LOCK_FENCED && reply->type == REDIS_REPLY_ARRAY &&
-               reply->elements == 2) {
+               reply->elements >= 2) {
         int64_t pttl = integer_of(reply->element[0]);
         if (reply_is_token(reply)) {
             *token = reply->element[1]->integer;
+            *reentered = reply->elements >= 3 && integer_of(reply->element[2]) == 1;
             st = RL_OK;
         } else {
             *wait_hint_ms = pttl;

@@ -1,7 +1,7 @@
 /* redlease: Redisson-compatible distributed locks on Redis, the C core.
  *
  * One rl_client per process (or per Redis deployment) is shared by any number of host threads.
- * Locks are stored in Redisson's format (see PROTOCOL.md), so redlease, Redisson and the other
+ * Locks are stored in Redisson's format (see docs/protocol.md), so redlease, Redisson and the other
  * redlease bindings exclude each other on the same name.
  *
  * Every function that can fail returns an rl_status and, when it fails, fills *err (which may be
@@ -122,6 +122,15 @@ rl_status rl_client_new(const char *url, const rl_options *options, rl_client **
  * until they are freed; using them afterwards answers RL_ERR_CLOSED. */
 void rl_client_free(rl_client *client);
 
+/* Tells every client that `context` ended (a thread exited, a coroutine was collected) while it
+ * may still hold locks: their renewal stops, each is released in Redis if it is still this
+ * owner's, and each is reported as an RL_EVENT_ABANDONED event. Waits for those releases' round
+ * trips; a binding calls it from a thread-exit destructor or a finalizer. */
+void rl_context_ended(uint64_t context);
+
+/* The URL the client was made with, its password (if any) replaced by "***": safe to show. */
+const char *rl_client_url(rl_client *client);
+
 /* The client's UUID (36 chars). A forked child gets a new one on its first call. */
 const char *rl_client_id(rl_client *client);
 
@@ -139,7 +148,7 @@ void rl_client_stats(rl_client *client, rl_stats *out);
 
 typedef struct rl_lock rl_lock;
 
-/* The lock kinds of Redisson, stored in its format (PROTOCOL.md). */
+/* The lock kinds of Redisson, stored in its format (docs/protocol.md). */
 typedef enum rl_lock_kind {
     RL_LOCK_REENTRANT = 0, /* RLock */
     RL_LOCK_FENCED,        /* RFencedLock: every acquire also yields a fencing token */

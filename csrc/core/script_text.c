@@ -1,14 +1,23 @@
-/* The text of every Redis script of the lock protocol (PROTOCOL.md), written once, here. The
+/* The text of every Redis script of the lock protocol (docs/protocol.md), written once, here. The
  * effects on Redis are Redisson's, key for key and message for message; the answers are read only
  * by redlease (scripts.h gives each script's KEYS, ARGV and answers). */
 #include "scripts.h"
 
+/* Every acquire answers nil when it took the lock afresh and REENTERED when this owner already
+ * held it: the client then knows whether Redis still had the hold it believes it has. */
+#define REENTERED "redis.status_reply('REENTERED')"
+
 /* Reentrant lock: free, or already ours -> one more hold and a fresh lease. */
 static const char acquire_lua[] =
-    "if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then\n"
+    "if redis.call('exists', KEYS[1]) == 0 then\n"
     "  redis.call('hincrby', KEYS[1], ARGV[2], 1)\n"
     "  redis.call('pexpire', KEYS[1], ARGV[1])\n"
     "  return nil\n"
+    "end\n"
+    "if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then\n"
+    "  redis.call('hincrby', KEYS[1], ARGV[2], 1)\n"
+    "  redis.call('pexpire', KEYS[1], ARGV[1])\n"
+    "  return " REENTERED "\n"
     "end\n"
     "return redis.call('pttl', KEYS[1])\n";
 
@@ -80,13 +89,15 @@ static const char renew_lua[] =
     "end\n"
     "return answers\n";
 
-/* Fencing: as acquire, plus one INCR of the token key per acquisition (reentrant ones too). */
+/* Fencing: as acquire, plus one INCR of the token key per acquisition (reentrant ones too).
+ * Acquired: {-1, token, 1 when re-entered else 0}. */
 static const char fenced_acquire_lua[] =
-    "if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then\n"
+    "local reentered = redis.call('hexists', KEYS[1], ARGV[2])\n"
+    "if redis.call('exists', KEYS[1]) == 0 or reentered == 1 then\n"
     "  local token = redis.call('incr', KEYS[2])\n"
     "  redis.call('hincrby', KEYS[1], ARGV[2], 1)\n"
     "  redis.call('pexpire', KEYS[1], ARGV[1])\n"
-    "  return {-1, token}\n"
+    "  return {-1, token, reentered}\n"
     "end\n"
     "return {redis.call('pttl', KEYS[1]), -1}\n";
 
@@ -120,7 +131,7 @@ static const char fair_acquire_lua[] =
     "if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then\n"
     "  redis.call('hincrby', KEYS[1], ARGV[2], 1)\n"
     "  redis.call('pexpire', KEYS[1], ARGV[1])\n"
-    "  return nil\n"
+    "  return " REENTERED "\n"
     "end\n"
     "if ARGV[5] ~= '1' then return 1 end\n"
     "if redis.call('zscore', KEYS[3], ARGV[2]) ~= false then\n"
@@ -210,6 +221,7 @@ static const char read_acquire_lua[] =
     "  redis.call('set', KEYS[2] .. ':' .. k, 1, 'px', ARGV[1])\n"
     "  local left = redis.call('pttl', KEYS[1])\n"
     "  redis.call('pexpire', KEYS[1], math.max(left, tonumber(ARGV[1])))\n"
+    "  if k > 1 then return " REENTERED " end\n"
     "  return nil\n"
     "end\n"
     "return redis.call('pttl', KEYS[1])\n";
@@ -226,9 +238,12 @@ static const char write_acquire_lua[] =
     "if mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then\n"
     "  redis.call('hincrby', KEYS[1], ARGV[2], 1)\n"
     "  redis.call('pexpire', KEYS[1], redis.call('pttl', KEYS[1]) + tonumber(ARGV[1]))\n"
-    "  return nil\n"
+    "  return " REENTERED "\n"
     "end\n"
     "return redis.call('pttl', KEYS[1])\n";
+
+/* A release of a lock that is gone wakes the waiters as Redisson's does, but writes no latch (as
+ * the fair release): its retry must answer "not held" again, never "released". */
 
 /* Drops read hold number count+1; the hash lives on with the longest lease of the holds left
  * (KEYS[4]:<field>:rwlock_timeout:<k> for every field), or while a writer holds it. */
@@ -238,7 +253,6 @@ static const char read_release_lua[] =
     "local mode = redis.call('hget', KEYS[1], 'mode')\n"
     "if mode == false then\n"
     "  redis.call(ARGV[3], KEYS[2], ARGV[1])\n"
-    "  redis.call('set', KEYS[5], 1, 'px', ARGV[4])\n"
     "  return nil\n"
     "end\n"
     "if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then return nil end\n"
@@ -275,7 +289,6 @@ static const char write_release_lua[] =
     "local mode = redis.call('hget', KEYS[1], 'mode')\n"
     "if mode == false then\n"
     "  redis.call(ARGV[4], KEYS[2], ARGV[1])\n"
-    "  redis.call('set', KEYS[3], 1, 'px', ARGV[5])\n"
     "  return nil\n"
     "end\n"
     "if mode ~= 'write' or redis.call('hexists', KEYS[1], ARGV[3]) == 0 then return nil end\n"

@@ -1,4 +1,4 @@
-/* The Redis scripts of the lock protocol (PROTOCOL.md), written once here, loaded with SCRIPT LOAD
+/* The Redis scripts of the lock protocol (docs/protocol.md), written once here, loaded with SCRIPT LOAD
  * and called with EVALSHA; NOSCRIPT (a restarted or flushed server) reloads and retries once. */
 #ifndef RL_SCRIPTS_H
 #define RL_SCRIPTS_H
@@ -10,18 +10,20 @@
 
 typedef enum rl_script_id {
     /* Reentrant lock (and the base of the others). */
-    RL_SCRIPT_ACQUIRE,      /* KEYS: name. ARGV: lease, owner. nil = acquired, else PTTL */
+    RL_SCRIPT_ACQUIRE,      /* KEYS: name. ARGV: lease, owner. nil = acquired afresh, status
+                               REENTERED = acquired by an owner that held it, else PTTL */
     RL_SCRIPT_RELEASE,      /* KEYS: name, channel, latch. ARGV: message, lease, owner, latch ttl,
                                publish command. nil = not held, 0 = still held, 1 = released */
     RL_SCRIPT_FORCE_UNLOCK, /* KEYS: name, channel. ARGV: message, publish command. 1/0 */
     RL_SCRIPT_RENEW,        /* KEYS: names. ARGV: lease, then per key: owner field, read-hold key
                                prefix or "". Per key: 1 renewed, 0 gone, 2 held by others */
     /* Fencing tokens. */
-    RL_SCRIPT_FENCED_ACQUIRE, /* KEYS: name, token. ARGV: lease, owner. {-1, token} / {PTTL, -1} */
+    RL_SCRIPT_FENCED_ACQUIRE, /* KEYS: name, token. ARGV: lease, owner. {-1, token, re-entered
+                                 0/1} / {PTTL, -1} */
     /* Fair lock. */
     RL_SCRIPT_FAIR_ACQUIRE, /* KEYS: name, queue, deadlines. ARGV: lease, owner, wait window, now
-                               (epoch ms), queue ("1") or one try ("0"). nil = acquired, else
-                               the time to wait (one try: 1) */
+                               (epoch ms), queue ("1") or one try ("0"). nil / REENTERED as
+                               RL_SCRIPT_ACQUIRE, else the time to wait (one try: 1) */
     RL_SCRIPT_FAIR_CANCEL,  /* KEYS: queue, deadlines, name, channel. ARGV: owner, wait window,
                                message, publish command. 1 */
     RL_SCRIPT_FAIR_RELEASE, /* KEYS: name, queue, deadlines, channel, latch. ARGV: message, lease,
@@ -30,8 +32,8 @@ typedef enum rl_script_id {
                                     command, now. 1/0 */
     /* Read/write lock. */
     RL_SCRIPT_READ_ACQUIRE,  /* KEYS: name, read-hold key prefix. ARGV: lease, owner,
-                                owner:write. nil = acquired, else PTTL */
-    RL_SCRIPT_WRITE_ACQUIRE, /* KEYS: name. ARGV: lease, owner:write. nil = acquired, else PTTL */
+                                owner:write. As RL_SCRIPT_ACQUIRE */
+    RL_SCRIPT_WRITE_ACQUIRE, /* KEYS: name. ARGV: lease, owner:write. As RL_SCRIPT_ACQUIRE */
     RL_SCRIPT_READ_RELEASE,  /* KEYS: name, channel, read-hold key prefix, key base, latch. ARGV:
                                 message, owner, publish command, latch ttl. As RL_SCRIPT_RELEASE */
     RL_SCRIPT_WRITE_RELEASE, /* KEYS: name, channel, latch. ARGV: message, lease, owner:write,

@@ -146,19 +146,54 @@ rl_status rl_endpoint_parse(const char *url, rl_endpoint *ep, rl_error *err) {
     if (strncmp(url, "redis://", 8) == 0) {
         st = parse_tcp(url + 8, ep, err);
     } else if (strncmp(url, "rediss://", 9) == 0) {
-#ifdef RL_WITH_TLS
-        ep->tls = 1;
-        st = parse_tcp(url + 9, ep, err);
-#else
-        st = rl_fail(err, RL_ERR_UNSUPPORTED,
-                     "rediss:// needs a redlease built with TLS (hiredis_ssl); this build has none");
-#endif
+        st = rl_fail(err, RL_ERR_UNSUPPORTED, "rediss:// (TLS) is not supported by this build");
     } else if (strncmp(url, "unix://", 7) == 0) {
         st = parse_unix(url + 7, ep, err);
     } else {
-        st = rl_fail(err, RL_ERR_ARGUMENT,
-                     "URL must start with redis://, rediss:// or unix:// (got \"%.40s\")", url);
+        /* Only the scheme is quoted: the rest may hold a password. */
+        const char *sep = strstr(url, "://");
+        int scheme_len = sep && sep - url <= 16 ? (int)(sep - url) : -1;
+        if (scheme_len >= 0)
+            st = rl_fail(err, RL_ERR_ARGUMENT,
+                         "URL must start with redis://, rediss:// or unix:// (got %.*s://)",
+                         scheme_len, url);
+        else
+            st = rl_fail(err, RL_ERR_ARGUMENT,
+                         "URL must start with redis://, rediss:// or unix:// (got no scheme)");
     }
     if (st != RL_OK) rl_endpoint_free(ep);
     return st;
+}
+
+/* Where the password is in url, as the parser reads it: [*start, *end); 0 when there is none. */
+static int password_span(const char *url, size_t *start, size_t *end) {
+    const char *rest, *userinfo_end = NULL;
+    if (strncmp(url, "redis://", 8) == 0 || strncmp(url, "rediss://", 9) == 0) {
+        rest = strstr(url, "://") + 3;
+        for (const char *p = rest; *p && *p != '/'; p++)
+            if (*p == '@') userinfo_end = p; /* the last '@' before the path, as parse_tcp */
+    } else if (strncmp(url, "unix://", 7) == 0) {
+        rest = url + 7;
+        const char *path = strchr(rest, '/');
+        if (path && path != rest && path[-1] == '@') userinfo_end = path - 1;
+    } else {
+        return 0;
+    }
+    if (!userinfo_end) return 0;
+    const char *colon = memchr(rest, ':', (size_t)(userinfo_end - rest));
+    if (!colon || colon + 1 == userinfo_end) return 0;
+    *start = (size_t)(colon + 1 - url);
+    *end = (size_t)(userinfo_end - url);
+    return 1;
+}
+
+char *rl_url_redacted(const char *url) {
+    size_t start, end, len = strlen(url);
+    if (!password_span(url, &start, &end)) return strdup(url);
+    char *out = malloc(len - (end - start) + 4);
+    if (!out) return NULL;
+    memcpy(out, url, start);
+    memcpy(out + start, "***", 3);
+    memcpy(out + start + 3, url + end, len - end + 1);
+    return out;
 }

@@ -6,7 +6,6 @@
 
 typedef struct rl_endpoint {
     int is_unix;
-    int tls;
     char *host; /* TCP host without brackets, or the unix socket path */
     int port;
     int db;
@@ -18,5 +17,9 @@ typedef struct rl_endpoint {
  * RL_ERR_UNSUPPORTED. */
 rl_status rl_endpoint_parse(const char *url, rl_endpoint *out, rl_error *err);
 void rl_endpoint_free(rl_endpoint *ep);
+
+/* The URL with its password (if any) replaced by "***", as rl_endpoint_parse reads it; malloc'd,
+ * NULL when out of memory. */
+char *rl_url_redacted(const char *url);
 
 #endif

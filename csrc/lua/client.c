@@ -113,7 +113,8 @@ static int client_lock(lua_State *L) {
 
 static int client_tostring(lua_State *L) {
     rlua_client *c = check_client(L);
-    if (c->core) lua_pushfstring(L, "redlease.client %s", rl_client_id(c->core));
+    if (c->core)
+        lua_pushfstring(L, "redlease.client %s %s", rl_client_url(c->core), rl_client_id(c->core));
     else lua_pushliteral(L, "redlease.client (closed)");
     return 1;
 }

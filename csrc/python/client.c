@@ -187,6 +187,12 @@ static PyObject *client_get_id(rlpy_client *self, void *unused) {
     return PyUnicode_FromString(rl_client_id(self->client));
 }
 
+static PyObject *client_get_url(rlpy_client *self, void *unused) {
+    (void)unused;
+    if (!self->client) return PyErr_Format(rlpy_error_class(RL_ERR_CLOSED), "the client is closed");
+    return PyUnicode_FromString(rl_client_url(self->client));
+}
+
 static PyObject *client_get_closed(rlpy_client *self, void *unused) {
     (void)unused;
     return PyBool_FromLong(self->client == NULL);
@@ -217,6 +223,7 @@ static PyGetSetDef client_getset[] = {
     {"id", (getter)client_get_id, NULL, "The client's UUID, the first part of every owner field.",
      NULL},
     {"closed", (getter)client_get_closed, NULL, "True once close() was called.", NULL},
+    {"url", (getter)client_get_url, NULL, "The URL, its password replaced by ***.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

@@ -1,5 +1,7 @@
 /* redlease._core: module setup, owner contexts and the status -> exception mapping. */
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 
 #include "binding.h"
 
@@ -8,9 +10,21 @@ static PyObject *error_classes[RL_ERR_REPLICA + 1];
 
 static atomic_uint_fast64_t next_context = 1;
 static _Thread_local uint64_t thread_context;
+static pthread_key_t context_key;
+static pthread_once_t context_key_once = PTHREAD_ONCE_INIT;
+
+/* Runs as the thread exits (a pthread key destructor), outside Python: a thread that ended
+ * while holding locks must not keep them renewed for the life of the client. */
+static void thread_ended(void *context) { rl_context_ended((uint64_t)(uintptr_t)context); }
+
+static void make_context_key(void) { pthread_key_create(&context_key, thread_ended); }
 
 uint64_t rlpy_thread_context(void) {
-    if (!thread_context) thread_context = atomic_fetch_add(&next_context, 1);
+    if (!thread_context) {
+        thread_context = atomic_fetch_add(&next_context, 1);
+        pthread_once(&context_key_once, make_context_key);
+        pthread_setspecific(context_key, (void *)(uintptr_t)thread_context);
+    }
     return thread_context;
 }
 
@@ -106,7 +120,13 @@ PyMODINIT_FUNC PyInit__core(void) {
         PyModule_AddIntConstant(m, "KIND_FENCED", RL_LOCK_FENCED) < 0 ||
         PyModule_AddIntConstant(m, "KIND_FAIR", RL_LOCK_FAIR) < 0 ||
         PyModule_AddIntConstant(m, "KIND_READ", RL_LOCK_READ) < 0 ||
-        PyModule_AddIntConstant(m, "KIND_WRITE", RL_LOCK_WRITE) < 0) {
+        PyModule_AddIntConstant(m, "KIND_WRITE", RL_LOCK_WRITE) < 0 ||
+        PyModule_AddIntConstant(m, "EVENT_LOST", RL_EVENT_LOST) < 0 ||
+        PyModule_AddIntConstant(m, "EVENT_RENEW_FAILED", RL_EVENT_RENEW_FAILED) < 0 ||
+        PyModule_AddIntConstant(m, "EVENT_RENEWED", RL_EVENT_RENEWED) < 0 ||
+        PyModule_AddIntConstant(m, "EVENT_SYNC_FAILED", RL_EVENT_SYNC_FAILED) < 0 ||
+        PyModule_AddIntConstant(m, "EVENT_STRAY_HOLDS", RL_EVENT_STRAY_HOLDS) < 0 ||
+        PyModule_AddIntConstant(m, "EVENT_ABANDONED", RL_EVENT_ABANDONED) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -2,7 +2,6 @@
 
 import atexit
 import enum
-import re
 import weakref
 from typing import Dict, Optional, TypeVar, Union
 
@@ -59,7 +58,7 @@ class Client:
             raise TypeError("on_lost must be callable or None")
         self._core = _core.Client(url, watchdog_timeout, connect_timeout, command_timeout,
                                   EventDispatcher(on_lost), max_hold, sync_replicas, sync_timeout)
-        self.url = url
+        self._url = self._core.url
         self.watchdog_timeout = float(watchdog_timeout)
         _open_clients.add(self)
 
@@ -103,6 +102,11 @@ class Client:
         return cls(self._core, name, timeout=timeout, lease=lease, max_hold=max_hold, _kind=kind)
 
     @property
+    def url(self) -> str:
+        """The URL the client was made with, its password replaced by ``***``."""
+        return self._url
+
+    @property
     def id(self) -> str:
         """The client's UUID: owner fields in Redis read ``<id>:<thread context>``."""
         return self._core.id
@@ -129,5 +133,4 @@ class Client:
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else self.id
-        shown = re.sub(r"//([^:@/]*):[^@/]*@", r"//\1:***@", self.url)  # no password in logs
-        return f"<redlease.Client {shown!r} {state}>"
+        return f"<redlease.Client {self._url!r} {state}>"

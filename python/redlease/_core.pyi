@@ -17,6 +17,13 @@ _LostReason = Literal["expired", "deleted", "owner_changed", "unreachable", "max
 
 def current_context() -> int: ...
 
+EVENT_LOST: int
+EVENT_RENEW_FAILED: int
+EVENT_RENEWED: int
+EVENT_SYNC_FAILED: int
+EVENT_STRAY_HOLDS: int
+EVENT_ABANDONED: int
+
 @final
 class Client:
     def __init__(self, url: str, watchdog_timeout: float, connect_timeout: float,
@@ -28,6 +35,8 @@ class Client:
     def id(self) -> str: ...
     @property
     def closed(self) -> bool: ...
+    @property
+    def url(self) -> str: ...
     def stats(self) -> dict[str, Union[int, bool]]: ...
     def close(self) -> None: ...
 

@@ -188,9 +188,71 @@ rl_client *new_client(const char *url, int64_t watchdog_ms) {
     return c;
 }
 
+void event_log_init(event_log *log) {
+    memset(log, 0, sizeof *log);
+    pthread_mutex_init(&log->mu, NULL);
+}
+
+void event_log_destroy(event_log *log) { pthread_mutex_destroy(&log->mu); }
+
+static void record_event(const rl_event *ev, void *userdata) {
+    event_log *log = userdata;
+    pthread_mutex_lock(&log->mu);
+    if ((int)ev->kind >= 0 && (int)ev->kind < 8) log->counts[ev->kind]++;
+    if (ev->kind == RL_EVENT_LOST) {
+        log->reason = ev->reason;
+        log->last_lost_at = now_ms();
+    }
+    snprintf(log->message, sizeof log->message, "%s", ev->message ? ev->message : "");
+    pthread_mutex_unlock(&log->mu);
+}
+
+int event_count(event_log *log, rl_event_kind kind) {
+    pthread_mutex_lock(&log->mu);
+    int n = log->counts[kind];
+    pthread_mutex_unlock(&log->mu);
+    return n;
+}
+
+rl_client *client_with(const char *url, int64_t watchdog_ms, int64_t command_ms, event_log *log) {
+    rl_options o;
+    rl_options_init(&o);
+    if (watchdog_ms > 0) o.watchdog_timeout_ms = watchdog_ms;
+    if (command_ms > 0) o.command_timeout_ms = o.connect_timeout_ms = command_ms;
+    if (log) {
+        o.on_event = record_event;
+        o.event_userdata = log;
+    }
+    rl_client *c = NULL;
+    rl_error err;
+    if (rl_client_new(url, &o, &c, &err) != RL_OK) {
+        fprintf(stderr, "rl_client_new(%s): %s\n", url, err.message);
+        exit(2);
+    }
+    return c;
+}
+
+redisContext *stall_start(int64_t ms) {
+    redisContext *c = server_connect(&g_server);
+    redisAppendCommand(c, "DEBUG SLEEP %.3f", (double)ms / 1000.0);
+    int done = 0;
+    while (!done)
+        if (redisBufferWrite(c, &done) != REDIS_OK) exit(2);
+    sleep_ms(50); /* asleep now: whatever is sent from here on waits */
+    return c;
+}
+
+void stall_end(redisContext *c) {
+    void *reply = NULL;
+    if (redisGetReply(c, &reply) != REDIS_OK) exit(2);
+    freeReplyObject(reply);
+    redisFree(c);
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    if (server_start(&g_server, NULL) != 0) {
+    const char *shared_args[] = {"--enable-debug-command", "yes", NULL};
+    if (server_start(&g_server, shared_args) != 0) {
         fprintf(stdout, "cannot start redis-server (is it installed?)\n0 passed, 1 failed\n");
         return 1;
     }

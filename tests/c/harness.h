@@ -4,6 +4,7 @@
 #define RL_TEST_HARNESS_H
 
 #include <hiredis/hiredis.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -95,6 +96,25 @@ extern test_server g_server;
 extern redisContext *g_raw;
 
 rl_client *new_client(const char *url, int64_t watchdog_ms);
+
+/* The core's events, as a test sees them: counts per kind, the latest lost reason and message. */
+typedef struct event_log {
+    pthread_mutex_t mu;
+    int counts[8]; /* by rl_event_kind */
+    rl_lost_reason reason;
+    int64_t last_lost_at; /* now_ms() when the latest RL_EVENT_LOST arrived */
+    char message[400];
+} event_log;
+void event_log_init(event_log *log);
+void event_log_destroy(event_log *log);
+int event_count(event_log *log, rl_event_kind kind);
+/* A client with these timeouts (0: the default) whose events go to log (may be NULL). */
+rl_client *client_with(const char *url, int64_t watchdog_ms, int64_t command_ms, event_log *log);
+
+/* Stalls the shared server for `ms` (DEBUG SLEEP, sent on a connection of its own); stall_end
+ * waits until it answers again. */
+redisContext *stall_start(int64_t ms);
+void stall_end(redisContext *c);
 int64_t now_ms(void);
 void sleep_ms(int64_t ms);
 

@@ -1,4 +1,4 @@
-/* The other lock kinds of PROTOCOL.md: fencing tokens, the fair lock's queue, and the read/write
+/* The other lock kinds of docs/protocol.md: fencing tokens, the fair lock's queue, and the read/write
  * lock, each on the wire and in its semantics. */
 #include <pthread.h>
 #include <stdio.h>

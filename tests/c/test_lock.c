@@ -1,4 +1,4 @@
-/* The reentrant lock's Redis layout and semantics, per PROTOCOL.md. */
+/* The reentrant lock's Redis layout and semantics, per docs/protocol.md. */
 #include <stdio.h>
 #include <string.h>
 

@@ -65,3 +65,42 @@ TEST(options_are_checked) {
     CHECK_STATUS(rl_client_new(g_server.url, &o, &c, err), RL_ERR_ARGUMENT);
     CHECK(c == NULL);
 }
+
+/* No password in any message or in the URL a client shows, whatever the URL looks like. */
+TEST(url_passwords_never_shown) {
+    static const struct {
+        const char *url, *shown; /* shown: NULL when the URL is refused */
+    } cases[] = {
+        {"redis://u:S3CRET@127.0.0.1:1/0", "redis://u:***@127.0.0.1:1/0"},
+        {"redis://:S3CRET@127.0.0.1:1", "redis://:***@127.0.0.1:1"},
+        {"redis://u:p@S3CRET@127.0.0.1:1", "redis://u:***@127.0.0.1:1"},
+        {"redis://u:S3CRET%40x@127.0.0.1:1", "redis://u:***@127.0.0.1:1"},
+        {"unix://u:S3CRET@/tmp/r.sock?db=1", "unix://u:***@/tmp/r.sock?db=1"},
+        {"redis://alice@127.0.0.1:1", "redis://alice@127.0.0.1:1"},
+        {"redis://127.0.0.1:1", "redis://127.0.0.1:1"},
+        {"http://u:S3CRET@127.0.0.1", NULL},
+        {"redis//u:S3CRET@127.0.0.1", NULL},
+        {"S3CRET", NULL},
+        {"redis://u:S3CRET@127.0.0.1:notaport", NULL},
+        {"redis://u:S3CRET@127.0.0.1/notadb", NULL},
+        {"redis://u:S3C%zzRET@127.0.0.1", NULL},
+        {"redis://u:S3CRET@", NULL},
+        {"rediss://u:S3CRET@127.0.0.1:1", NULL},
+        {"unix://u:S3CRET/tmp/r.sock", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        rl_client *c = NULL;
+        rl_error e = {0};
+        rl_status st = rl_client_new(cases[i].url, NULL, &c, &e);
+        CHECK_MSG(!strstr(e.message, "S3C"), "%s: the message shows the password: %s",
+                  cases[i].url, e.message);
+        if (!cases[i].shown) {
+            CHECK_MSG(st != RL_OK && e.message[0], "%s was accepted", cases[i].url);
+            continue;
+        }
+        CHECK_MSG(st == RL_OK, "%s: %s", cases[i].url, e.message);
+        CHECK_MSG(strcmp(rl_client_url(c), cases[i].shown) == 0, "%s shown as %s", cases[i].url,
+                  rl_client_url(c));
+        rl_client_free(c);
+    }
+}

@@ -1,4 +1,4 @@
-"""Helpers of the interop tests: the key and channel names of PROTOCOL.md, pub/sub subscriber
+"""Helpers of the interop tests: the key and channel names of docs/protocol.md, pub/sub subscriber
 counts, Python threads that hold their own locks, and an on_lost recorder."""
 
 import itertools
@@ -17,7 +17,7 @@ def _b(name: Name) -> bytes:
 
 
 def prefix(p: str, name: Name) -> bytes:
-    """prefix(p, name) of PROTOCOL.md (Redisson's RedissonObject.prefixName)."""
+    """prefix(p, name) of docs/protocol.md (Redisson's RedissonObject.prefixName)."""
     n = _b(name)
     return p.encode() + (b":" + n if b"{" in n else b":{" + n + b"}")
 

@@ -20,6 +20,27 @@ describe("misuse", function()
     raises("bad argument 'url' to 'connect' %(.*port", redlease.connect, "redis://h:99999")
   end)
 
+  it("connect: no password in any message, nor in tostring(client)", function()
+    local refused = { "http://u:S3CRET@127.0.0.1", "S3CRET", "redis://u:S3CRET@127.0.0.1:notaport",
+      "redis://u:S3C%zzRET@127.0.0.1", "redis://u:S3CRET@", "rediss://u:S3CRET@127.0.0.1" }
+    for _, url in ipairs(refused) do
+      local ok, client, err = pcall(redlease.connect, url)
+      local message = ok and err or client
+      assert.is_truthy(not ok or client == nil, url .. " was accepted")
+      assert.is_string(message)
+      assert.is_nil(message:find("S3C", 1, true), message)
+    end
+    local url = ("redis://u:p@S3CRET@127.0.0.1:%d/0"):format(fx.server.port)
+    local client = assert(redlease.connect(url, { connect_timeout = 0.2, command_timeout = 0.2 }))
+    local shown = tostring(client)
+    assert.matches("redis://u:***@127.0.0.1:" .. fx.server.port .. "/0", shown, 1, true)
+    assert.is_nil(shown:find("S3C", 1, true))
+    local guard, err = client:lock("x"):acquire({ timeout = 0 }) -- AUTH refused: no such user
+    assert.is_nil(guard)
+    assert.is_nil(err:find("S3C", 1, true), err)
+    client:close()
+  end)
+
   it("connect: options are known durations in seconds", function()
     local url = fx.server.url
     raises("'options' to 'connect' %(table expected, got string", redlease.connect, url, "x")

@@ -161,7 +161,7 @@ function helper.eventually(seconds, check)
   return check() and true or false
 end
 
--- The unlock channel of a lock name (PROTOCOL.md: prefix("redisson_lock__channel", name)).
+-- The unlock channel of a lock name (docs/protocol.md: prefix("redisson_lock__channel", name)).
 function helper.channel(name)
   if name:find("{", 1, true) then return "redisson_lock__channel:" .. name end
   return "redisson_lock__channel:{" .. name .. "}"

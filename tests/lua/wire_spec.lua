@@ -1,4 +1,4 @@
--- What redlease writes to Redis, read back with a raw client (PROTOCOL.md).
+-- What redlease writes to Redis, read back with a raw client (docs/protocol.md).
 local helper = require "helper"
 
 describe("the Redis layout", function()
