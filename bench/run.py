@@ -177,8 +177,8 @@ class Harness:
             self.external(redisson, "cycles", cycles=p["cycles"], seconds=p["cycle_seconds"])
         self.paired_limits()
         limits = self.steps.get("limits", {"ok": False})
-        # 1b: 16 threads, and the server's ceiling; the C core with the Python binding's pool
-        # (4 connections) and with one connection per thread
+        # 1b: 16 threads, and the server's ceiling; the C core with a pool of 4 connections and
+        # with one connection per thread (the core's default pool, as the Python rows, is 16)
         for pool in (4, p["parallel_threads"]):
             self.run(f"parallel-c-pool{pool}", "parallel",
                      [self.bins["parallel"], self.url, p["parallel_threads"],

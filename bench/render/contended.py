@@ -41,6 +41,6 @@ def plot(R, plt):
     ax.set_xticklabels([f"{w} workers" for w in workers])
     ax.set_yscale("log")
     ax.set_ylabel("hand-offs per second (log)")
-    ax.set_title("3. One contended lock, workers over 4 processes")
+    ax.set_title(f"3. One contended lock, workers over {R.p['contended_procs']} processes")
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3)
     return fig

@@ -30,6 +30,12 @@ def ms(x):
     return f"{x:.3f}" if x < 10 else f"{x:.1f}"
 
 
+def one_of(xs):
+    """[1, 8, 32] -> "1, 8 or 32"."""
+    xs = [str(x) for x in xs]
+    return xs[0] if len(xs) == 1 else ", ".join(xs[:-1]) + " or " + xs[-1]
+
+
 def table(head, rows):
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]

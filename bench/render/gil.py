@@ -1,6 +1,6 @@
 """Measure 5: GIL friendliness: a CPU-bound thread's rate while other threads wait on locks."""
 
-from .fmt import f2, table
+from .fmt import f2, one_of, table
 
 PLOT = "gil"
 
@@ -9,6 +9,7 @@ def render(R):
     rows = [[r["label"]] + [f2(pt["fraction"]) for pt in r["points"]] for r in R.rows("gil")]
     return {
         "gil_seconds": f"{R.p['gil_seconds']:g}",
+        "gil_waiters": one_of(R.p["gil_waiters"]),
         "gil_table": table(["waiters →"] + [str(x) for x in R.p["gil_waiters"]], rows),
     }
 

@@ -3,6 +3,7 @@
 from .fmt import NOT_YET, f2, ms, n0, na, table
 
 PLOT = "watchdog"
+DEFAULT_TIMEOUT_MS = 30000  # the core's watchdog timeout when none is given (rl_options_init)
 
 
 def row(R, r, period_ms):
@@ -32,6 +33,7 @@ def render(R):
         "watchdog": True, "watchdog_redisson": redisson, "wd_periods": R.p["wd_periods"],
         "wd_timeout_s": f"{wd['watchdog_timeout_ms'] / 1000:g}",
         "wd_period_s": f"{wd['period_ms'] / 1000:g}",
+        "wd_default_ratio": f"{DEFAULT_TIMEOUT_MS / wd['watchdog_timeout_ms']:g}",
         "watchdog_table": table(["holds", "taking them", "round ms (median)", "of which Redis",
                                  "round trips/round", "script calls/round", "round CPU ms",
                                  "CPU / period", "process CPU ms/round", "rounds timed", "lost",
