@@ -6,14 +6,23 @@ bench/render/ (one module per measure). `python bench/report.py build/bench/resu
 import argparse
 import json
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from render import (contended, cycles, failures, gil, goals, handoff, memory,  # noqa: E402
-                    notes, parallel, redisson, run_info, watchdog)
-from render.results import Results  # noqa: E402
-from render.template import fill  # noqa: E402
+from render import (
+    contended,
+    cycles,
+    failures,
+    gil,
+    goals,
+    handoff,
+    memory,
+    notes,
+    parallel,
+    redisson,
+    run_info,
+    watchdog,
+)
+from render.results import Results
+from render.template import fill
 
 TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report_template.md")
 PARTS = (run_info, goals, cycles, parallel, handoff, contended, watchdog, gil, memory, failures,
