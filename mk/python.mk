@@ -10,7 +10,7 @@ $(VENV)/bin/python:
 # Always reinstalls (pip rebuilds only what changed is not reliable for C sources); with the
 # project's warning flags (-Wall -Wextra -Werror).
 python-install: $(VENV)/bin/python
-	REDLEASE_STRICT=1 $(VENV)/bin/pip install --quiet --disable-pip-version-check ".[test]"
+	REDLEASE_STRICT=1 $(VENV)/bin/pip install --quiet --disable-pip-version-check ".[test,lint]"
 
 test-python: python-install
 	@mkdir -p build/results

@@ -55,8 +55,8 @@ local function options(opts, spec)
       local ms, why = duration(v, s.positive, s.infinite)
       if not ms then return nil, name, why end
       if s.min_ms and ms < s.min_ms then
-        local why = ("at least %g seconds expected, got %s"):format(s.min_ms / 1000, describe(v))
-        return nil, name, why
+        return nil, name, ("at least %g seconds expected, got %s"):format(s.min_ms / 1000,
+                                                                          describe(v))
       end
       out[name] = ms
     end

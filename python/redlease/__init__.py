@@ -13,7 +13,6 @@ other on the same name. See docs/python.md for the full API.
 from ._client import Client
 from ._core import CORE_VERSION as __version__
 from ._core import Lock
-from ._locks import FairLock, FencedLock, ReadLock, ReadWriteLock, WriteLock
 from ._errors import (
     ClientClosedError,
     ConnectionError,
@@ -24,8 +23,10 @@ from ._errors import (
     ReplicaSyncError,
     ServerError,
 )
+from ._locks import FairLock, FencedLock, ReadLock, ReadWriteLock, WriteLock
 
 __all__ = [
+    "__version__",
     "Client",
     "Lock",
     "FencedLock",

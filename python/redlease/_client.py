@@ -63,7 +63,8 @@ class Client:
         _open_clients.add(self)
 
     def lock(self, name: Union[str, bytes], *, timeout: float = -1,
-             lease: Optional[float] = None, max_hold: Union[float, None, _Default] = _Default.CLIENT) -> Lock:
+             lease: Optional[float] = None,
+             max_hold: Union[float, None, _Default] = _Default.CLIENT) -> Lock:
         """A Redisson RLock on ``name`` (str, UTF-8 encoded, or bytes).
 
         ``timeout`` (seconds; -1 forever, 0 one try) and ``lease`` (None: watchdog; seconds: a

@@ -45,7 +45,8 @@ class PyThread:
     def __init__(self, name: str = "py") -> None:
         self._pool = ThreadPoolExecutor(1, thread_name_prefix=name)
 
-    def start(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> "Future[Tuple[Any, float]]":
+    def start(self, fn: Callable[..., Any], *args: Any,
+              **kwargs: Any) -> "Future[Tuple[Any, float]]":
         def timed() -> Tuple[Any, float]:
             result = fn(*args, **kwargs)
             return result, time.monotonic()

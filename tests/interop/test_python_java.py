@@ -100,7 +100,8 @@ def test_python_watchdog_hold_keeps_java_out_release_wakes_java(java, raw, make_
     started = time.monotonic()
     tries = 0
     while time.monotonic() - started < 3.5 * watchdog:
-        assert jl.try_lock("t1", 0) is False, f"Java got in after {time.monotonic() - started:.2f} s"
+        assert jl.try_lock("t1", 0) is False, \
+            f"Java got in after {time.monotonic() - started:.2f} s"
         tries += 1
         time.sleep(0.1)
     assert tries >= 10

@@ -248,5 +248,6 @@ def test_the_same_renewals(java, raw, make_client, lua, monitor, name):
         renewals[side] = [c for c in calls if c[0] in ("hexists", "pexpire")]
     expected_pexpire = ("pexpire", name, str(int(WATCHDOG * 1000)))
     for side, calls in renewals.items():
-        assert calls.count(expected_pexpire) >= 3, f"{side}: {calls}"  # acquire + 2 renewals or more
+        # the acquire and 2 renewals or more
+        assert calls.count(expected_pexpire) >= 3, f"{side}: {calls}"
         assert set(calls) == {expected_pexpire, ("hexists", name, "<owner>")}, f"{side}: {calls}"

@@ -46,9 +46,12 @@ describe("misuse", function()
     raises("'options' to 'connect' %(table expected, got string", redlease.connect, url, "x")
     raises("'watchdog_timeout' to 'connect' %(number of seconds expected, got string",
       redlease.connect, url, { watchdog_timeout = "30" })
-    raises("'watchdog_timeout' to 'connect' %(positive", redlease.connect, url, { watchdog_timeout = 0 })
-    raises("'watchdog_timeout' to 'connect' %(at least 0.003", redlease.connect, url, { watchdog_timeout = 0.001 })
-    raises("'command_timeout' to 'connect' %(positive", redlease.connect, url, { command_timeout = -1 })
+    raises("'watchdog_timeout' to 'connect' %(positive",
+      redlease.connect, url, { watchdog_timeout = 0 })
+    raises("'watchdog_timeout' to 'connect' %(at least 0.003",
+      redlease.connect, url, { watchdog_timeout = 0.001 })
+    raises("'command_timeout' to 'connect' %(positive",
+      redlease.connect, url, { command_timeout = -1 })
     raises("'connect_timeout' to 'connect' %(number of seconds expected, got nan",
       redlease.connect, url, { connect_timeout = 0 / 0 })
     raises("'lease' to 'connect' %(unknown option%)", redlease.connect, url, { lease = 1 })
@@ -63,7 +66,8 @@ describe("misuse", function()
   it("acquire and with: timeout >= 0 (math.huge: forever), lease > 0 and finite", function()
     local lock = fx.connect():lock("job")
     raises("'timeout' to 'acquire' %(non%-negative", lock.acquire, lock, { timeout = -1 })
-    raises("'timeout' to 'acquire' %(number of seconds expected, got string", lock.acquire, lock, { timeout = "1" })
+    raises("'timeout' to 'acquire' %(number of seconds expected, got string",
+      lock.acquire, lock, { timeout = "1" })
     raises("'lease' to 'acquire' %(positive", lock.acquire, lock, { lease = 0 })
     raises("'lease' to 'acquire' %(positive", lock.acquire, lock, { lease = math.huge })
     raises("'wait' to 'acquire' %(unknown option%)", lock.acquire, lock, { wait = 1 })

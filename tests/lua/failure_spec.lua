@@ -14,7 +14,8 @@ describe("failures", function()
       { connect_timeout = 0.5, command_timeout = 0.5 }))
     fx.clients[#fx.clients + 1] = client
     local lock = client:lock("job")
-    for _, call in ipairs({ "acquire", "locked", "held", "hold_count", "remaining", "force_unlock" }) do
+    local calls = { "acquire", "locked", "held", "hold_count", "remaining", "force_unlock" }
+    for _, call in ipairs(calls) do
       local v, err = lock[call](lock)
       assert.is_nil(v, call)
       assert.matches("^connection: ", err)
@@ -57,7 +58,8 @@ describe("failures", function()
 
   it("a server killed between calls: each later call answers \"connection\"", function()
     local code, out, err = helper.run_lua(([[
-      local client = assert(require("redlease").connect(%q, { connect_timeout = 0.5, command_timeout = 0.5 }))
+      local client = assert(require("redlease").connect(%q,
+        { connect_timeout = 0.5, command_timeout = 0.5 }))
       local lock = client:lock("job")
       local guard = assert(lock:acquire())
       os.execute("kill -9 %s; while kill -0 %s 2>/dev/null; do sleep 0.01; done")
@@ -75,7 +77,8 @@ describe("failures", function()
     assert.matches("survived\n$", out)
   end)
 
-  it("a peer hanging up in the middle of a write does not kill the interpreter (SIGPIPE)", function()
+  it("a peer hanging up in the middle of a write does not kill the interpreter (SIGPIPE)",
+    function()
     -- A fake server that hangs up (FIN, then RST) while a command far larger than the socket
     -- buffers is being written: the rest of the write meets EPIPE, which raises SIGPIPE, fatal
     -- by default in lua5.4 and luajit.

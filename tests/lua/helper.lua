@@ -190,7 +190,8 @@ function helper.fixture()
   -- Another owner (not this process) holds `name` for lease_ms, as Redisson would write it.
   function fx.hold_elsewhere(name, lease_ms)
     fx.raw("EVAL",
-      "redis.call('hset', KEYS[1], ARGV[1], 1); redis.call('pexpire', KEYS[1], ARGV[2])", 1, name, "00000000-0000-0000-0000-000000000000:1", lease_ms)
+      "redis.call('hset', KEYS[1], ARGV[1], 1); redis.call('pexpire', KEYS[1], ARGV[2])", 1, name,
+      "00000000-0000-0000-0000-000000000000:1", lease_ms)
   end
   -- That owner's release, as Redisson does it: delete, then publish "0" on the lock's channel.
   function fx.release_elsewhere_cmd(name)

@@ -85,7 +85,8 @@ describe("read/write locks", function()
     local rw = fx.connect():rw_lock("dg")
     local gw = assert(rw.write:acquire())
     local gr = assert(rw.read:acquire())
-    coroutine.wrap(function() assert.is_nil((rw.read:acquire({ timeout = 0 }))) end)() -- others wait
+    -- others wait
+    coroutine.wrap(function() assert.is_nil((rw.read:acquire({ timeout = 0 }))) end)()
     assert(gw:release())
     assert.equal("read", fx.raw("HGET", "dg", "mode"))
     local other = assert(fx.connect():rw_lock("dg").read:acquire({ timeout = 0 }))

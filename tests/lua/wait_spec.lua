@@ -65,7 +65,8 @@ describe("waiting", function()
       print(lock:acquire())
     ]]):format(fx.server.url, dir .. "/pid"))
     f:close()
-    helper.spawn(("%s %s >%s/out 2>%s/err; echo $? >%s/code"):format(helper.lua, script, dir, dir, dir))
+    helper.spawn(("%s %s >%s/out 2>%s/err; echo $? >%s/code"):format(helper.lua, script, dir, dir,
+                                                                      dir))
     local function read(name)
       local h = io.open(dir .. "/" .. name)
       if not h then return nil end

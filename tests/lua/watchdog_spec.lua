@@ -28,7 +28,8 @@ describe("leases", function()
     assert.matches("^not_owned: ", select(2, lock:release()))
   end)
 
-  it("the watchdog notices a deleted hold: lock:lost(), then acquire and release answer \"lost\"", function()
+  it("the watchdog notices a deleted hold: lock:lost(), then acquire and release answer \"lost\"",
+    function()
     local lock = fx.connect({ watchdog_timeout = 0.3 }):lock("job")
     assert(lock:acquire())
     fx.raw("DEL", "job")

@@ -6,7 +6,8 @@ describe("the Redis layout", function()
   before_each(fx.setup)
   after_each(fx.teardown)
 
-  it("is a hash with one field <client uuid>:<coroutine id> = hold count, PEXPIREd to the watchdog timeout", function()
+  it("is a hash with one field <client uuid>:<coroutine id> = hold count, PEXPIREd to the watchdog "
+    .. "timeout", function()
     local client = fx.connect({ watchdog_timeout = 10 })
     local guard = assert(client:lock("orders:42"):acquire())
     assert.equal("hash", fx.raw("TYPE", "orders:42"))

@@ -61,7 +61,8 @@ describe("lock:with", function()
     assert.equal(0, fx.raw("EXISTS", "job"))
   end)
 
-  it("lets fn yield where the interpreter allows it, the hold staying with its coroutine", function()
+  it("lets fn yield where the interpreter allows it, the hold staying with its coroutine",
+    function()
     if helper.interpreter == "Lua 5.1" then
       pending("Lua 5.1 cannot yield across pcall")
     end
