@@ -4,17 +4,9 @@
 # checked (scripts/lint-count): a file with no finding passes, a file with findings fails.
 SUITES += clang-format ruff mypy luacheck
 
-# The C files clang-format checks: those already formatted. The others join the list once
-# reformatted (`clang-format -i FILE`); in the end it is every C file of csrc, tests/c, bench/c
-# and examples/c.
-LINT_C_FILES := \
-  bench/c/bench_limits.c bench/c/bench_parallel.c \
-  csrc/core/clock.c csrc/core/clock.h csrc/core/error.h csrc/core/events.h csrc/core/fork.h \
-  csrc/core/names.h csrc/core/pool.h csrc/core/random.h csrc/core/replicas.h \
-  csrc/core/sigpipe.c csrc/core/sigpipe.h csrc/core/subscriber.h csrc/core/threads.c \
-  csrc/core/threads.h csrc/core/url.h csrc/core/watchdog.h \
-  csrc/lua/binding.h csrc/lua/compat.h \
-  tests/c/test_conn.c tests/c/test_lock.c
+# The C files clang-format checks: every C file of csrc, tests/c, bench/c and examples/c (the
+# Redis scripts' text in csrc/core/script_text.c is kept as Lua lines, between clang-format off/on).
+LINT_C_FILES := $(sort $(wildcard csrc/*/*.[ch] tests/c/*.[ch] bench/c/*.[ch] examples/c/*.[ch]))
 LINT_PY_FILES := setup.py scripts/lint-count $(shell find python tests bench examples -name '*.py' | sort)
 LINT_MYPY_FILES := $(wildcard python/redlease/*.py python/redlease/*.pyi)
 LINT_LUA_FILES := $(shell find luarocks tests bench examples -name '*.lua' | sort)

@@ -79,8 +79,8 @@ double bl_scripts(bl_conn *c, int n) {
     const char *owner = "8c6e5a7e-0000-4000-8000-000000000000:1";
     char latch[96];
     const char *a[] = {"EVALSHA", c->acq, "1", name, "30000", owner};
-    const char *r[] = {"EVALSHA", c->rel, "3", name, channel, latch, "0", "30000", owner, "20000",
-                       "publish"};
+    const char *r[] = {"EVALSHA", c->rel,  "3",   name,    channel,  latch,
+                       "0",       "30000", owner, "20000", "publish"};
     double t0 = now_s();
     for (int i = 0; i < n; i++) {
         snprintf(latch, sizeof latch, "redisson_unlock_latch:{bench:bare}:%016llx%016lx",
@@ -97,7 +97,9 @@ double bl_scripts(bl_conn *c, int n) {
     return n / (now_s() - t0);
 }
 
-const char *bl_sha(bl_conn *c, int release) { return release ? c->rel : c->acq; }
+const char *bl_sha(bl_conn *c, int release) {
+    return release ? c->rel : c->acq;
+}
 
 void bl_close(bl_conn *c) {
     if (!c) return;

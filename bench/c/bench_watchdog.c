@@ -105,7 +105,8 @@ rl_status __wrap_rl_scripts_run(rl_scripts *scripts, rl_conn *conn, const rl_con
         return __real_rl_scripts_run(scripts, conn, cfg, timeout_ms, id, n, cmds, replies,
                                      idempotent, err);
     size_t holds = 0;
-    for (size_t i = 0; i < n; i++) holds += (size_t)(cmds[i].argc - RL_SCRIPT_ARGV_HEAD - 1) / 3;
+    for (size_t i = 0; i < n; i++)
+        holds += (size_t)(cmds[i].argc - RL_SCRIPT_ARGV_HEAD - 1) / 3;
     tl_round = (round_rec){.start = tl_wake, .holds = holds, .calls = n};
     tl_in_round = 1;
     double t0 = now_s();
@@ -209,7 +210,8 @@ static void run_size(const char *url, size_t n, int64_t timeout_ms, int periods,
         slices[t] = (slice){locks, n * (size_t)t / THREADS, n * (size_t)(t + 1) / THREADS};
         pthread_create(&threads[t], NULL, acquire_slice, &slices[t]);
     }
-    for (int t = 0; t < THREADS; t++) pthread_join(threads[t], NULL);
+    for (int t = 0; t < THREADS; t++)
+        pthread_join(threads[t], NULL);
     double acquired_at = now_s();
 
     /* One round over all n first (it may open the watchdog's connection), then the window. */
@@ -248,7 +250,8 @@ static void run_size(const char *url, size_t n, int64_t timeout_ms, int periods,
     rl_client_stats(client, &s1);
 
     size_t lost = 0;
-    for (size_t i = 0; i < n; i++) lost += rl_lock_lost(locks[i], 1, NULL) != 0;
+    for (size_t i = 0; i < n; i++)
+        lost += rl_lock_lost(locks[i], 1, NULL) != 0;
     size_t live = live_keys(rc, n);
 
     /* full rounds of the window: started after every hold was taken, renewing all n */
@@ -276,11 +279,14 @@ static void run_size(const char *url, size_t n, int64_t timeout_ms, int periods,
            "   \"round_ms\": [",
            first ? "" : ",\n", n, acquired_at - t0, window_s, periods, (unsigned long long)rounds,
            full);
-    for (size_t i = 0; i < full; i++) printf("%s%.3f", i ? ", " : "", dur[i]);
+    for (size_t i = 0; i < full; i++)
+        printf("%s%.3f", i ? ", " : "", dur[i]);
     printf("], \"round_cpu_ms\": [");
-    for (size_t i = 0; i < full; i++) printf("%s%.3f", i ? ", " : "", cpu[i]);
+    for (size_t i = 0; i < full; i++)
+        printf("%s%.3f", i ? ", " : "", cpu[i]);
     printf("], \"round_net_ms\": [");
-    for (size_t i = 0; i < full; i++) printf("%s%.3f", i ? ", " : "", net[i]);
+    for (size_t i = 0; i < full; i++)
+        printf("%s%.3f", i ? ", " : "", net[i]);
     printf("],\n   \"round_ms_median\": %.3f, \"round_cpu_ms_median\": %.3f, "
            "\"round_net_ms_median\": %.3f,\n",
            median(dur, full), median(cpu, full), median(net, full));
@@ -300,7 +306,8 @@ static void run_size(const char *url, size_t n, int64_t timeout_ms, int periods,
     free(cpu);
     free(net);
 
-    for (size_t i = 0; i < n; i++) rl_lock_free(locks[i]);
+    for (size_t i = 0; i < n; i++)
+        rl_lock_free(locks[i]);
     rl_client_free(client); /* holds are not released: the flush below drops them */
     free(locks);
     freeReplyObject(redisCommand(rc, "FLUSHALL"));
@@ -316,7 +323,8 @@ int main(int argc, char **argv) {
     printf("{\"measure\": \"watchdog\", \"watchdog_timeout_ms\": %lld, \"period_ms\": %lld, "
            "\"acquire_threads\": %d, \"rows\": [\n",
            (long long)timeout_ms, (long long)(timeout_ms / 3), THREADS);
-    for (int i = 4; i < argc; i++) run_size(url, (size_t)atoll(argv[i]), timeout_ms, periods, i == 4);
+    for (int i = 4; i < argc; i++)
+        run_size(url, (size_t)atoll(argv[i]), timeout_ms, periods, i == 4);
     printf("\n]}\n");
     return 0;
 }

@@ -23,12 +23,15 @@ void rl_options_init(rl_options *o) {
 }
 
 static rl_status check_options(const rl_options *o, rl_error *err) {
-    if (o->connect_timeout_ms <= 0) return rl_fail(err, RL_ERR_ARGUMENT, "connect_timeout must be > 0");
-    if (o->command_timeout_ms <= 0) return rl_fail(err, RL_ERR_ARGUMENT, "command_timeout must be > 0");
+    if (o->connect_timeout_ms <= 0)
+        return rl_fail(err, RL_ERR_ARGUMENT, "connect_timeout must be > 0");
+    if (o->command_timeout_ms <= 0)
+        return rl_fail(err, RL_ERR_ARGUMENT, "command_timeout must be > 0");
     if (o->watchdog_timeout_ms < 3 || o->watchdog_timeout_ms > RL_MAX_LEASE_MS)
         return rl_fail(err, RL_ERR_ARGUMENT, "watchdog_timeout must be from 3 ms to 2^40 ms");
     if (o->latch_ttl_ms <= 0) return rl_fail(err, RL_ERR_ARGUMENT, "latch_ttl must be > 0");
-    if (o->max_hold_ms < 0) return rl_fail(err, RL_ERR_ARGUMENT, "max_hold must be >= 0 (0 = none)");
+    if (o->max_hold_ms < 0)
+        return rl_fail(err, RL_ERR_ARGUMENT, "max_hold must be >= 0 (0 = none)");
     if (o->sync_replicas < 0) return rl_fail(err, RL_ERR_ARGUMENT, "sync_replicas must be >= 0");
     if (o->sync_timeout_ms <= 0) return rl_fail(err, RL_ERR_ARGUMENT, "sync_timeout must be > 0");
     if (o->sync_replicas > 0 && o->sync_timeout_ms >= o->watchdog_timeout_ms)
@@ -42,13 +45,16 @@ static rl_status check_options(const rl_options *o, rl_error *err) {
     return RL_OK;
 }
 
-rl_status rl_client_new(const char *url, const rl_options *options, rl_client **out, rl_error *err) {
+rl_status rl_client_new(const char *url, const rl_options *options, rl_client **out,
+                        rl_error *err) {
     rl_error_clear(err);
     if (!out) return rl_fail(err, RL_ERR_ARGUMENT, "out must not be NULL");
     *out = NULL;
     rl_options o;
-    if (options) o = *options;
-    else rl_options_init(&o);
+    if (options)
+        o = *options;
+    else
+        rl_options_init(&o);
     rl_status st = check_options(&o, err);
     if (st != RL_OK) return st;
     rl_client *c = calloc(1, sizeof *c);
@@ -98,7 +104,9 @@ static void destroy(rl_client *c) {
     free(c);
 }
 
-void rl_client_ref(rl_client *c) { atomic_fetch_add(&c->refs, 1); }
+void rl_client_ref(rl_client *c) {
+    atomic_fetch_add(&c->refs, 1);
+}
 
 void rl_client_unref(rl_client *c) {
     if (atomic_fetch_sub(&c->refs, 1) == 1) destroy(c);
@@ -162,9 +170,13 @@ rl_status rl_client_enter(rl_client *c, rl_error *err) {
     return RL_OK;
 }
 
-void rl_client_leave(rl_client *c) { rl_client_unref(c); }
+void rl_client_leave(rl_client *c) {
+    rl_client_unref(c);
+}
 
-const char *rl_client_url(rl_client *c) { return c ? c->shown_url : ""; }
+const char *rl_client_url(rl_client *c) {
+    return c ? c->shown_url : "";
+}
 
 const char *rl_client_id(rl_client *c) {
     if (rl_client_enter(c, NULL) == RL_OK) rl_client_leave(c);
@@ -186,14 +198,14 @@ void rl_client_hold_lost(rl_client *c, rl_hold *h, rl_lost_reason reason) {
     rl_events_push(&c->events, RL_EVENT_LOST, h->name, h->name_len, h->context, reason, 1, message);
 }
 
-rl_status rl_client_script(rl_client *c, rl_script_id id, int argc, const char **argv,
-                           size_t *lens, redisReply **reply, int idempotent,
-                           const rl_cmd *then_send, rl_reply_test wrote, rl_error *err) {
+rl_status rl_client_script(rl_client *c, rl_script_id id, int argc, const char **argv, size_t *lens,
+                           redisReply **reply, int idempotent, const rl_cmd *then_send,
+                           rl_reply_test wrote, rl_error *err) {
     rl_conn *conn = rl_pool_take(&c->pool);
     if (!conn) return rl_fail(err, RL_ERR_CLOSED, "the client is closed");
     rl_cmd cmd = {argc, argv, lens};
-    rl_status st = rl_scripts_run(&c->scripts, conn, c->cfg.options.command_timeout_ms, id, 1,
-                                  &cmd, reply, idempotent, err);
+    rl_status st = rl_scripts_run(&c->scripts, conn, c->cfg.options.command_timeout_ms, id, 1, &cmd,
+                                  reply, idempotent, err);
     if (st == RL_OK && then_send) rl_conn_defer(conn, then_send);
     if (st == RL_OK && wrote && wrote(*reply)) {
         st = rl_replicas_sync(conn, err);
@@ -211,8 +223,8 @@ rl_status rl_client_command(rl_client *c, int argc, const char **argv, size_t *l
     rl_conn *conn = rl_pool_take(&c->pool);
     if (!conn) return rl_fail(err, RL_ERR_CLOSED, "the client is closed");
     rl_cmd cmd = {argc, argv, lens};
-    rl_status st = rl_conn_exchange(conn, c->cfg.options.command_timeout_ms, 1, &cmd, reply, 1,
-                                    err);
+    rl_status st =
+        rl_conn_exchange(conn, c->cfg.options.command_timeout_ms, 1, &cmd, reply, 1, err);
     rl_pool_give(&c->pool, conn);
     if (st == RL_OK && (*reply)->type == REDIS_REPLY_ERROR) {
         st = rl_fail_reply(err, argv[0], *reply);
@@ -265,6 +277,7 @@ void rl_client_after_fork_child(rl_client *c) {
     rl_cond_init(&c->pool.freed);
     rl_cond_init(&c->events.more);
     rl_cond_init(&c->sub.thread_wake);
-    for (rl_sub_entry *e = c->sub.entries; e; e = e->next) rl_cond_init(&e->changed);
+    for (rl_sub_entry *e = c->sub.entries; e; e = e->next)
+        rl_cond_init(&e->changed);
     rl_client_after_fork_parent(c);
 }

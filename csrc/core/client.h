@@ -17,12 +17,12 @@
 
 struct rl_client {
     rl_config cfg;
-    char id[37];             /* UUID; replaced in a forked child */
-    char *shown_url;         /* the URL without its password */
-    atomic_int refs;         /* the owner's reference, each lock, each call in progress */
+    char id[37];     /* UUID; replaced in a forked child */
+    char *shown_url; /* the URL without its password */
+    atomic_int refs; /* the owner's reference, each lock, each call in progress */
     atomic_int closed;
     _Atomic uint64_t fork_generation; /* rl_fork_generation() when `id` and the state were made */
-    pthread_mutex_t mu;       /* guards holds and watchdog; never held during network I/O */
+    pthread_mutex_t mu;               /* guards holds and watchdog; never held during network I/O */
     rl_holds holds;
     rl_watchdog watchdog;
     rl_pool pool;
@@ -51,9 +51,9 @@ typedef int (*rl_reply_test)(const redisReply *reply);
  * `wrote` says the answer is a write, replica sync runs on the same connection (RL_ERR_REPLICA,
  * with *reply still set, when no connected replica acknowledged it; any other failure leaves no
  * reply). */
-rl_status rl_client_script(rl_client *c, rl_script_id id, int argc, const char **argv,
-                           size_t *lens, redisReply **reply, int idempotent,
-                           const rl_cmd *then_send, rl_reply_test wrote, rl_error *err);
+rl_status rl_client_script(rl_client *c, rl_script_id id, int argc, const char **argv, size_t *lens,
+                           redisReply **reply, int idempotent, const rl_cmd *then_send,
+                           rl_reply_test wrote, rl_error *err);
 
 /* Runs one plain read-only command on a pooled connection. */
 rl_status rl_client_command(rl_client *c, int argc, const char **argv, size_t *lens,

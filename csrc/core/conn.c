@@ -29,13 +29,18 @@ void rl_config_init(rl_config *cfg) {
     atomic_init(&cfg->closing, 0);
 }
 
-void rl_config_destroy(rl_config *cfg) { pthread_mutex_destroy(&cfg->fd_mu); }
+void rl_config_destroy(rl_config *cfg) {
+    pthread_mutex_destroy(&cfg->fd_mu);
+}
 
 void rl_config_describe(const rl_config *cfg, char *out, size_t size) {
     const rl_endpoint *ep = &cfg->endpoint;
-    if (ep->is_unix) snprintf(out, size, "%s", ep->host);
-    else if (strchr(ep->host, ':')) snprintf(out, size, "[%s]:%d", ep->host, ep->port);
-    else snprintf(out, size, "%s:%d", ep->host, ep->port);
+    if (ep->is_unix)
+        snprintf(out, size, "%s", ep->host);
+    else if (strchr(ep->host, ':'))
+        snprintf(out, size, "[%s]:%d", ep->host, ep->port);
+    else
+        snprintf(out, size, "%s:%d", ep->host, ep->port);
 }
 
 void rl_conn_init(rl_conn *conn, rl_config *cfg) {
@@ -53,8 +58,10 @@ static void set_why(rl_conn *conn, const char *text) {
 
 static void set_why_errno(rl_conn *conn, int error) {
     char buf[80];
-    if (error == EAGAIN || error == EWOULDBLOCK) set_why(conn, "timed out");
-    else set_why(conn, strerror_r(error, buf, sizeof buf));
+    if (error == EAGAIN || error == EWOULDBLOCK)
+        set_why(conn, "timed out");
+    else
+        set_why(conn, strerror_r(error, buf, sizeof buf));
 }
 
 /* ---- the socket: set, closed and interrupted under cfg->fd_mu ------------------------------ */
@@ -107,7 +114,8 @@ void rl_conn_abandon(rl_conn *conn) {
 /* ---- opening ------------------------------------------------------------------------------- */
 
 static int set_timeout(rl_conn *conn, int64_t ms) {
-    struct timeval tv = {.tv_sec = (time_t)(ms / 1000), .tv_usec = (suseconds_t)((ms % 1000) * 1000)};
+    struct timeval tv = {.tv_sec = (time_t)(ms / 1000),
+                         .tv_usec = (suseconds_t)((ms % 1000) * 1000)};
     if (setsockopt(conn->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0 ||
         setsockopt(conn->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) != 0) {
         set_why_errno(conn, errno);
@@ -167,7 +175,8 @@ static int connect_tcp(rl_conn *conn, const rl_endpoint *ep, int64_t deadline) {
         return -1;
     }
     rc = -1;
-    for (struct addrinfo *a = found; a && rc != 0 && !atomic_load(&conn->cfg->closing); a = a->ai_next)
+    for (struct addrinfo *a = found; a && rc != 0 && !atomic_load(&conn->cfg->closing);
+         a = a->ai_next)
         rc = connect_to(conn, a->ai_family, a->ai_addr, a->ai_addrlen, deadline);
     freeaddrinfo(found);
     return rc;
@@ -228,7 +237,8 @@ static rl_status handshake(rl_conn *conn, rl_error *err) {
         auth[argc++] = "AUTH";
         if (ep->user) auth[argc++] = ep->user;
         auth[argc++] = ep->password;
-        for (int i = 0; i < argc; i++) auth_lens[i] = strlen(auth[i]);
+        for (int i = 0; i < argc; i++)
+            auth_lens[i] = strlen(auth[i]);
         cmds[n++] = (rl_cmd){argc, auth, auth_lens};
     }
     if (ep->db != 0) {
@@ -245,10 +255,11 @@ static rl_status handshake(rl_conn *conn, rl_error *err) {
     for (size_t i = 0; i < n && st == RL_OK; i++) {
         if (replies[i]->type != REDIS_REPLY_ERROR) continue;
         int is_auth = ep->password && i == 0;
-        st = rl_fail(err, RL_ERR_CONNECTION, "%s refused: %.*s", is_auth ? "authentication" : "SELECT",
-                     (int)replies[i]->len, replies[i]->str);
+        st = rl_fail(err, RL_ERR_CONNECTION, "%s refused: %.*s",
+                     is_auth ? "authentication" : "SELECT", (int)replies[i]->len, replies[i]->str);
     }
-    for (size_t i = 0; i < n; i++) freeReplyObject(replies[i]);
+    for (size_t i = 0; i < n; i++)
+        freeReplyObject(replies[i]);
     if (st != RL_OK) rl_conn_close(conn);
     return st;
 }
@@ -256,13 +267,15 @@ static rl_status handshake(rl_conn *conn, rl_error *err) {
 rl_status rl_conn_open(rl_conn *conn, int64_t timeout_ms, rl_error *err) {
     rl_conn_close(conn);
     const rl_endpoint *ep = &conn->cfg->endpoint;
-    if (atomic_load(&conn->cfg->closing)) return rl_fail(err, RL_ERR_CLOSED, "the client is closed");
+    if (atomic_load(&conn->cfg->closing))
+        return rl_fail(err, RL_ERR_CLOSED, "the client is closed");
     conn->reader = redisReaderCreate();
     if (!conn->reader) return rl_fail(err, RL_ERR_MEMORY, "out of memory opening a connection");
     int64_t deadline = rl_now_ms() + conn->cfg->options.connect_timeout_ms;
     int rc = ep->is_unix ? connect_unix(conn, ep->host, deadline) : connect_tcp(conn, ep, deadline);
     if (rc != 0) return failure(conn, err, "cannot connect to");
-    if (configure(conn, timeout_ms) != 0) return failure(conn, err, "cannot configure the connection to");
+    if (configure(conn, timeout_ms) != 0)
+        return failure(conn, err, "cannot configure the connection to");
     return handshake(conn, err);
 }
 
@@ -271,7 +284,8 @@ rl_status rl_conn_open(rl_conn *conn, int64_t timeout_ms, rl_error *err) {
 static int reserve(rl_conn *conn, size_t more) {
     if (conn->out_len + more <= conn->out_cap) return 0;
     size_t cap = conn->out_cap ? conn->out_cap : 256;
-    while (cap < conn->out_len + more) cap *= 2;
+    while (cap < conn->out_len + more)
+        cap *= 2;
     char *grown = realloc(conn->out, cap);
     if (!grown) return -1;
     conn->out = grown;
@@ -283,10 +297,12 @@ static int reserve(rl_conn *conn, size_t more) {
 static char *put_header(char *p, char prefix, size_t value) {
     char digits[24];
     int n = 0;
-    do digits[n++] = (char)('0' + value % 10);
+    do
+        digits[n++] = (char)('0' + value % 10);
     while ((value /= 10) > 0);
     *p++ = prefix;
-    while (n > 0) *p++ = digits[--n];
+    while (n > 0)
+        *p++ = digits[--n];
     *p++ = '\r';
     *p++ = '\n';
     return p;
@@ -294,7 +310,8 @@ static char *put_header(char *p, char prefix, size_t value) {
 
 int rl_conn_append(rl_conn *conn, const rl_cmd *cmd) {
     size_t need = 24;
-    for (int i = 0; i < cmd->argc; i++) need += cmd->lens[i] + 26;
+    for (int i = 0; i < cmd->argc; i++)
+        need += cmd->lens[i] + 26;
     if (reserve(conn, need) != 0) {
         set_why(conn, "out of memory formatting a command");
         return -1;
@@ -352,8 +369,10 @@ int rl_conn_receive(rl_conn *conn) {
             return -1;
         }
         if (n < 0 && errno == EINTR) continue;
-        if (n == 0) set_why(conn, "the server closed the connection");
-        else set_why_errno(conn, errno);
+        if (n == 0)
+            set_why(conn, "the server closed the connection");
+        else
+            set_why_errno(conn, errno);
         return -1;
     }
 }

@@ -61,7 +61,8 @@ static void release_abandoned(rl_client *c, rl_hold *h) {
 
 static void client_context_ended(rl_client *c, uint64_t context) {
     pthread_mutex_lock(&c->mu);
-    for (rl_hold *h; (h = hold_of(c, context)) != NULL;) release_abandoned(c, h);
+    for (rl_hold *h; (h = hold_of(c, context)) != NULL;)
+        release_abandoned(c, h);
     pthread_mutex_unlock(&c->mu);
 }
 

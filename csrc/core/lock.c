@@ -1,7 +1,8 @@
 /* Every lock kind's flow (Redisson RLock, RFencedLock, RFairLock, RReadWriteLock): acquire with
  * waiting, release through the unlock latch, force unlock and the server-side queries; the
- * kinds' own keys and scripts are in lock_calls.c. The local hold table is updated in the same critical
- * section that reads each Redis answer, so renewal starts and stops exactly with the hold. */
+ * kinds' own keys and scripts are in lock_calls.c. The local hold table is updated in the same
+ * critical section that reads each Redis answer, so renewal starts and stops exactly with the hold.
+ */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +19,8 @@
 static void lock_strings(rl_lock *l, char **strings[LOCK_STRINGS], size_t lens[LOCK_STRINGS]) {
     char **s[LOCK_STRINGS] = {&l->name,      &l->channel,       &l->latch_prefix, &l->token_key,
                               &l->queue_key, &l->deadlines_key, &l->key_base};
-    size_t n[LOCK_STRINGS] = {l->name_len,      l->channel_len,       l->latch_prefix_len,
-                              l->token_key_len, l->queue_key_len,     l->deadlines_key_len,
+    size_t n[LOCK_STRINGS] = {l->name_len,      l->channel_len,   l->latch_prefix_len,
+                              l->token_key_len, l->queue_key_len, l->deadlines_key_len,
                               l->key_base_len};
     memcpy(strings, s, sizeof s);
     memcpy(lens, n, sizeof n);
@@ -55,7 +56,8 @@ void rl_lock_free(rl_lock *l) {
         char **strings[LOCK_STRINGS];
         size_t lens[LOCK_STRINGS];
         lock_strings(l, strings, lens);
-        for (int i = 0; i < LOCK_STRINGS; i++) free(*strings[i]);
+        for (int i = 0; i < LOCK_STRINGS; i++)
+            free(*strings[i]);
     }
     if (l->client) rl_client_unref(l->client);
     free(l);
@@ -71,7 +73,8 @@ rl_status rl_lock_new_kind(rl_client *c, rl_lock_kind kind, const void *name, si
     rl_error_clear(err);
     if (!out) return rl_fail(err, RL_ERR_ARGUMENT, "out must not be NULL");
     *out = NULL;
-    if (!name || name_len == 0) return rl_fail(err, RL_ERR_ARGUMENT, "a lock name must not be empty");
+    if (!name || name_len == 0)
+        return rl_fail(err, RL_ERR_ARGUMENT, "a lock name must not be empty");
     if (kind < RL_LOCK_REENTRANT || kind > RL_LOCK_WRITE)
         return rl_fail(err, RL_ERR_ARGUMENT, "unknown lock kind %d", (int)kind);
     rl_status st = rl_client_enter(c, err);
@@ -98,7 +101,9 @@ rl_status rl_lock_new_kind(rl_client *c, rl_lock_kind kind, const void *name, si
     return RL_OK;
 }
 
-rl_lock_kind rl_lock_kind_of(const rl_lock *l) { return l ? l->kind : RL_LOCK_REENTRANT; }
+rl_lock_kind rl_lock_kind_of(const rl_lock *l) {
+    return l ? l->kind : RL_LOCK_REENTRANT;
+}
 
 const char *rl_lock_name(const rl_lock *l, size_t *len) {
     if (len) *len = l ? l->name_len : 0;
@@ -186,8 +191,8 @@ static rl_status record_hold(rl_lock *l, uint64_t context, const attempt *a, int
     if (h && h->count > 0 && !h->lost && !a->reentered)
         /* Redis granted it afresh: the hold this context had was gone (deleted, expired) before
          * the watchdog could tell. */
-        rl_client_hold_lost(c, h, rl_now_ms() >= h->confirmed_until ? RL_LOST_EXPIRED
-                                                                     : RL_LOST_DELETED);
+        rl_client_hold_lost(c, h,
+                            rl_now_ms() >= h->confirmed_until ? RL_LOST_EXPIRED : RL_LOST_DELETED);
     if (h && h->lost) {
         /* The hold was lost while this acquire was on the wire: what Redis granted now is not
          * part of a hold that is renewed. Take it back; the caller must release first. */
@@ -208,8 +213,10 @@ static rl_status record_hold(rl_lock *l, uint64_t context, const attempt *a, int
         h->count++;
         h->token = a->token;
         h->confirmed_until = a->sent_at + a->lease;
-        if (lease_ms == RL_LEASE_WATCHDOG) h->watchdog = 1;
-        else h->lease_ms = lease_ms;
+        if (lease_ms == RL_LEASE_WATCHDOG)
+            h->watchdog = 1;
+        else
+            h->lease_ms = lease_ms;
         int watch = h->watchdog && !h->watched ? rl_watchdog_watch(c, h) : RL_WATCH_OK;
         if (watch != RL_WATCH_OK) {
             /* Told "not acquired", the caller will not release: forget the hold locally and let
@@ -292,9 +299,11 @@ rl_status rl_lock_acquire_with(rl_lock *l, uint64_t context, const rl_acquire_op
      * abort, an error even on the first try, which may have queued it before failing). */
     if (st != RL_OK && wait_ms != 0 && l->kind == RL_LOCK_FAIR)
         rl_lock_call_leave_queue(l, a.owner, a.owner_len, a.window);
-    int64_t max_hold = o->max_hold_ms == 0 ? c->cfg.options.max_hold_ms
-                       : o->max_hold_ms > 0 ? o->max_hold_ms : 0;
-    if (st == RL_OK) st = record_hold(l, context, &a, lease_ms, max_hold, err);
+    int64_t max_hold = o->max_hold_ms == 0  ? c->cfg.options.max_hold_ms
+                       : o->max_hold_ms > 0 ? o->max_hold_ms
+                                            : 0;
+    if (st == RL_OK)
+        st = record_hold(l, context, &a, lease_ms, max_hold, err);
     else if (st == RL_NOT_ACQUIRED)
         rl_fail(err, RL_NOT_ACQUIRED, "lock \"%s\" is held by another owner", printable(l, shown));
 out:
@@ -316,8 +325,8 @@ static int64_t release_lease(const rl_client *c, const rl_hold *h) {
 static int field_shared(rl_client *c, const rl_hold *h) {
     for (int kind = RL_LOCK_REENTRANT; kind <= RL_LOCK_WRITE; kind++) {
         if (kind == (int)h->kind || (kind == RL_LOCK_WRITE) != (h->kind == RL_LOCK_WRITE)) continue;
-        rl_hold *other = rl_holds_find(&c->holds, h->name, h->name_len, (rl_lock_kind)kind,
-                                       h->context);
+        rl_hold *other =
+            rl_holds_find(&c->holds, h->name, h->name_len, (rl_lock_kind)kind, h->context);
         if (other && other->count > 0) return 1;
     }
     return 0;
@@ -348,8 +357,8 @@ static void release_stray_holds(rl_lock *l, rl_hold *h) {
              "lock \"%s\": Redis held %d more hold(s) of this owner than this client knew (an "
              "acquire whose answer was lost); released them",
              printable(l, shown), still_held + 1);
-    rl_events_push(&c->events, RL_EVENT_STRAY_HOLDS, l->name, l->name_len, h->context,
-                   RL_LOST_NONE, (size_t)still_held + 1, message);
+    rl_events_push(&c->events, RL_EVENT_STRAY_HOLDS, l->name, l->name_len, h->context, RL_LOST_NONE,
+                   (size_t)still_held + 1, message);
 }
 
 /* Release of a hold already lost: nothing to renew, but when the loss came from this side
@@ -378,7 +387,8 @@ static rl_status apply_release(rl_lock *l, rl_hold *h, const redisReply *reply, 
             rl_holds_remove(&c->holds, h);
             return RL_OK;
         }
-        rl_lost_reason reason = rl_now_ms() >= h->confirmed_until ? RL_LOST_EXPIRED : RL_LOST_DELETED;
+        rl_lost_reason reason =
+            rl_now_ms() >= h->confirmed_until ? RL_LOST_EXPIRED : RL_LOST_DELETED;
         rl_client_hold_lost(c, h, reason);
         h->releasing = 0;
         drop_one(c, h);
@@ -416,8 +426,10 @@ static rl_status release_one(rl_lock *l, rl_hold *h, int settling, rl_error *err
     h->releasing = 1;
     rl_watchdog_wait_out_round(c, h); /* no renewal of this hold may follow the release */
     if (h->lost) return release_lost(l, h, err);
-    if (h->retry_id) memcpy(request_id, h->retry_id, sizeof request_id);
-    else rl_random_hex(request_id, RL_REQUEST_ID_BYTES);
+    if (h->retry_id)
+        memcpy(request_id, h->retry_id, sizeof request_id);
+    else
+        rl_random_hex(request_id, RL_REQUEST_ID_BYTES);
     int64_t lease = release_lease(c, h);
     const char *field = h->owner; /* immutable while this context holds the lock */
     size_t field_len = h->owner_len;
@@ -459,7 +471,8 @@ rl_status rl_lock_release(rl_lock *l, uint64_t context, rl_error *err) {
     pthread_mutex_lock(&c->mu);
     rl_hold *h = rl_holds_find(&c->holds, l->name, l->name_len, l->kind, context);
     if (!h || h->count <= 0)
-        st = rl_fail(err, RL_NOT_OWNED, "lock \"%s\" is not held by this context", printable(l, shown));
+        st = rl_fail(err, RL_NOT_OWNED, "lock \"%s\" is not held by this context",
+                     printable(l, shown));
     else
         st = release_one(l, h, 0, err);
     pthread_mutex_unlock(&c->mu);
@@ -504,15 +517,19 @@ static rl_status query(rl_lock *l, const char *cmd, uint64_t context, enum query
     return st;
 }
 
-static rl_status integer_query(rl_lock *l, const char *cmd, uint64_t context,
-                               enum query_field what, int64_t *out, rl_error *err) {
+static rl_status integer_query(rl_lock *l, const char *cmd, uint64_t context, enum query_field what,
+                               int64_t *out, rl_error *err) {
     redisReply *reply = NULL;
     rl_status st = query(l, cmd, context, what, &reply, err);
     if (st != RL_OK) return st;
-    if (reply->type == REDIS_REPLY_INTEGER) *out = reply->integer;
-    else if (reply->type == REDIS_REPLY_NIL) *out = 0;
-    else if (reply->type == REDIS_REPLY_STRING) *out = strtoll(reply->str, NULL, 10);
-    else st = rl_fail(err, RL_ERR_SERVER, "unexpected answer to %s (type %d)", cmd, reply->type);
+    if (reply->type == REDIS_REPLY_INTEGER)
+        *out = reply->integer;
+    else if (reply->type == REDIS_REPLY_NIL)
+        *out = 0;
+    else if (reply->type == REDIS_REPLY_STRING)
+        *out = strtoll(reply->str, NULL, 10);
+    else
+        st = rl_fail(err, RL_ERR_SERVER, "unexpected answer to %s (type %d)", cmd, reply->type);
     freeReplyObject(reply);
     return st;
 }

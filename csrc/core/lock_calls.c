@@ -11,8 +11,8 @@
 #include "random.h"
 
 #define PUBLISH "publish"
-#define ONE_MAY_GO "0"  /* unlock message: one waiter may proceed */
-#define ALL_MAY_GO "1"  /* write unlock message: every waiter may proceed */
+#define ONE_MAY_GO "0" /* unlock message: one waiter may proceed */
+#define ALL_MAY_GO "1" /* write unlock message: every waiter may proceed */
 #define MAX_ARGS 12
 
 typedef struct arg {
@@ -20,8 +20,12 @@ typedef struct arg {
     size_t len;
 } arg;
 
-static arg str(const char *s) { return (arg){s, strlen(s)}; }
-static arg bytes(const char *p, size_t len) { return (arg){p, len}; }
+static arg str(const char *s) {
+    return (arg){s, strlen(s)};
+}
+static arg bytes(const char *p, size_t len) {
+    return (arg){p, len};
+}
 static arg num(char buf[24], int64_t v) {
     return (arg){buf, (size_t)snprintf(buf, 24, "%lld", (long long)v)};
 }
@@ -61,18 +65,18 @@ int rl_lock_make_keys(rl_lock *l) {
                               ? "redisson_rwlock"
                               : "redisson_lock__channel";
     l->channel = rl_name_prefixed(channel, l->name, l->name_len, 0, &l->channel_len);
-    l->latch_prefix = rl_name_prefixed("redisson_unlock_latch", l->name, l->name_len, 1,
-                                       &l->latch_prefix_len);
+    l->latch_prefix =
+        rl_name_prefixed("redisson_unlock_latch", l->name, l->name_len, 1, &l->latch_prefix_len);
     if (!l->channel || !l->latch_prefix) return -1;
     l->latch_prefix[l->latch_prefix_len++] = ':';
     switch (l->kind) {
     case RL_LOCK_FENCED:
-        l->token_key = rl_name_prefixed("redisson_lock_token", l->name, l->name_len, 0,
-                                        &l->token_key_len);
+        l->token_key =
+            rl_name_prefixed("redisson_lock_token", l->name, l->name_len, 0, &l->token_key_len);
         return l->token_key ? 0 : -1;
     case RL_LOCK_FAIR:
-        l->queue_key = rl_name_prefixed("redisson_lock_queue", l->name, l->name_len, 0,
-                                        &l->queue_key_len);
+        l->queue_key =
+            rl_name_prefixed("redisson_lock_queue", l->name, l->name_len, 0, &l->queue_key_len);
         l->deadlines_key = rl_name_prefixed("redisson_lock_timeout", l->name, l->name_len, 0,
                                             &l->deadlines_key_len);
         return l->queue_key && l->deadlines_key ? 0 : -1;
@@ -123,8 +127,12 @@ static int reply_is_reentered(const redisReply *r) {
 static int reply_is_acquired(const redisReply *r) {
     return r->type == REDIS_REPLY_NIL || reply_is_reentered(r);
 }
-static int reply_is_integer(const redisReply *r) { return r->type == REDIS_REPLY_INTEGER; }
-static int reply_is_one(const redisReply *r) { return r->type == REDIS_REPLY_INTEGER && r->integer == 1; }
+static int reply_is_integer(const redisReply *r) {
+    return r->type == REDIS_REPLY_INTEGER;
+}
+static int reply_is_one(const redisReply *r) {
+    return r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+}
 /* {-1, token, re-entered}: acquired. A refusal is {PTTL, -1}, which reads {-1, -1} when the
  * holder's key has no TTL: only a real token (>= 1) means acquired. */
 static int reply_is_token(const redisReply *r) {
@@ -151,7 +159,8 @@ static rl_status call_read_acquire(rl_lock *l, const char *owner, size_t owner_l
     memcpy(writer + owner_len, ":write", 7);
     arg args[] = {bytes(l->name, l->name_len), bytes(keys, keys_len), lease,
                   bytes(owner, owner_len), bytes(writer, writer_len)};
-    rl_status st = run(l, RL_SCRIPT_READ_ACQUIRE, 2, args, 5, 0, NULL, reply_is_acquired, reply, err);
+    rl_status st =
+        run(l, RL_SCRIPT_READ_ACQUIRE, 2, args, 5, 0, NULL, reply_is_acquired, reply, err);
     free(keys);
     return st;
 }
@@ -180,10 +189,14 @@ rl_status rl_lock_call_acquire(rl_lock *l, const char *owner, size_t owner_len, 
         break;
     }
     case RL_LOCK_FAIR: {
-        arg args[] = {name, bytes(l->queue_key, l->queue_key_len),
-                      bytes(l->deadlines_key, l->deadlines_key_len), lease,
-                      bytes(owner, owner_len), num(window_s, wait_window_ms),
-                      num(now_s, rl_epoch_ms()), str(queue ? "1" : "0")};
+        arg args[] = {name,
+                      bytes(l->queue_key, l->queue_key_len),
+                      bytes(l->deadlines_key, l->deadlines_key_len),
+                      lease,
+                      bytes(owner, owner_len),
+                      num(window_s, wait_window_ms),
+                      num(now_s, rl_epoch_ms()),
+                      str(queue ? "1" : "0")};
         st = run(l, RL_SCRIPT_FAIR_ACQUIRE, 3, args, 8, 0, NULL, reply_is_acquired, &reply, err);
         break;
     }
@@ -238,9 +251,13 @@ void rl_lock_call_leave_queue(rl_lock *l, const char *owner, size_t owner_len,
                               int64_t wait_window_ms) {
     char window_s[24];
     arg args[] = {bytes(l->queue_key, l->queue_key_len),
-                  bytes(l->deadlines_key, l->deadlines_key_len), bytes(l->name, l->name_len),
-                  bytes(l->channel, l->channel_len), bytes(owner, owner_len),
-                  num(window_s, wait_window_ms), str(ONE_MAY_GO), str(PUBLISH)};
+                  bytes(l->deadlines_key, l->deadlines_key_len),
+                  bytes(l->name, l->name_len),
+                  bytes(l->channel, l->channel_len),
+                  bytes(owner, owner_len),
+                  num(window_s, wait_window_ms),
+                  str(ONE_MAY_GO),
+                  str(PUBLISH)};
     redisReply *reply = NULL;
     rl_error ignored;
     if (run(l, RL_SCRIPT_FAIR_CANCEL, 4, args, 8, 1, NULL, NULL, &reply, &ignored) == RL_OK)
@@ -274,16 +291,30 @@ rl_status rl_lock_call_release(rl_lock *l, const char *field, size_t field_len, 
     rl_status st;
     switch (l->kind) {
     case RL_LOCK_FAIR: {
-        arg args[] = {name, bytes(l->queue_key, l->queue_key_len),
-                      bytes(l->deadlines_key, l->deadlines_key_len), channel, latch_key,
-                      str(ONE_MAY_GO), lease, owner, num(now_s, rl_epoch_ms()), publish,
+        arg args[] = {name,
+                      bytes(l->queue_key, l->queue_key_len),
+                      bytes(l->deadlines_key, l->deadlines_key_len),
+                      channel,
+                      latch_key,
+                      str(ONE_MAY_GO),
+                      lease,
+                      owner,
+                      num(now_s, rl_epoch_ms()),
+                      publish,
                       latch_ttl};
         st = run(l, RL_SCRIPT_FAIR_RELEASE, 5, args, 11, 1, &delete_latch, wrote, reply, err);
         break;
     }
     case RL_LOCK_READ: {
-        arg args[] = {name, channel, bytes(keys, keys_len), bytes(l->key_base, l->key_base_len),
-                      latch_key, str(ONE_MAY_GO), owner, publish, latch_ttl};
+        arg args[] = {name,
+                      channel,
+                      bytes(keys, keys_len),
+                      bytes(l->key_base, l->key_base_len),
+                      latch_key,
+                      str(ONE_MAY_GO),
+                      owner,
+                      publish,
+                      latch_ttl};
         st = run(l, RL_SCRIPT_READ_RELEASE, 5, args, 9, 1, &delete_latch, wrote, reply, err);
         break;
     }
@@ -310,7 +341,8 @@ rl_status rl_lock_call_release_fully(rl_lock *l, const char *field, size_t field
         char request_id[2 * RL_REQUEST_ID_BYTES + 1];
         rl_random_hex(request_id, RL_REQUEST_ID_BYTES);
         redisReply *reply = NULL;
-        rl_status st = rl_lock_call_release(l, field, field_len, lease_ms, request_id, 0, &reply, err);
+        rl_status st =
+            rl_lock_call_release(l, field, field_len, lease_ms, request_id, 0, &reply, err);
         if (st != RL_OK) return st;
         int held = reply->type == REDIS_REPLY_INTEGER && reply->integer == 0;
         freeReplyObject(reply);
@@ -328,9 +360,13 @@ rl_status rl_lock_call_force_unlock(rl_lock *l, int *deleted, rl_error *err) {
     rl_status st;
     switch (l->kind) {
     case RL_LOCK_FAIR: {
-        arg args[] = {name, bytes(l->queue_key, l->queue_key_len),
-                      bytes(l->deadlines_key, l->deadlines_key_len), channel, str(ONE_MAY_GO),
-                      publish, num(now_s, rl_epoch_ms())};
+        arg args[] = {name,
+                      bytes(l->queue_key, l->queue_key_len),
+                      bytes(l->deadlines_key, l->deadlines_key_len),
+                      channel,
+                      str(ONE_MAY_GO),
+                      publish,
+                      num(now_s, rl_epoch_ms())};
         st = run(l, RL_SCRIPT_FAIR_FORCE_UNLOCK, 4, args, 7, 0, NULL, reply_is_one, &reply, err);
         break;
     }

@@ -14,14 +14,16 @@ int rl_pool_init(rl_pool *pool, int size, rl_config *cfg) {
         free(pool->busy);
         return -1;
     }
-    for (int i = 0; i < size; i++) rl_conn_init(&pool->conns[i], cfg);
+    for (int i = 0; i < size; i++)
+        rl_conn_init(&pool->conns[i], cfg);
     pthread_mutex_init(&pool->mu, NULL);
     rl_cond_init(&pool->freed);
     return 0;
 }
 
 void rl_pool_destroy(rl_pool *pool) {
-    for (int i = 0; i < pool->size; i++) rl_conn_close(&pool->conns[i]);
+    for (int i = 0; i < pool->size; i++)
+        rl_conn_close(&pool->conns[i]);
     free(pool->conns);
     free(pool->busy);
     pthread_mutex_destroy(&pool->mu);
@@ -80,8 +82,10 @@ void rl_pool_interrupt(rl_pool *pool) {
 
 void rl_pool_forget_after_fork(rl_pool *pool) {
     for (int i = 0; i < pool->size; i++) {
-        if (pool->busy[i]) rl_conn_abandon(&pool->conns[i]); /* its thread is gone mid-exchange */
-        else rl_conn_close(&pool->conns[i]);
+        if (pool->busy[i])
+            rl_conn_abandon(&pool->conns[i]); /* its thread is gone mid-exchange */
+        else
+            rl_conn_close(&pool->conns[i]);
         pool->busy[i] = 0;
     }
 }

@@ -17,7 +17,7 @@ typedef struct rl_pool {
 } rl_pool;
 
 int rl_pool_init(rl_pool *pool, int size, rl_config *cfg); /* 0 on success */
-void rl_pool_destroy(rl_pool *pool);       /* every connection must have been given back */
+void rl_pool_destroy(rl_pool *pool); /* every connection must have been given back */
 
 /* Blocks until a connection is free; NULL once the pool is closed. */
 rl_conn *rl_pool_take(rl_pool *pool);

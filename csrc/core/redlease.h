@@ -162,14 +162,14 @@ rl_status rl_lock_new(rl_client *client, const void *name, size_t name_len, rl_l
                       rl_error *err);
 /* A lock of any kind on `name`. The read and write sides of one read/write lock are two locks
  * made with the same name. */
-rl_status rl_lock_new_kind(rl_client *client, rl_lock_kind kind, const void *name,
-                           size_t name_len, rl_lock **out, rl_error *err);
+rl_status rl_lock_new_kind(rl_client *client, rl_lock_kind kind, const void *name, size_t name_len,
+                           rl_lock **out, rl_error *err);
 rl_lock_kind rl_lock_kind_of(const rl_lock *lock);
 void rl_lock_free(rl_lock *lock);
 
 #define RL_LEASE_WATCHDOG (-1) /* lease_ms: hold with the watchdog timeout and keep renewing */
 #define RL_MAX_LEASE_MS (((int64_t)1) << 40) /* longest lease or watchdog timeout (~34 years) */
-#define RL_WAIT_FOREVER (-1)   /* wait_ms: wait until acquired */
+#define RL_WAIT_FOREVER (-1)                 /* wait_ms: wait until acquired */
 
 /* Called between wait slices of about 50 ms; a non-zero return aborts the wait (RL_ABORTED). */
 typedef int (*rl_wait_hook)(void *userdata);

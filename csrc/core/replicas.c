@@ -19,9 +19,9 @@ rl_status rl_replicas_sync(rl_conn *conn, rl_error *err) {
     if (o->sync_replicas <= 0) return RL_OK;
     char want[16], timeout[24];
     const char *wait_argv[3] = {"WAIT", want, timeout}, *role_argv[1] = {"ROLE"};
-    size_t wait_lens[3] = {4, (size_t)snprintf(want, sizeof want, "%d", o->sync_replicas),
-                           (size_t)snprintf(timeout, sizeof timeout, "%lld",
-                                            (long long)o->sync_timeout_ms)};
+    size_t wait_lens[3] = {
+        4, (size_t)snprintf(want, sizeof want, "%d", o->sync_replicas),
+        (size_t)snprintf(timeout, sizeof timeout, "%lld", (long long)o->sync_timeout_ms)};
     size_t role_lens[1] = {4};
     rl_cmd cmds[2] = {{3, wait_argv, wait_lens}, {1, role_argv, role_lens}};
     redisReply *replies[2] = {NULL, NULL};

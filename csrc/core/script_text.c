@@ -3,6 +3,9 @@
  * by redlease (scripts.h gives each script's KEYS, ARGV and answers). */
 #include "scripts.h"
 
+/* The scripts are laid out as Lua, one line per line: */
+/* clang-format off */
+
 /* Every acquire answers nil when it took the lock afresh and REENTERED when this owner already
  * held it: the client then knows whether Redis still had the hold it believes it has. */
 #define REENTERED "redis.status_reply('REENTERED')"
@@ -317,6 +320,8 @@ static const char rw_force_unlock_lua[] =
     "end\n"
     "return 0\n";
 
+/* clang-format on */
+
 static const char *const script_text[RL_SCRIPT_COUNT] = {
     [RL_SCRIPT_ACQUIRE] = acquire_lua,
     [RL_SCRIPT_RELEASE] = release_lua,
@@ -334,4 +339,6 @@ static const char *const script_text[RL_SCRIPT_COUNT] = {
     [RL_SCRIPT_RW_FORCE_UNLOCK] = rw_force_unlock_lua,
 };
 
-const char *rl_script_text(rl_script_id id) { return script_text[id]; }
+const char *rl_script_text(rl_script_id id) {
+    return script_text[id];
+}

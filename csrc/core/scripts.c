@@ -12,7 +12,9 @@ void rl_scripts_init(rl_scripts *s) {
     }
 }
 
-void rl_scripts_destroy(rl_scripts *s) { pthread_mutex_destroy(&s->mu); }
+void rl_scripts_destroy(rl_scripts *s) {
+    pthread_mutex_destroy(&s->mu);
+}
 
 /* SCRIPT LOAD of every script on conn's server, in one round trip: a later call (a fair waiter
  * leaving its queue during an outage, say) then never needs a load of its own first. The first
@@ -42,7 +44,8 @@ static rl_status load(rl_scripts *s, rl_conn *conn, int64_t timeout_ms, rl_error
         }
     }
     pthread_mutex_unlock(&s->mu);
-    for (int i = 0; i < RL_SCRIPT_COUNT; i++) freeReplyObject(replies[i]);
+    for (int i = 0; i < RL_SCRIPT_COUNT; i++)
+        freeReplyObject(replies[i]);
     return st;
 }
 
@@ -50,9 +53,9 @@ static int is_noscript(const redisReply *r) {
     return r && r->type == REDIS_REPLY_ERROR && r->len >= 8 && memcmp(r->str, "NOSCRIPT", 8) == 0;
 }
 
-rl_status rl_scripts_run(rl_scripts *s, rl_conn *conn, int64_t timeout_ms,
-                         rl_script_id id, size_t n, rl_cmd *cmds, redisReply **replies,
-                         int idempotent, rl_error *err) {
+rl_status rl_scripts_run(rl_scripts *s, rl_conn *conn, int64_t timeout_ms, rl_script_id id,
+                         size_t n, rl_cmd *cmds, redisReply **replies, int idempotent,
+                         rl_error *err) {
     if (!atomic_load(&s->known[id])) {
         rl_status st = load(s, conn, timeout_ms, err);
         if (st != RL_OK) return st;
@@ -67,7 +70,8 @@ rl_status rl_scripts_run(rl_scripts *s, rl_conn *conn, int64_t timeout_ms,
         rl_status st = rl_conn_exchange(conn, timeout_ms, n, cmds, replies, idempotent, err);
         if (st != RL_OK) return st;
         int missing = 0;
-        for (size_t i = 0; i < n; i++) missing |= is_noscript(replies[i]);
+        for (size_t i = 0; i < n; i++)
+            missing |= is_noscript(replies[i]);
         if (missing && attempt == 0) {
             /* The server lost its scripts (restart, SCRIPT FLUSH): load and run the calls again.
              * A call answered NOSCRIPT did not run, so this is safe for any script. */

@@ -1,5 +1,6 @@
-/* The Redis scripts of the lock protocol (docs/protocol.md), written once here, loaded with SCRIPT LOAD
- * and called with EVALSHA; NOSCRIPT (a restarted or flushed server) reloads and retries once. */
+/* The Redis scripts of the lock protocol (docs/protocol.md), written once here, loaded with SCRIPT
+ * LOAD and called with EVALSHA; NOSCRIPT (a restarted or flushed server) reloads and retries once.
+ */
 #ifndef RL_SCRIPTS_H
 #define RL_SCRIPTS_H
 
@@ -31,13 +32,13 @@ typedef enum rl_script_id {
     RL_SCRIPT_FAIR_FORCE_UNLOCK, /* KEYS: name, queue, deadlines, channel. ARGV: message, publish
                                     command, now. 1/0 */
     /* Read/write lock. */
-    RL_SCRIPT_READ_ACQUIRE,  /* KEYS: name, read-hold key prefix. ARGV: lease, owner,
-                                owner:write. As RL_SCRIPT_ACQUIRE */
-    RL_SCRIPT_WRITE_ACQUIRE, /* KEYS: name. ARGV: lease, owner:write. As RL_SCRIPT_ACQUIRE */
-    RL_SCRIPT_READ_RELEASE,  /* KEYS: name, channel, read-hold key prefix, key base, latch. ARGV:
-                                message, owner, publish command, latch ttl. As RL_SCRIPT_RELEASE */
-    RL_SCRIPT_WRITE_RELEASE, /* KEYS: name, channel, latch. ARGV: message, lease, owner:write,
-                                publish command, latch ttl. As RL_SCRIPT_RELEASE */
+    RL_SCRIPT_READ_ACQUIRE,    /* KEYS: name, read-hold key prefix. ARGV: lease, owner,
+                                  owner:write. As RL_SCRIPT_ACQUIRE */
+    RL_SCRIPT_WRITE_ACQUIRE,   /* KEYS: name. ARGV: lease, owner:write. As RL_SCRIPT_ACQUIRE */
+    RL_SCRIPT_READ_RELEASE,    /* KEYS: name, channel, read-hold key prefix, key base, latch. ARGV:
+                                  message, owner, publish command, latch ttl. As RL_SCRIPT_RELEASE */
+    RL_SCRIPT_WRITE_RELEASE,   /* KEYS: name, channel, latch. ARGV: message, lease, owner:write,
+                                  publish command, latch ttl. As RL_SCRIPT_RELEASE */
     RL_SCRIPT_RW_FORCE_UNLOCK, /* KEYS: name, channel. ARGV: mode, message, publish command. 1/0 */
     RL_SCRIPT_COUNT
 } rl_script_id;

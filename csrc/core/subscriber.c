@@ -52,7 +52,8 @@ static rl_sub_entry *find_entry(rl_subscriber *sub, const char *channel, size_t 
 
 static void free_entry(rl_subscriber *sub, rl_sub_entry *e) { /* mu held, e not dirty */
     rl_sub_entry **p = &sub->entries;
-    while (*p != e) p = &(*p)->next;
+    while (*p != e)
+        p = &(*p)->next;
     *p = e->next;
     pthread_cond_destroy(&e->changed);
     free(e);
@@ -74,8 +75,10 @@ static void process_dirty(rl_subscriber *sub) { /* mu held */
         e->dirty_next = NULL;
         if (!e->inflight) {
             const char *cmd = NULL;
-            if (e->waiters > 0 && !e->subscribed) cmd = "SUBSCRIBE";
-            else if (e->waiters == 0 && e->subscribed) cmd = "UNSUBSCRIBE";
+            if (e->waiters > 0 && !e->subscribed)
+                cmd = "SUBSCRIBE";
+            else if (e->waiters == 0 && e->subscribed)
+                cmd = "UNSUBSCRIBE";
             if (cmd && sub->connected) {
                 const char *argv[2] = {cmd, e->channel};
                 size_t lens[2] = {strlen(cmd), e->len};
@@ -170,7 +173,8 @@ static int ensure_connected(rl_subscriber *sub, int64_t *backoff) { /* mu held *
     *backoff = RECONNECT_MIN_MS;
     sub->connected = 1;
     sub->last_error[0] = '\0';
-    for (rl_sub_entry *e = sub->entries; e; e = e->next) mark_dirty(sub, e);
+    for (rl_sub_entry *e = sub->entries; e; e = e->next)
+        mark_dirty(sub, e);
     return 1;
 }
 
@@ -200,8 +204,10 @@ static void *subscriber_main(void *arg) {
         pthread_mutex_lock(&sub->mu);
         redisReply *reply;
         while (ok && readable) {
-            if (rl_conn_next_reply(&sub->conn, &reply) != 0) ok = 0;
-            else if (!reply) break;
+            if (rl_conn_next_reply(&sub->conn, &reply) != 0)
+                ok = 0;
+            else if (!reply)
+                break;
             else {
                 handle_reply(sub, reply);
                 freeReplyObject(reply);
@@ -218,7 +224,8 @@ void rl_sub_stop(rl_subscriber *sub) {
     pthread_mutex_lock(&sub->mu);
     sub->stop = 1;
     wake_thread(sub);
-    for (rl_sub_entry *e = sub->entries; e; e = e->next) pthread_cond_broadcast(&e->changed);
+    for (rl_sub_entry *e = sub->entries; e; e = e->next)
+        pthread_cond_broadcast(&e->changed);
     int started = sub->thread_started;
     sub->thread_started = 0;
     pthread_mutex_unlock(&sub->mu);
@@ -380,8 +387,10 @@ size_t rl_sub_count(rl_subscriber *sub) {
 }
 
 void rl_sub_forget_after_fork(rl_subscriber *sub) {
-    if (atomic_load(&sub->in_io)) rl_conn_abandon(&sub->conn);
-    else rl_conn_close(&sub->conn);
+    if (atomic_load(&sub->in_io))
+        rl_conn_abandon(&sub->conn);
+    else
+        rl_conn_close(&sub->conn);
     atomic_store(&sub->in_io, 0);
     free_all(sub);
     sub->connected = 0;

@@ -120,7 +120,8 @@ static rl_status parse_unix(const char *rest, rl_endpoint *ep, rl_error *err) {
     if (!path) return rl_fail(err, RL_ERR_ARGUMENT, "unix:// URL needs an absolute path");
     if (path != rest) {
         if (path[-1] != '@')
-            return rl_fail(err, RL_ERR_ARGUMENT, "unix:// URL: write unix:///path or unix://user:pass@/path");
+            return rl_fail(err, RL_ERR_ARGUMENT,
+                           "unix:// URL: write unix:///path or unix://user:pass@/path");
         rl_status st = parse_userinfo(rest, (size_t)(path - 1 - rest), ep, err);
         if (st != RL_OK) return st;
     }

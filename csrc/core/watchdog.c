@@ -31,7 +31,9 @@ static int64_t period_ms(const rl_client *c) {
     return p > 0 ? p : 1;
 }
 
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t min64(int64_t a, int64_t b) {
+    return a < b ? a : b;
+}
 
 /* The argv of one renewal round: n pairs split into calls of RENEW_PAIRS_PER_CALL. */
 typedef struct round_buffers {
@@ -46,7 +48,8 @@ typedef struct round_buffers {
 
 static void free_round(round_buffers *b) {
     if (b->replies)
-        for (size_t i = 0; i < b->ncalls; i++) freeReplyObject(b->replies[i]);
+        for (size_t i = 0; i < b->ncalls; i++)
+            freeReplyObject(b->replies[i]);
     free(b->cmds);
     free(b->replies);
     free(b->argv);
@@ -104,9 +107,12 @@ static int64_t settle_due_holds(rl_client *c, int64_t now) {
     for (rl_hold *h = c->holds.watch_head, *next; h; h = next) {
         next = h->watch_next; /* a hold declared lost leaves the list */
         if (h->releasing || h->lost) continue;
-        if (h->renew_until && now >= h->renew_until) rl_client_hold_lost(c, h, RL_LOST_MAX_HOLD);
-        else if (now >= h->confirmed_until) rl_client_hold_lost(c, h, RL_LOST_UNREACHABLE);
-        else if (h->confirmed_until < earliest) earliest = h->confirmed_until;
+        if (h->renew_until && now >= h->renew_until)
+            rl_client_hold_lost(c, h, RL_LOST_MAX_HOLD);
+        else if (now >= h->confirmed_until)
+            rl_client_hold_lost(c, h, RL_LOST_UNREACHABLE);
+        else if (h->confirmed_until < earliest)
+            earliest = h->confirmed_until;
     }
     return earliest;
 }
@@ -166,13 +172,15 @@ static int renew_round(rl_client *c, int64_t *earliest) {
         } else if (h->lost || !h->watched) {
             /* released meanwhile, or declared lost by a release: nothing to say */
         } else if (answer == 0) {
-            rl_client_hold_lost(c, h, now >= h->confirmed_until ? RL_LOST_EXPIRED : RL_LOST_DELETED);
+            rl_client_hold_lost(c, h,
+                                now >= h->confirmed_until ? RL_LOST_EXPIRED : RL_LOST_DELETED);
         } else if (answer == 2) {
             rl_client_hold_lost(c, h, RL_LOST_OWNER_CHANGED);
         } else if (now >= h->confirmed_until) {
             rl_client_hold_lost(c, h, RL_LOST_UNREACHABLE);
         }
-        if (!h->lost && h->watched && h->confirmed_until < *earliest) *earliest = h->confirmed_until;
+        if (!h->lost && h->watched && h->confirmed_until < *earliest)
+            *earliest = h->confirmed_until;
     }
     wd->round_trips += wd->conn.exchanges - exchanges_before;
     if (st == RL_OK) {
@@ -261,7 +269,8 @@ int rl_watchdog_watch(rl_client *c, rl_hold *hold) {
 }
 
 void rl_watchdog_wait_out_round(rl_client *c, rl_hold *hold) {
-    while (hold->in_round) pthread_cond_wait(&c->watchdog.round_done, &c->mu);
+    while (hold->in_round)
+        pthread_cond_wait(&c->watchdog.round_done, &c->mu);
 }
 
 void rl_watchdog_stop(rl_client *c) {
@@ -278,8 +287,10 @@ void rl_watchdog_stop(rl_client *c) {
 }
 
 void rl_watchdog_forget_after_fork(rl_watchdog *wd) {
-    if (atomic_load(&wd->in_io)) rl_conn_abandon(&wd->conn);
-    else rl_conn_close(&wd->conn);
+    if (atomic_load(&wd->in_io))
+        rl_conn_abandon(&wd->conn);
+    else
+        rl_conn_close(&wd->conn);
     atomic_store(&wd->in_io, 0);
     wd->thread_started = 0;
     wd->running = 0;

@@ -5,8 +5,10 @@
 #include "binding.h"
 
 static void unlink_client(rlua_client *c) {
-    if (c->prev) c->prev->next = c->next;
-    else if (c->module && c->module->open == c) c->module->open = c->next;
+    if (c->prev)
+        c->prev->next = c->next;
+    else if (c->module && c->module->open == c)
+        c->module->open = c->next;
     if (c->next) c->next->prev = c->prev;
     c->prev = c->next = NULL;
 }
@@ -115,13 +117,16 @@ static int client_tostring(lua_State *L) {
     rlua_client *c = check_client(L);
     if (c->core)
         lua_pushfstring(L, "redlease.client %s %s", rl_client_url(c->core), rl_client_id(c->core));
-    else lua_pushliteral(L, "redlease.client (closed)");
+    else
+        lua_pushliteral(L, "redlease.client (closed)");
     return 1;
 }
 
 void rlua_client_register(lua_State *L) {
-    static const luaL_Reg methods[] = {{"close", client_close}, {"closed", client_closed},
-                                       {"id", client_id},       {"lock", client_lock},
+    static const luaL_Reg methods[] = {{"close", client_close},
+                                       {"closed", client_closed},
+                                       {"id", client_id},
+                                       {"lock", client_lock},
                                        {NULL, NULL}};
     luaL_newmetatable(L, RLUA_CLIENT);
     lua_newtable(L);

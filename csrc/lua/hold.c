@@ -58,8 +58,8 @@ static int hold_gc(lua_State *L) {
 }
 
 void rlua_hold_register(lua_State *L) {
-    static const luaL_Reg methods[] = {{"release", hold_release}, {"is_open", hold_is_open},
-                                       {NULL, NULL}};
+    static const luaL_Reg methods[] = {
+        {"release", hold_release}, {"is_open", hold_is_open}, {NULL, NULL}};
     luaL_newmetatable(L, RLUA_HOLD);
     lua_newtable(L);
     rlua_setfuncs(L, methods);

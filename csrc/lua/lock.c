@@ -148,8 +148,10 @@ static int lock_lost(lua_State *L) {
 static int lock_token(lua_State *L) {
     rlua_shared_lock *shared = check_lock(L);
     int64_t token = rl_lock_token(shared->core, rlua_context(L));
-    if (token > 0) lua_pushinteger(L, (lua_Integer)token);
-    else lua_pushnil(L);
+    if (token > 0)
+        lua_pushinteger(L, (lua_Integer)token);
+    else
+        lua_pushnil(L);
     return 1;
 }
 
@@ -161,12 +163,16 @@ static int lock_gc(lua_State *L) {
 }
 
 void rlua_lock_register(lua_State *L) {
-    static const luaL_Reg methods[] = {
-        {"acquire", lock_acquire},         {"release", lock_release},
-        {"force_unlock", lock_force_unlock}, {"locked", lock_locked},
-        {"held", lock_held},               {"hold_count", lock_hold_count},
-        {"remaining", lock_remaining},     {"lost", lock_lost},
-        {"token", lock_token},             {NULL, NULL}};
+    static const luaL_Reg methods[] = {{"acquire", lock_acquire},
+                                       {"release", lock_release},
+                                       {"force_unlock", lock_force_unlock},
+                                       {"locked", lock_locked},
+                                       {"held", lock_held},
+                                       {"hold_count", lock_hold_count},
+                                       {"remaining", lock_remaining},
+                                       {"lost", lock_lost},
+                                       {"token", lock_token},
+                                       {NULL, NULL}};
     luaL_newmetatable(L, RLUA_LOCK);
     lua_newtable(L);
     rlua_setfuncs(L, methods);

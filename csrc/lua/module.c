@@ -38,7 +38,8 @@ uint64_t rlua_context(lua_State *L) {
 }
 
 static void close_all(rlua_module *m) {
-    while (m->open) rlua_client_close(m->open); /* unlinks it */
+    while (m->open)
+        rlua_client_close(m->open); /* unlinks it */
 }
 
 /* Only the current sentinel (the one the registry holds) can be finalized while the registry
@@ -69,9 +70,12 @@ static int module_gc(lua_State *L) {
 
 static const char *code_word(rl_status status) {
     switch (status) {
-    case RL_NOT_ACQUIRED: return "timeout";
-    case RL_ABORTED: return "interrupted";
-    default: return rl_status_name(status);
+    case RL_NOT_ACQUIRED:
+        return "timeout";
+    case RL_ABORTED:
+        return "interrupted";
+    default:
+        return rl_status_name(status);
     }
 }
 

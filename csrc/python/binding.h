@@ -12,8 +12,7 @@
 typedef struct rlpy_event_bridge rlpy_event_bridge;
 
 typedef struct {
-    PyObject_HEAD
-    rl_client *client; /* NULL once closed */
+    PyObject_HEAD rl_client *client; /* NULL once closed */
     rlpy_event_bridge *bridge;
 } rlpy_client;
 

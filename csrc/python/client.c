@@ -23,19 +23,22 @@ static void deliver_event(const rl_event *event, void *userdata) {
     if (fn) {
         const char *text = event->message ? event->message : "";
         /* Messages may quote a lock name that is not UTF-8: never fail on it. */
-        PyObject *message = PyUnicode_DecodeUTF8(text, (Py_ssize_t)strlen(text), "backslashreplace");
-        PyObject *name = event->name ? PyBytes_FromStringAndSize(event->name, (Py_ssize_t)event->name_len)
-                                     : Py_NewRef(Py_None);
+        PyObject *message =
+            PyUnicode_DecodeUTF8(text, (Py_ssize_t)strlen(text), "backslashreplace");
+        PyObject *name = event->name
+                             ? PyBytes_FromStringAndSize(event->name, (Py_ssize_t)event->name_len)
+                             : Py_NewRef(Py_None);
         PyObject *result = NULL;
         if (message && name)
-            result = PyObject_CallFunction(fn, "iOKsnO", (int)event->kind, name,
-                                           (unsigned long long)event->context,
-                                           rl_lost_reason_name(event->reason),
-                                           (Py_ssize_t)event->holds, message);
+            result = PyObject_CallFunction(
+                fn, "iOKsnO", (int)event->kind, name, (unsigned long long)event->context,
+                rl_lost_reason_name(event->reason), (Py_ssize_t)event->holds, message);
         Py_XDECREF(message);
         Py_XDECREF(name);
-        if (result) Py_DECREF(result);
-        else PyErr_WriteUnraisable(fn);
+        if (result)
+            Py_DECREF(result);
+        else
+            PyErr_WriteUnraisable(fn);
         Py_DECREF(fn);
     }
     PyGILState_Release(gil);
@@ -92,10 +95,8 @@ void rlpy_client_close(rlpy_client *self) {
     }
     /* The GIL is released while the core stops: its event thread delivers what is queued (every
      * loss gets its on_lost call) and is joined. */
-    Py_BEGIN_ALLOW_THREADS
-    rl_client_free(client);
-    Py_END_ALLOW_THREADS
-    if (bridge) Py_CLEAR(bridge->callable);
+    Py_BEGIN_ALLOW_THREADS rl_client_free(client);
+    Py_END_ALLOW_THREADS if (bridge) Py_CLEAR(bridge->callable);
     PyMem_RawFree(bridge);
 }
 
@@ -132,7 +133,8 @@ static int client_init(rlpy_client *self, PyObject *args, PyObject *kwargs) {
         rlpy_positive_ms(connect, "connect_timeout", &options.connect_timeout_ms) < 0 ||
         rlpy_positive_ms(command, "command_timeout", &options.command_timeout_ms) < 0 ||
         (max_hold != Py_None && rlpy_positive_ms(max_hold, "max_hold", &options.max_hold_ms) < 0) ||
-        (sync_timeout && rlpy_positive_ms(sync_timeout, "sync_timeout", &options.sync_timeout_ms) < 0))
+        (sync_timeout &&
+         rlpy_positive_ms(sync_timeout, "sync_timeout", &options.sync_timeout_ms) < 0))
         return -1;
     if (sync_replicas < 0) {
         PyErr_SetString(PyExc_ValueError, "sync_replicas must be >= 0 (0 = off)");
@@ -203,13 +205,12 @@ static PyObject *client_stats(rlpy_client *self, PyObject *unused) {
     if (!self->client) return PyErr_Format(rlpy_error_class(RL_ERR_CLOSED), "the client is closed");
     rl_stats s;
     rl_client_stats(self->client, &s);
-    return Py_BuildValue("{sKsKsKsKsnsOsn}", "renew_rounds", (unsigned long long)s.renew_rounds,
-                         "renew_round_trips", (unsigned long long)s.renew_round_trips,
-                         "renew_calls", (unsigned long long)s.renew_calls, "renewed_holds",
-                         (unsigned long long)s.renewed_holds, "last_round_holds",
-                         (Py_ssize_t)s.last_round_holds, "watchdog_running",
-                         s.watchdog_running ? Py_True : Py_False, "subscriptions",
-                         (Py_ssize_t)s.subscriptions);
+    return Py_BuildValue(
+        "{sKsKsKsKsnsOsn}", "renew_rounds", (unsigned long long)s.renew_rounds, "renew_round_trips",
+        (unsigned long long)s.renew_round_trips, "renew_calls", (unsigned long long)s.renew_calls,
+        "renewed_holds", (unsigned long long)s.renewed_holds, "last_round_holds",
+        (Py_ssize_t)s.last_round_holds, "watchdog_running", s.watchdog_running ? Py_True : Py_False,
+        "subscriptions", (Py_ssize_t)s.subscriptions);
 }
 
 static PyMethodDef client_methods[] = {
@@ -228,9 +229,9 @@ static PyGetSetDef client_getset[] = {
 };
 
 PyTypeObject rlpy_client_type = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "redlease._core.Client",
-    .tp_doc = "Client(url, watchdog_timeout, connect_timeout, command_timeout, on_event=None, max_hold=None, "
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "redlease._core.Client",
+    .tp_doc = "Client(url, watchdog_timeout, connect_timeout, command_timeout, on_event=None, "
+              "max_hold=None, "
               "sync_replicas=0, sync_timeout=1.0)\n\n"
               "The core client; use redlease.Client.",
     .tp_basicsize = sizeof(rlpy_client),

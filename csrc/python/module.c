@@ -15,9 +15,13 @@ static pthread_once_t context_key_once = PTHREAD_ONCE_INIT;
 
 /* Runs as the thread exits (a pthread key destructor), outside Python: a thread that ended
  * while holding locks must not keep them renewed for the life of the client. */
-static void thread_ended(void *context) { rl_context_ended((uint64_t)(uintptr_t)context); }
+static void thread_ended(void *context) {
+    rl_context_ended((uint64_t)(uintptr_t)context);
+}
 
-static void make_context_key(void) { pthread_key_create(&context_key, thread_ended); }
+static void make_context_key(void) {
+    pthread_key_create(&context_key, thread_ended);
+}
 
 uint64_t rlpy_thread_context(void) {
     if (!thread_context) {
@@ -48,8 +52,8 @@ PyObject *rlpy_raise(const rl_error *err) {
     PyObject *cls = rlpy_error_class(err->status);
     if (err->status == RL_LOST) {
         /* LockLostError(message, reason) */
-        PyObject *exc = PyObject_CallFunction(cls, "ss", err->message,
-                                              rl_lost_reason_name((rl_lost_reason)err->lost_reason));
+        PyObject *exc = PyObject_CallFunction(
+            cls, "ss", err->message, rl_lost_reason_name((rl_lost_reason)err->lost_reason));
         if (exc) {
             PyErr_SetObject(cls, exc);
             Py_DECREF(exc);

@@ -1,4 +1,5 @@
-/* Seconds as Python numbers -> the core's milliseconds, with the library's rules for -1 and None. */
+/* Seconds as Python numbers -> the core's milliseconds, with the library's rules for -1 and None.
+ */
 #include <math.h>
 
 #include "binding.h"

@@ -44,7 +44,9 @@ void test_fail(const char *file, int line, const char *fmt, ...) {
     current_failed = 1;
 }
 
-void test_skip(const char *reason) { current_skip = reason; }
+void test_skip(const char *reason) {
+    current_skip = reason;
+}
 
 int64_t now_ms(void) {
     struct timespec ts;
@@ -93,11 +95,24 @@ int server_start(test_server *s, const char *const *extra) {
         if (s->port <= 0) continue;
         char port[16];
         snprintf(port, sizeof port, "%d", s->port);
-        const char *argv[64] = {"redis-server", "--port", port, "--bind", "127.0.0.1",
-                                "--save", "", "--appendonly", "no", "--dir", s->dir,
-                                "--unixsocket", s->socket, "--unixsocketperm", "700"};
+        const char *argv[64] = {"redis-server",
+                                "--port",
+                                port,
+                                "--bind",
+                                "127.0.0.1",
+                                "--save",
+                                "",
+                                "--appendonly",
+                                "no",
+                                "--dir",
+                                s->dir,
+                                "--unixsocket",
+                                s->socket,
+                                "--unixsocketperm",
+                                "700"};
         int n = 15;
-        for (int i = 0; extra && extra[i] && n < 63; i++) argv[n++] = extra[i];
+        for (int i = 0; extra && extra[i] && n < 63; i++)
+            argv[n++] = extra[i];
         argv[n] = NULL;
         pid_t pid = fork();
         if (pid == 0) {
@@ -168,7 +183,7 @@ long long raw_int(redisContext *c, const char *fmt, ...) {
     va_start(ap, fmt);
     redisReply *r = vraw(c, fmt, ap);
     va_end(ap);
-    long long v = r->type == REDIS_REPLY_INTEGER ? r->integer
+    long long v = r->type == REDIS_REPLY_INTEGER  ? r->integer
                   : r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10)
                                                   : -999;
     freeReplyObject(r);
@@ -193,7 +208,9 @@ void event_log_init(event_log *log) {
     pthread_mutex_init(&log->mu, NULL);
 }
 
-void event_log_destroy(event_log *log) { pthread_mutex_destroy(&log->mu); }
+void event_log_destroy(event_log *log) {
+    pthread_mutex_destroy(&log->mu);
+}
 
 static void record_event(const rl_event *ev, void *userdata) {
     event_log *log = userdata;
@@ -272,13 +289,17 @@ int main(int argc, char **argv) {
         }
         printf("%s %s (%lld ms)\n", current_failed ? "FAIL" : "ok  ", tests[i].name,
                (long long)(now_ms() - t0));
-        if (current_failed) failed++;
-        else passed++;
+        if (current_failed)
+            failed++;
+        else
+            passed++;
     }
     redisFree(g_raw);
     server_stop(&g_server);
-    if (skipped) printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
-    else printf("%d passed, %d failed\n", passed, failed);
+    if (skipped)
+        printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+    else
+        printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
 

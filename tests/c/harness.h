@@ -12,13 +12,16 @@
 
 typedef void (*test_fn)(void);
 void test_register(const char *name, test_fn fn);
-void test_fail(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void test_fail(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Marks the running test skipped, with the reason printed beside it. */
 void test_skip(const char *reason);
 
 #define TEST(name)                                                                                 \
     static void name(void);                                                                        \
-    __attribute__((constructor)) static void register_##name(void) { test_register(#name, name); } \
+    __attribute__((constructor)) static void register_##name(void) {                               \
+        test_register(#name, name);                                                                \
+    }                                                                                              \
     static void name(void)
 
 #define CHECK(cond)                                                                                \
@@ -49,7 +52,7 @@ void test_skip(const char *reason);
 /* Expects status `want` from the call; prints the error message otherwise. */
 #define CHECK_STATUS(call, want)                                                                   \
     do {                                                                                           \
-        rl_error e_ = {0};                                                                 \
+        rl_error e_ = {0};                                                                         \
         rl_error *err = &e_;                                                                       \
         rl_status s_ = (call);                                                                     \
         if (s_ != (want)) {                                                                        \
@@ -65,7 +68,8 @@ void test_skip(const char *reason);
 #define CHECK_SOON(cond, ms)                                                                       \
     do {                                                                                           \
         int64_t until_ = now_ms() + (ms);                                                          \
-        while (!(cond) && now_ms() < until_) sleep_ms(10);                                         \
+        while (!(cond) && now_ms() < until_)                                                       \
+            sleep_ms(10);                                                                          \
         CHECK(cond);                                                                               \
     } while (0)
 

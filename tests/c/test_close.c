@@ -18,8 +18,9 @@ typedef struct caller {
 static void *call_once(void *arg) {
     caller *c = arg;
     int locked;
-    c->status = c->query ? rl_lock_is_locked(c->lock, &locked, NULL)
-                         : rl_lock_acquire(c->lock, c->context, 5000, RL_WAIT_FOREVER, NULL, NULL, NULL);
+    c->status = c->query
+                    ? rl_lock_is_locked(c->lock, &locked, NULL)
+                    : rl_lock_acquire(c->lock, c->context, 5000, RL_WAIT_FOREVER, NULL, NULL, NULL);
     c->returned_at = now_ms();
     return NULL;
 }
@@ -102,7 +103,8 @@ TEST(close_under_load_answers_closed_to_every_thread) {
         rl_client_free(c);
         sleep_ms(20);
         atomic_store(&stop, 1);
-        for (int i = 0; i < THREADS; i++) pthread_join(threads[i], NULL);
+        for (int i = 0; i < THREADS; i++)
+            pthread_join(threads[i], NULL);
         for (int i = 0; i < THREADS; i++) {
             CHECK_MSG(cyclers[i].other_errors == 0, "round %d, thread %d: %d errors, last %s",
                       round, i, cyclers[i].other_errors, rl_status_name(cyclers[i].last_other));

@@ -116,7 +116,8 @@ TEST(outage_shorter_than_the_lease_is_survived_longer_is_reported) {
 
     CHECK(proxy_do(&p, "blackhole") == 0);
     int64_t t0 = now_ms();
-    while (lost_count(&log) == 0 && now_ms() - t0 < 4000) sleep_ms(10);
+    while (lost_count(&log) == 0 && now_ms() - t0 < 4000)
+        sleep_ms(10);
     int64_t took = now_ms() - t0;
     CHECK_INT(lost_count(&log), 1);
     CHECK_INT(log.reason, RL_LOST_UNREACHABLE);
@@ -156,8 +157,8 @@ TEST(failed_release_stops_renewal_and_its_retry_counts_once) {
     CHECK_OK(rl_lock_release(l, 1, err)); /* retried: answered by the latch, applied once */
     CHECK_INT(rl_lock_local_holds(l, 1), 1);
     redisReply *r = raw(g_raw, "HVALS twice");
-    int one_hold = r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
-                   strcmp(r->element[0]->str, "1") == 0;
+    int one_hold =
+        r->type == REDIS_REPLY_ARRAY && r->elements == 1 && strcmp(r->element[0]->str, "1") == 0;
     freeReplyObject(r);
     CHECK_MSG(one_hold, "Redis keeps %lld holds", raw_int(g_raw, "HLEN twice"));
     CHECK_OK(rl_lock_release(l, 1, err));

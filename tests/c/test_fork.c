@@ -71,7 +71,8 @@ TEST(fork_child_frees_an_unused_inherited_client) {
     CHECK_OK(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
     freeReplyObject(raw(g_raw, "DEL gone")); /* a loss event: the event thread starts */
     int64_t t0 = now_ms();
-    while (!rl_lock_lost(l, 1, NULL) && now_ms() - t0 < 3000) sleep_ms(10);
+    while (!rl_lock_lost(l, 1, NULL) && now_ms() - t0 < 3000)
+        sleep_ms(10);
     CHECK(rl_lock_lost(l, 1, NULL));
     pid_t pid = fork();
     if (pid == 0) {

@@ -1,5 +1,5 @@
-/* The other lock kinds of docs/protocol.md: fencing tokens, the fair lock's queue, and the read/write
- * lock, each on the wire and in its semantics. */
+/* The other lock kinds of docs/protocol.md: fencing tokens, the fair lock's queue, and the
+ * read/write lock, each on the wire and in its semantics. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,8 +37,8 @@ static int next_order;
 
 static void *wait_for(void *arg) {
     waiter *w = arg;
-    w->status = rl_lock_acquire(w->lock, w->context, w->lease_ms ? w->lease_ms : 10000,
-                                w->wait_ms, NULL, NULL, NULL);
+    w->status = rl_lock_acquire(w->lock, w->context, w->lease_ms ? w->lease_ms : 10000, w->wait_ms,
+                                NULL, NULL, NULL);
     w->acquired_at = now_ms();
     pthread_mutex_lock(&order_mu);
     w->order = ++next_order;
@@ -52,14 +52,15 @@ static void *wait_for(void *arg) {
 
 TEST(fenced_tokens_increase_on_every_acquire_reentrant_ones_too) {
     rl_client *a = new_client(g_server.url, 0), *b = new_client(g_server.url, 0);
-    rl_lock *la = new_kind(a, RL_LOCK_FENCED, "ledger"), *lb = new_kind(b, RL_LOCK_FENCED, "ledger");
+    rl_lock *la = new_kind(a, RL_LOCK_FENCED, "ledger"),
+            *lb = new_kind(b, RL_LOCK_FENCED, "ledger");
     CHECK_INT(rl_lock_token(la, 1), 0);
     CHECK_OK(rl_lock_acquire(la, 1, 10000, 0, NULL, NULL, err));
     int64_t first = rl_lock_token(la, 1);
     CHECK_INT(first, 1);
     CHECK_INT(raw_int(g_raw, "GET redisson_lock_token:{ledger}"), 1);
     CHECK_INT(raw_int(g_raw, "PTTL redisson_lock_token:{ledger}"), -1); /* no TTL */
-    CHECK_OK(rl_lock_acquire(la, 1, 10000, 0, NULL, NULL, err)); /* reentrant */
+    CHECK_OK(rl_lock_acquire(la, 1, 10000, 0, NULL, NULL, err));        /* reentrant */
     CHECK_INT(rl_lock_token(la, 1), 2);
     CHECK_STATUS(rl_lock_acquire(lb, 1, 10000, 0, NULL, NULL, err), RL_NOT_ACQUIRED);
     CHECK_INT(raw_int(g_raw, "GET redisson_lock_token:{ledger}"), 2); /* a refusal takes none */
@@ -117,7 +118,8 @@ TEST(fair_waiters_acquire_in_arrival_order) {
     CHECK(strcmp(q->element[0]->str, first) == 0);
     freeReplyObject(q);
     CHECK_OK(rl_lock_release(lh, 1, err));
-    for (int i = 0; i < N; i++) pthread_join(ts[i], NULL);
+    for (int i = 0; i < N; i++)
+        pthread_join(ts[i], NULL);
     for (int i = 0; i < N; i++) {
         CHECK_INT(ws[i].status, RL_OK);
         CHECK_MSG(ws[i].order == i + 1, "waiter %d acquired %d-th", i, ws[i].order);
@@ -141,7 +143,8 @@ TEST(fair_waiter_that_gives_up_leaves_the_queue_and_moves_the_rest_forward) {
     /* One try never queues. */
     CHECK_STATUS(rl_lock_acquire(lb, 1, 5000, 0, NULL, NULL, err), RL_NOT_ACQUIRED);
     CHECK_INT(raw_int(g_raw, "EXISTS redisson_lock_queue:{line}"), 0);
-    waiter wb = {.lock = lb, .context = 1, .wait_ms = 600}, wc = {.lock = lc, .context = 1, .wait_ms = 8000};
+    waiter wb = {.lock = lb, .context = 1, .wait_ms = 600},
+           wc = {.lock = lc, .context = 1, .wait_ms = 8000};
     pthread_t tb, tc;
     pthread_create(&tb, NULL, wait_for, &wb);
     sleep_ms(150);
@@ -266,7 +269,7 @@ TEST(writer_may_downgrade_and_keeps_reading_after_write_release) {
     rl_lock *w = new_kind(a, RL_LOCK_WRITE, "dg"), *r = new_kind(a, RL_LOCK_READ, "dg"),
             *rb = new_kind(b, RL_LOCK_READ, "dg");
     CHECK_OK(rl_lock_acquire(w, 1, 10000, 0, NULL, NULL, err));
-    CHECK_OK(rl_lock_acquire(r, 1, 10000, 0, NULL, NULL, err)); /* downgrade */
+    CHECK_OK(rl_lock_acquire(r, 1, 10000, 0, NULL, NULL, err));   /* downgrade */
     CHECK_STATUS(try_acquire(r, 2, 10000, err), RL_NOT_ACQUIRED); /* another context: no */
     CHECK_OK(rl_lock_release(w, 1, err));
     redisReply *mode = raw(g_raw, "HGET dg mode");
@@ -326,7 +329,8 @@ TEST(watchdog_renews_every_kind) {
     rl_client *c = new_client(g_server.url, 600);
     rl_lock *ls[4] = {new_kind(c, RL_LOCK_FENCED, "k1"), new_kind(c, RL_LOCK_FAIR, "k2"),
                       new_kind(c, RL_LOCK_WRITE, "k3"), new_kind(c, RL_LOCK_READ, "k4")};
-    for (int i = 0; i < 4; i++) CHECK_OK(rl_lock_acquire(ls[i], 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
+    for (int i = 0; i < 4; i++)
+        CHECK_OK(rl_lock_acquire(ls[i], 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
     sleep_ms(2000);
     const char *names[4] = {"k1", "k2", "k3", "k4"};
     for (int i = 0; i < 4; i++) {
@@ -357,7 +361,8 @@ TEST(write_release_wakes_every_reader) {
     sleep_ms(300);
     int64_t at = now_ms();
     CHECK_OK(rl_lock_release(lw, 1, err));
-    for (int i = 0; i < N; i++) pthread_join(ts[i], NULL);
+    for (int i = 0; i < N; i++)
+        pthread_join(ts[i], NULL);
     for (int i = 0; i < N; i++) {
         CHECK_INT(ws[i].status, RL_OK);
         CHECK_MSG(ws[i].acquired_at - at < 1000, "reader %d in after %lld ms", i,

@@ -27,7 +27,7 @@ static rl_client *sync_client(void) {
     rl_options o;
     rl_options_init(&o);
     o.sync_replicas = 1;
-    o.sync_timeout_ms = 1500; /* wide: a loaded 2-core machine can lag the replica */
+    o.sync_timeout_ms = 1500;     /* wide: a loaded 2-core machine can lag the replica */
     o.watchdog_timeout_ms = 3000; /* longer than the sync timeout, as required */
     rl_client *c = NULL;
     rl_error e;

@@ -22,7 +22,8 @@ TEST(failed_release_then_acquire_is_renewed_and_never_answered_by_the_old_latch)
     CHECK_OK(rl_lock_new(other, "settle", 6, &lo, err));
     CHECK_OK(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
     redisContext *stall = stall_start(1000);
-    CHECK_STATUS(rl_lock_release(l, 1, err), RL_ERR_CONNECTION); /* timed out: Redis does it later */
+    CHECK_STATUS(rl_lock_release(l, 1, err),
+                 RL_ERR_CONNECTION); /* timed out: Redis does it later */
     stall_end(stall);
     CHECK_INT(raw_int(g_raw, "EXISTS settle"), 0); /* the release did happen */
 
@@ -139,7 +140,8 @@ TEST(reentrant_acquire_racing_a_round_that_finds_the_key_gone_leaves_nothing_beh
     CHECK_MSG(st == RL_OK || st == RL_LOST, "acquire: %s", e.message);
     if (st == RL_LOST) CHECK_INT(raw_int(g_raw, "EXISTS race"), 0); /* the grant taken back */
     CHECK_SOON(rl_lock_lost(l, 1, NULL), 2000);
-    while (rl_lock_local_holds(l, 1) > 0) CHECK_STATUS(rl_lock_release(l, 1, err), RL_LOST);
+    while (rl_lock_local_holds(l, 1) > 0)
+        CHECK_STATUS(rl_lock_release(l, 1, err), RL_LOST);
     CHECK_INT(raw_int(g_raw, "EXISTS race"), 0); /* no fresh key left to block others */
     CHECK_SOON(event_count(&log, RL_EVENT_LOST) == 1, 2000);
     rl_lock_free(l);

@@ -29,10 +29,20 @@ TEST(url_tcp_forms) {
 }
 
 TEST(url_bad_input_is_a_typed_error) {
-    const char *bad[] = {"", "http://x", "redis://", "redis://host:0", "redis://host:99999",
-                         "redis://host:12ab", "redis://host/notadb", "redis://[::1",
-                         "redis://a:%zz@host", "unix://", "unix://relative/path",
-                         "unix:///tmp/s?db=x", "unix:///tmp/s?foo=1", NULL};
+    const char *bad[] = {"",
+                         "http://x",
+                         "redis://",
+                         "redis://host:0",
+                         "redis://host:99999",
+                         "redis://host:12ab",
+                         "redis://host/notadb",
+                         "redis://[::1",
+                         "redis://a:%zz@host",
+                         "unix://",
+                         "unix://relative/path",
+                         "unix:///tmp/s?db=x",
+                         "unix:///tmp/s?foo=1",
+                         NULL};
     for (int i = 0; bad[i]; i++) {
         rl_endpoint ep;
         rl_error e;
@@ -92,8 +102,8 @@ TEST(url_passwords_never_shown) {
         rl_client *c = NULL;
         rl_error e = {0};
         rl_status st = rl_client_new(cases[i].url, NULL, &c, &e);
-        CHECK_MSG(!strstr(e.message, "S3C"), "%s: the message shows the password: %s",
-                  cases[i].url, e.message);
+        CHECK_MSG(!strstr(e.message, "S3C"), "%s: the message shows the password: %s", cases[i].url,
+                  e.message);
         if (!cases[i].shown) {
             CHECK_MSG(st != RL_OK && e.message[0], "%s was accepted", cases[i].url);
             continue;

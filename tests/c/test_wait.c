@@ -18,7 +18,8 @@ typedef struct waiter {
 
 static void *wait_for_lock(void *arg) {
     waiter *w = arg;
-    w->status = rl_lock_acquire(w->lock, w->context, 10000, w->wait_ms, w->hook, w->hook_userdata, NULL);
+    w->status =
+        rl_lock_acquire(w->lock, w->context, 10000, w->wait_ms, w->hook, w->hook_userdata, NULL);
     w->acquired_at = now_ms();
     return NULL;
 }
@@ -70,7 +71,8 @@ TEST(expiry_wakes_a_waiter_without_a_message) {
     CHECK_OK(rl_lock_acquire(la, 1, 400, 0, NULL, NULL, err));
     CHECK_OK(rl_lock_acquire(lb, 1, 5000, 5000, NULL, NULL, err));
     int64_t waited = now_ms() - t0;
-    CHECK_MSG(waited >= 350 && waited < 2000, "waited %lld ms for a 400 ms lease", (long long)waited);
+    CHECK_MSG(waited >= 350 && waited < 2000, "waited %lld ms for a 400 ms lease",
+              (long long)waited);
     CHECK_SOON(channels_on_server() == 0, 2000);
     CHECK_OK(rl_lock_release(lb, 1, err));
     rl_lock_free(la);
@@ -105,8 +107,9 @@ TEST(hook_aborts_a_wait_cleanly) {
     CHECK_OK(rl_lock_new(a, "ab", 2, &l, err));
     CHECK_OK(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
     int64_t deadline = now_ms() + 200;
-    CHECK_STATUS(rl_lock_acquire(l, 2, 10000, RL_WAIT_FOREVER, abort_after_deadline, &deadline, err),
-                 RL_ABORTED);
+    CHECK_STATUS(
+        rl_lock_acquire(l, 2, 10000, RL_WAIT_FOREVER, abort_after_deadline, &deadline, err),
+        RL_ABORTED);
     int64_t late = now_ms() - deadline;
     CHECK_MSG(late >= 0 && late < 300, "aborted %lld ms after the hook asked", (long long)late);
     CHECK_SOON(channels_on_server() == 0, 2000);
@@ -131,7 +134,8 @@ static void *contend(void *arg) {
     contender *c = arg;
     for (int i = 0; i < c->iterations; i++) {
         int64_t t0 = now_ms();
-        if (rl_lock_acquire(c->lock, c->context, 10000, RL_WAIT_FOREVER, NULL, NULL, NULL) != RL_OK) {
+        if (rl_lock_acquire(c->lock, c->context, 10000, RL_WAIT_FOREVER, NULL, NULL, NULL) !=
+            RL_OK) {
             c->errors++;
             continue;
         }
@@ -150,12 +154,14 @@ TEST(contention_never_overlaps) {
     enum { THREADS = 8, ITERATIONS = 150 };
     rl_client *clients[2] = {new_client(g_server.url, 0), new_client(g_server.url, 0)};
     rl_lock *locks[2];
-    for (int i = 0; i < 2; i++) CHECK_OK(rl_lock_new(clients[i], "counter", 7, &locks[i], err));
+    for (int i = 0; i < 2; i++)
+        CHECK_OK(rl_lock_new(clients[i], "counter", 7, &locks[i], err));
     atomic_int counter = 0, inside = 0, overlaps = 0;
     contender cs[THREADS];
     pthread_t threads[THREADS];
     for (int i = 0; i < THREADS; i++) {
-        cs[i] = (contender){locks[i % 2], (uint64_t)i + 1, ITERATIONS, &counter, &inside, &overlaps, 0, 0};
+        cs[i] = (contender){locks[i % 2], (uint64_t)i + 1, ITERATIONS, &counter,
+                            &inside,      &overlaps,       0,          0};
         pthread_create(&threads[i], NULL, contend, &cs[i]);
     }
     int errors = 0;

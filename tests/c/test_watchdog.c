@@ -20,7 +20,8 @@ TEST(watchdog_keeps_a_hold_alive_and_stops_at_release) {
     }
     rl_stats st;
     rl_client_stats(c, &st);
-    CHECK_MSG(st.renew_rounds >= 6, "only %llu renewal rounds in 2 s", (unsigned long long)st.renew_rounds);
+    CHECK_MSG(st.renew_rounds >= 6, "only %llu renewal rounds in 2 s",
+              (unsigned long long)st.renew_rounds);
     CHECK(st.watchdog_running);
     CHECK_OK(rl_lock_release(l, 1, err));
     rl_client_stats(c, &st);
@@ -132,7 +133,9 @@ static rl_client *client_with_log_max_hold(lost_log *log, int64_t max_hold_ms) {
     return c;
 }
 
-static rl_client *client_with_log(lost_log *log) { return client_with_log_max_hold(log, 0); }
+static rl_client *client_with_log(lost_log *log) {
+    return client_with_log_max_hold(log, 0);
+}
 
 static int lost_count(lost_log *log) {
     pthread_mutex_lock(&log->mu);
@@ -150,7 +153,8 @@ TEST(deleted_key_is_reported_lost) {
     CHECK_OK(rl_lock_acquire(l, 9, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
     int64_t t0 = now_ms();
     freeReplyObject(raw(g_raw, "DEL gone"));
-    while (lost_count(&log) == 0 && now_ms() - t0 < 3000) sleep_ms(10);
+    while (lost_count(&log) == 0 && now_ms() - t0 < 3000)
+        sleep_ms(10);
     int64_t took = now_ms() - t0;
     CHECK_INT(lost_count(&log), 1);
     CHECK_MSG(took < 200 + 300, "reported after %lld ms (period 200 ms)", (long long)took);
@@ -184,7 +188,8 @@ TEST(taken_over_key_is_reported_owner_changed) {
     CHECK_OK(rl_lock_force_unlock(lt, NULL, err));
     CHECK_OK(rl_lock_acquire(lt, 1, 10000, 0, NULL, NULL, err));
     int64_t t0 = now_ms();
-    while (lost_count(&log) == 0 && now_ms() - t0 < 3000) sleep_ms(10);
+    while (lost_count(&log) == 0 && now_ms() - t0 < 3000)
+        sleep_ms(10);
     CHECK_INT(lost_count(&log), 1);
     CHECK_INT(log.reason, RL_LOST_OWNER_CHANGED);
     CHECK_STATUS(rl_lock_release(l, 1, err), RL_LOST);
@@ -212,7 +217,8 @@ static void check_max_hold(rl_client *c, lost_log *log, rl_lock *l, int64_t max_
     /* renewed past one lease (600 ms), reported within one period (200 ms) of max_hold */
     CHECK_MSG(took >= max_hold - 50 && took < max_hold + 200 + 300, "lost after %lld ms",
               (long long)took);
-    while (raw_int(g_raw, "EXISTS capped") && now_ms() - t0 < max_hold + 600 + 500) sleep_ms(10);
+    while (raw_int(g_raw, "EXISTS capped") && now_ms() - t0 < max_hold + 600 + 500)
+        sleep_ms(10);
     CHECK_INT(raw_int(g_raw, "EXISTS capped"), 0); /* no longer renewed: expired */
     rl_error lost_err;
     CHECK_INT(rl_lock_release(l, 1, &lost_err), RL_LOST);
