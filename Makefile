@@ -10,7 +10,11 @@ HIREDIS_CFLAGS := $(shell pkg-config --cflags hiredis 2>/dev/null)
 HIREDIS_LIBS := $(shell pkg-config --libs hiredis 2>/dev/null || echo -lhiredis)
 WARN := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
 CFLAGS ?= -O2 -g
-ALL_CFLAGS := $(WARN) $(CFLAGS) -fPIC -pthread -Icsrc/core $(HIREDIS_CFLAGS)
+# The public header is include/redlease.h; only the core (and its white-box tests) see
+# csrc/core's internal headers. Bindings, benchmarks and examples compile with PUBLIC_CFLAGS, so
+# the compiler refuses any reach into the core's internals.
+PUBLIC_CFLAGS := $(WARN) $(CFLAGS) -fPIC -pthread -Iinclude $(HIREDIS_CFLAGS)
+ALL_CFLAGS := $(PUBLIC_CFLAGS) -Icsrc/core
 LIBS := $(HIREDIS_LIBS) -pthread
 
 CORE_SRC := $(wildcard csrc/core/*.c)
@@ -24,10 +28,10 @@ FLAGS_asan := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sani
 FLAGS_tsan := -O1 -fsanitize=thread
 
 define flavour
-$(B)/$(1)/core/%.o: csrc/core/%.c csrc/core/*.h
+$(B)/$(1)/core/%.o: csrc/core/%.c csrc/core/*.h include/*.h
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(ALL_CFLAGS) $$(FLAGS_$(1)) -c $$< -o $$@
-$(B)/$(1)/tests/%.o: tests/c/%.c tests/c/*.h csrc/core/redlease.h
+$(B)/$(1)/tests/%.o: tests/c/%.c tests/c/*.h include/*.h
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(ALL_CFLAGS) $$(FLAGS_$(1)) -c $$< -o $$@
 $(B)/$(1)/librlcore.a: $(patsubst csrc/core/%.c,$(B)/$(1)/core/%.o,$(CORE_SRC))
@@ -38,7 +42,7 @@ endef
 $(foreach f,$(FLAVOURS),$(eval $(call flavour,$(f))))
 
 $(B)/demo: examples/c/demo.c $(B)/plain/librlcore.a
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS)
+	$(CC) $(PUBLIC_CFLAGS) -o $@ $^ $(LIBS)
 
 .PHONY: all deps build demo demo-c test test-c test-asan test-tsan test-hiredis1 bench clean
 

@@ -50,8 +50,8 @@ setup(
         Extension(
             "redlease._core",
             sources=sorted(glob.glob("csrc/core/*.c")) + sorted(glob.glob("csrc/python/*.c")),
-            include_dirs=["csrc/core", "csrc/python"],
-            depends=glob.glob("csrc/core/*.h") + glob.glob("csrc/python/*.h"),
+            include_dirs=["include", "csrc/core", "csrc/python"],
+            depends=glob.glob("include/*.h") + glob.glob("csrc/core/*.h") + glob.glob("csrc/python/*.h"),
             extra_compile_args=extra_compile_args,
             extra_link_args=["-pthread", *libs],
         )

@@ -16,20 +16,19 @@ BENCH_BINS := $(B)/bench_core $(B)/bench_limits $(B)/bench_watchdog $(B)/bench_p
 BARE_LOOP := bench/c/bare_loop.c bench/c/bare_loop.h
 
 $(B)/bench_core: bench/c/bench_core.c $(BARE_LOOP) $(B)/plain/librlcore.a
-	$(CC) $(ALL_CFLAGS) -Ibench/c -o $@ $(filter %.c %.a,$^) $(LIBS)
+	$(CC) $(PUBLIC_CFLAGS) -Ibench/c -o $@ $(filter %.c %.a,$^) $(LIBS)
 
 $(B)/bench_limits: bench/c/bench_limits.c $(BARE_LOOP) $(B)/plain/librlcore.a
-	$(CC) $(ALL_CFLAGS) -Ibench/c -o $@ $(filter %.c %.a,$^) $(LIBS)
+	$(CC) $(PUBLIC_CFLAGS) -Ibench/c -o $@ $(filter %.c %.a,$^) $(LIBS)
 
 $(B)/bench_bare.so: $(BARE_LOOP) $(B)/plain/librlcore.a
-	$(CC) $(ALL_CFLAGS) -shared -o $@ $(filter %.c %.a,$^) $(LIBS)
+	$(CC) $(PUBLIC_CFLAGS) -shared -o $@ $(filter %.c %.a,$^) $(LIBS)
 
 $(B)/bench_parallel: bench/c/bench_parallel.c $(B)/plain/librlcore.a
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS)
+	$(CC) $(PUBLIC_CFLAGS) -o $@ $^ $(LIBS)
 
-# Linked with --wrap around two core functions, to time the watchdog's rounds from outside.
 $(B)/bench_watchdog: bench/c/bench_watchdog.c $(B)/plain/librlcore.a
-	$(CC) $(ALL_CFLAGS) -Wl,--wrap=rl_cond_wait_until -Wl,--wrap=rl_scripts_run -o $@ $^ $(LIBS)
+	$(CC) $(PUBLIC_CFLAGS) -o $@ $^ $(LIBS)
 
 # Redisson's rows: the Java program bench/redisson (Bench.java, its own Maven project), built into
 # build/bench-redisson (the jar, its dependencies in lib/; Maven's output in build.log, shown when

@@ -174,6 +174,13 @@ void rl_client_leave(rl_client *c) {
     rl_client_unref(c);
 }
 
+void rl_client_options(rl_client *c, rl_options *out) {
+    if (c)
+        *out = c->cfg.options;
+    else
+        rl_options_init(out);
+}
+
 const char *rl_client_url(rl_client *c) {
     return c ? c->shown_url : "";
 }
@@ -243,6 +250,12 @@ void rl_client_stats(rl_client *c, rl_stats *out) {
     out->renew_calls = c->watchdog.calls;
     out->renewed_holds = c->watchdog.renewed;
     out->last_round_holds = c->watchdog.last_round_holds;
+    out->renew_failed_rounds = c->watchdog.failed_rounds;
+    out->renew_round_us = c->watchdog.round_us;
+    out->renew_round_cpu_us = c->watchdog.round_cpu_us;
+    out->last_round_us = c->watchdog.last_round_us;
+    out->last_round_cpu_us = c->watchdog.last_round_cpu_us;
+    out->last_round_net_us = c->watchdog.last_round_net_us;
     out->watchdog_running = c->watchdog.running;
     pthread_mutex_unlock(&c->mu);
     out->subscriptions = rl_sub_count(&c->sub);

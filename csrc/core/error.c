@@ -11,6 +11,7 @@ rl_status rl_fail(rl_error *err, rl_status status, const char *fmt, ...) {
         va_end(ap);
         err->status = status;
         err->lost_reason = RL_LOST_NONE;
+        err->hold_kept = 0;
     }
     return status;
 }
@@ -27,6 +28,7 @@ void rl_error_clear(rl_error *err) {
         err->status = RL_OK;
         err->message[0] = '\0';
         err->lost_reason = RL_LOST_NONE;
+        err->hold_kept = 0;
     }
 }
 

@@ -396,7 +396,9 @@ static rl_status apply_release(rl_lock *l, rl_hold *h, const redisReply *reply, 
     }
     if (reply->type != REDIS_REPLY_INTEGER) {
         h->releasing = 0;
-        return rl_fail(err, RL_ERR_SERVER, "unexpected answer to release (type %d)", reply->type);
+        rl_fail(err, RL_ERR_SERVER, "unexpected answer to release (type %d)", reply->type);
+        if (err) err->hold_kept = 1;
+        return RL_ERR_SERVER;
     }
     free(h->retry_id);
     h->retry_id = NULL;
@@ -454,6 +456,7 @@ static rl_status release_one(rl_lock *l, rl_hold *h, int settling, rl_error *err
         h->release_failed = 1;
         h->releasing = 0;
         rl_holds_unwatch(&c->holds, h);
+        if (err) err->hold_kept = 1;
         return st;
     }
     st = apply_release(l, h, reply, settling, err);
@@ -534,42 +537,66 @@ static rl_status integer_query(rl_lock *l, const char *cmd, uint64_t context, en
     return st;
 }
 
-rl_status rl_lock_is_locked(rl_lock *l, int *locked, rl_error *err) {
-    if (l && (l->kind == RL_LOCK_READ || l->kind == RL_LOCK_WRITE)) {
-        /* Each side of a read/write lock is locked when the lock is in its mode. */
-        redisReply *reply = NULL;
-        rl_status st = query(l, "HGET", 0, MODE_FIELD, &reply, err);
-        if (st != RL_OK) return st;
-        const char *mode = l->kind == RL_LOCK_READ ? "read" : "write";
-        if (locked) *locked = reply->type == REDIS_REPLY_STRING && strcmp(reply->str, mode) == 0;
-        freeReplyObject(reply);
-        return RL_OK;
-    }
+static rl_status is_in_mode(rl_lock *l, int64_t *out, rl_error *err) {
+    /* Each side of a read/write lock is locked when the lock is in its mode. */
+    redisReply *reply = NULL;
+    rl_status st = query(l, "HGET", 0, MODE_FIELD, &reply, err);
+    if (st != RL_OK) return st;
+    const char *mode = l->kind == RL_LOCK_READ ? "read" : "write";
+    *out = reply->type == REDIS_REPLY_STRING && strcmp(reply->str, mode) == 0;
+    freeReplyObject(reply);
+    return RL_OK;
+}
+
+rl_status rl_lock_query(rl_lock *l, rl_query what, uint64_t context, int64_t *out, rl_error *err) {
     int64_t n = 0;
-    rl_status st = integer_query(l, "EXISTS", 0, NO_FIELD, &n, err);
-    if (st == RL_OK && locked) *locked = n > 0;
+    rl_status st;
+    switch (what) {
+    case RL_QUERY_LOCKED:
+        if (l && (l->kind == RL_LOCK_READ || l->kind == RL_LOCK_WRITE)) {
+            st = is_in_mode(l, &n, err);
+        } else {
+            st = integer_query(l, "EXISTS", 0, NO_FIELD, &n, err);
+            n = n > 0;
+        }
+        break;
+    case RL_QUERY_HELD:
+        st = integer_query(l, "HEXISTS", context, OWNER_FIELD, &n, err);
+        n = n > 0;
+        break;
+    case RL_QUERY_HOLD_COUNT:
+        st = integer_query(l, "HGET", context, OWNER_FIELD, &n, err);
+        break;
+    case RL_QUERY_REMAINING:
+        st = integer_query(l, "PTTL", 0, NO_FIELD, &n, err);
+        break;
+    default:
+        return rl_fail(err, RL_ERR_ARGUMENT, "unknown query %d", (int)what);
+    }
+    if (st == RL_OK && out) *out = n;
+    return st;
+}
+
+rl_status rl_lock_is_locked(rl_lock *l, int *locked, rl_error *err) {
+    int64_t n = 0;
+    rl_status st = rl_lock_query(l, RL_QUERY_LOCKED, 0, &n, err);
+    if (st == RL_OK && locked) *locked = (int)n;
     return st;
 }
 
 rl_status rl_lock_is_held(rl_lock *l, uint64_t context, int *held, rl_error *err) {
     int64_t n = 0;
-    rl_status st = integer_query(l, "HEXISTS", context, OWNER_FIELD, &n, err);
-    if (st == RL_OK && held) *held = n > 0;
+    rl_status st = rl_lock_query(l, RL_QUERY_HELD, context, &n, err);
+    if (st == RL_OK && held) *held = (int)n;
     return st;
 }
 
 rl_status rl_lock_hold_count(rl_lock *l, uint64_t context, int64_t *count, rl_error *err) {
-    int64_t n = 0;
-    rl_status st = integer_query(l, "HGET", context, OWNER_FIELD, &n, err);
-    if (st == RL_OK && count) *count = n;
-    return st;
+    return rl_lock_query(l, RL_QUERY_HOLD_COUNT, context, count, err);
 }
 
 rl_status rl_lock_remaining(rl_lock *l, int64_t *pttl_ms, rl_error *err) {
-    int64_t n = 0;
-    rl_status st = integer_query(l, "PTTL", 0, NO_FIELD, &n, err);
-    if (st == RL_OK && pttl_ms) *pttl_ms = n;
-    return st;
+    return rl_lock_query(l, RL_QUERY_REMAINING, 0, pttl_ms, err);
 }
 
 /* Local state: the hold of (lock, context) under the client mutex. */

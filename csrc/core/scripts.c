@@ -4,6 +4,37 @@
 
 #include "error.h"
 
+static const struct {
+    const char *name, *text;
+} catalogue[RL_SCRIPT_COUNT] = {
+    [RL_SCRIPT_ACQUIRE] = {"acquire", rl_lua_acquire},
+    [RL_SCRIPT_RELEASE] = {"release", rl_lua_release},
+    [RL_SCRIPT_FORCE_UNLOCK] = {"force_unlock", rl_lua_force_unlock},
+    [RL_SCRIPT_RENEW] = {"renew", rl_lua_renew},
+    [RL_SCRIPT_FENCED_ACQUIRE] = {"fenced_acquire", rl_lua_fenced_acquire},
+    [RL_SCRIPT_FAIR_ACQUIRE] = {"fair_acquire", rl_lua_fair_acquire},
+    [RL_SCRIPT_FAIR_CANCEL] = {"fair_cancel", rl_lua_fair_cancel},
+    [RL_SCRIPT_FAIR_RELEASE] = {"fair_release", rl_lua_fair_release},
+    [RL_SCRIPT_FAIR_FORCE_UNLOCK] = {"fair_force_unlock", rl_lua_fair_force_unlock},
+    [RL_SCRIPT_READ_ACQUIRE] = {"read_acquire", rl_lua_read_acquire},
+    [RL_SCRIPT_WRITE_ACQUIRE] = {"write_acquire", rl_lua_write_acquire},
+    [RL_SCRIPT_READ_RELEASE] = {"read_release", rl_lua_read_release},
+    [RL_SCRIPT_WRITE_RELEASE] = {"write_release", rl_lua_write_release},
+    [RL_SCRIPT_RW_FORCE_UNLOCK] = {"rw_force_unlock", rl_lua_rw_force_unlock},
+};
+
+const char *rl_script_text(rl_script_id id) {
+    return catalogue[id].text;
+}
+
+const char *rl_script_name(int index) {
+    return index >= 0 && index < RL_SCRIPT_COUNT ? catalogue[index].name : NULL;
+}
+
+const char *rl_script_source(int index) {
+    return index >= 0 && index < RL_SCRIPT_COUNT ? catalogue[index].text : NULL;
+}
+
 void rl_scripts_init(rl_scripts *s) {
     pthread_mutex_init(&s->mu, NULL);
     for (int i = 0; i < RL_SCRIPT_COUNT; i++) {

@@ -8,6 +8,48 @@
 #include "replicas.h"
 #include "threads.h"
 
+/* The scripts are laid out as Lua, one line per line: */
+/* clang-format off */
+/* Renew many holds in one call: per key, ARGV[2i] is the owner's field and ARGV[2i+1] is empty,
+ * or for a read hold the prefix of its hold keys (prefix:1 .. prefix:count), which are renewed
+ * instead; the hash then keeps the longest lease of all its readers. TYPE first so that a key
+ * replaced by another type reports "held by others" instead of failing the whole batch.
+ * KEYS: names. ARGV: lease, then per key: owner field, read-hold key prefix or "". Per key: 1
+ * renewed, 0 gone, 2 held by others */
+const char rl_lua_renew[] =
+    "local lease = tonumber(ARGV[1])\n"
+    "local answers = {}\n"
+    "for i, key in ipairs(KEYS) do\n"
+    "  local field, holds = ARGV[2 * i], ARGV[2 * i + 1]\n"
+    "  local kind = redis.call('type', key).ok\n"
+    "  if kind == 'none' then\n"
+    "    answers[i] = 0\n"
+    "  elseif kind ~= 'hash' then\n"
+    "    answers[i] = 2\n"
+    "  elseif holds == '' then\n"
+    "    if redis.call('hexists', key, field) == 1 then\n"
+    "      redis.call('pexpire', key, lease)\n"
+    "      answers[i] = 1\n"
+    "    else\n"
+    "      answers[i] = 2\n"
+    "    end\n"
+    "  else\n"
+    "    local count = tonumber(redis.call('hget', key, field) or '0') or 0\n"
+    "    local alive = 0\n"
+    "    for k = 1, count do alive = alive + redis.call('pexpire', holds .. ':' .. k, lease) end\n"
+    "    if alive > 0 then\n"
+    "      if redis.call('pttl', key) < lease then redis.call('pexpire', key, lease) end\n"
+    "      answers[i] = 1\n"
+    "    elseif count > 0 then\n"
+    "      answers[i] = 0\n"
+    "    else\n"
+    "      answers[i] = 2\n"
+    "    end\n"
+    "  end\n"
+    "end\n"
+    "return answers\n";
+/* clang-format on */
+
 /* Pairs per script call: big enough that 100,000 holds take 100 calls in one round trip, small
  * enough that one call keeps Redis busy for only a fraction of a millisecond. */
 #define RENEW_PAIRS_PER_CALL 1000
@@ -122,6 +164,7 @@ static int64_t settle_due_holds(rl_client *c, int64_t now) {
  * confirmed lease among the holds still renewed (INT64_MAX: none). */
 static int renew_round(rl_client *c, int64_t *earliest) {
     rl_watchdog *wd = &c->watchdog;
+    int64_t start_us = rl_now_us(), start_cpu_us = rl_thread_cpu_us(), net_us = 0;
     int64_t round_start = rl_now_ms();
     *earliest = settle_due_holds(c, round_start);
     rl_hold **batch = malloc((c->holds.watched + 1) * sizeof *batch);
@@ -147,8 +190,10 @@ static int renew_round(rl_client *c, int64_t *earliest) {
     uint64_t exchanges_before = wd->conn.exchanges;
     if (n > 0 && build_round(&b, batch, n, lease) == 0) {
         atomic_store(&wd->in_io, 1);
+        net_us = rl_now_us();
         st = rl_scripts_run(&c->scripts, &wd->conn, timeout, RL_SCRIPT_RENEW, b.ncalls, b.cmds,
                             b.replies, 1, &err);
+        net_us = rl_now_us() - net_us;
         rl_error sync_err;
         if (st == RL_OK && rl_replicas_sync(&wd->conn, &sync_err) != RL_OK) {
             char message[320];
@@ -191,6 +236,7 @@ static int renew_round(rl_client *c, int64_t *earliest) {
         rl_events_push(&c->events, RL_EVENT_RENEWED, NULL, 0, 0, RL_LOST_NONE, renewed,
                        "renewal round done");
     } else if (n > 0) {
+        wd->failed_rounds++;
         char message[320];
         snprintf(message, sizeof message, "renewal of %zu hold(s) failed, retrying: %s", n,
                  err.message);
@@ -199,6 +245,13 @@ static int renew_round(rl_client *c, int64_t *earliest) {
     pthread_cond_broadcast(&wd->round_done);
     free_round(&b);
     free(batch);
+    if (st == RL_OK) {
+        wd->last_round_us = (uint64_t)(rl_now_us() - start_us);
+        wd->last_round_cpu_us = (uint64_t)(rl_thread_cpu_us() - start_cpu_us);
+        wd->last_round_net_us = (uint64_t)net_us;
+        wd->round_us += wd->last_round_us;
+        wd->round_cpu_us += wd->last_round_cpu_us;
+    }
     return st == RL_OK || n == 0;
 }
 

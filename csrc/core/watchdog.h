@@ -28,7 +28,9 @@ typedef struct rl_watchdog {
     pthread_cond_t round_done; /* holds left a round */
     rl_conn conn;              /* the watchdog's own connection */
     atomic_int in_io;
-    uint64_t rounds, round_trips, calls, renewed;
+    uint64_t rounds, round_trips, calls, renewed, failed_rounds;
+    uint64_t round_us, round_cpu_us; /* wall and CPU time of the rounds that reached Redis */
+    uint64_t last_round_us, last_round_cpu_us, last_round_net_us;
     size_t last_round_holds;
 } rl_watchdog;
 

@@ -128,13 +128,5 @@ void rlua_client_register(lua_State *L) {
                                        {"id", client_id},
                                        {"lock", client_lock},
                                        {NULL, NULL}};
-    luaL_newmetatable(L, RLUA_CLIENT);
-    lua_newtable(L);
-    rlua_setfuncs(L, methods);
-    lua_setfield(L, -2, "__index");
-    lua_pushcfunction(L, client_close);
-    lua_setfield(L, -2, "__gc");
-    lua_pushcfunction(L, client_tostring);
-    lua_setfield(L, -2, "__tostring");
-    lua_pop(L, 1);
+    rlua_register_type(L, RLUA_CLIENT, methods, client_close, client_tostring);
 }

@@ -95,8 +95,8 @@ void rlpy_client_close(rlpy_client *self) {
     }
     /* The GIL is released while the core stops: its event thread delivers what is queued (every
      * loss gets its on_lost call) and is joined. */
-    Py_BEGIN_ALLOW_THREADS rl_client_free(client);
-    Py_END_ALLOW_THREADS if (bridge) Py_CLEAR(bridge->callable);
+    RLPY_UNLOCKED(rl_client_free(client));
+    if (bridge) Py_CLEAR(bridge->callable);
     PyMem_RawFree(bridge);
 }
 
@@ -116,25 +116,24 @@ static int client_init(rlpy_client *self, PyObject *args, PyObject *kwargs) {
                                "on_event", "max_hold",         "sync_replicas",   "sync_timeout",
                                NULL};
     const char *url;
-    PyObject *watchdog, *connect, *command, *on_event = Py_None, *max_hold = Py_None;
-    PyObject *sync_timeout = NULL;
+    PyObject *watchdog = Py_None, *connect = Py_None, *command = Py_None, *on_event = Py_None;
+    PyObject *max_hold = Py_None, *sync_timeout = Py_None;
     int sync_replicas = 0;
     if (self->client) {
         PyErr_SetString(PyExc_RuntimeError, "Client.__init__ called twice");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "sOOO|OOiO:Client", keywords, &url, &watchdog,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|OOOOOiO:Client", keywords, &url, &watchdog,
                                      &connect, &command, &on_event, &max_hold, &sync_replicas,
                                      &sync_timeout))
         return -1;
-    rl_options options;
+    rl_options options; /* the core's defaults; None leaves an option at its default */
     rl_options_init(&options);
-    if (rlpy_positive_ms(watchdog, "watchdog_timeout", &options.watchdog_timeout_ms) < 0 ||
-        rlpy_positive_ms(connect, "connect_timeout", &options.connect_timeout_ms) < 0 ||
-        rlpy_positive_ms(command, "command_timeout", &options.command_timeout_ms) < 0 ||
-        (max_hold != Py_None && rlpy_positive_ms(max_hold, "max_hold", &options.max_hold_ms) < 0) ||
-        (sync_timeout &&
-         rlpy_positive_ms(sync_timeout, "sync_timeout", &options.sync_timeout_ms) < 0))
+    if (rlpy_optional_ms(watchdog, "watchdog_timeout", &options.watchdog_timeout_ms) < 0 ||
+        rlpy_optional_ms(connect, "connect_timeout", &options.connect_timeout_ms) < 0 ||
+        rlpy_optional_ms(command, "command_timeout", &options.command_timeout_ms) < 0 ||
+        rlpy_optional_ms(max_hold, "max_hold", &options.max_hold_ms) < 0 ||
+        rlpy_optional_ms(sync_timeout, "sync_timeout", &options.sync_timeout_ms) < 0)
         return -1;
     if (sync_replicas < 0) {
         PyErr_SetString(PyExc_ValueError, "sync_replicas must be >= 0 (0 = off)");
@@ -195,6 +194,14 @@ static PyObject *client_get_url(rlpy_client *self, void *unused) {
     return PyUnicode_FromString(rl_client_url(self->client));
 }
 
+static PyObject *client_get_watchdog_timeout(rlpy_client *self, void *unused) {
+    (void)unused;
+    if (!self->client) return PyErr_Format(rlpy_error_class(RL_ERR_CLOSED), "the client is closed");
+    rl_options o;
+    rl_client_options(self->client, &o);
+    return PyFloat_FromDouble((double)o.watchdog_timeout_ms / 1000.0);
+}
+
 static PyObject *client_get_closed(rlpy_client *self, void *unused) {
     (void)unused;
     return PyBool_FromLong(self->client == NULL);
@@ -225,15 +232,17 @@ static PyGetSetDef client_getset[] = {
      NULL},
     {"closed", (getter)client_get_closed, NULL, "True once close() was called.", NULL},
     {"url", (getter)client_get_url, NULL, "The URL, its password replaced by ***.", NULL},
+    {"watchdog_timeout", (getter)client_get_watchdog_timeout, NULL,
+     "The lease of watchdog-mode holds, in seconds.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 PyTypeObject rlpy_client_type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "redlease._core.Client",
-    .tp_doc = "Client(url, watchdog_timeout, connect_timeout, command_timeout, on_event=None, "
-              "max_hold=None, "
-              "sync_replicas=0, sync_timeout=1.0)\n\n"
-              "The core client; use redlease.Client.",
+    .tp_doc = "Client(url, watchdog_timeout=None, connect_timeout=None, command_timeout=None, "
+              "on_event=None, max_hold=None, sync_replicas=0, sync_timeout=None)\n\n"
+              "The core client; use redlease.Client. None leaves an option at the core's "
+              "default.",
     .tp_basicsize = sizeof(rlpy_client),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_new = PyType_GenericNew,

@@ -166,8 +166,8 @@ static int release(rlpy_lock *self) {
     rl_error err;
     rl_status st;
     uint64_t context = rlpy_thread_context();
-    Py_BEGIN_ALLOW_THREADS st = rl_lock_release(self->lock, context, &err);
-    Py_END_ALLOW_THREADS if (st == RL_OK) return 0;
+    RLPY_UNLOCKED(st = rl_lock_release(self->lock, context, &err));
+    if (st == RL_OK) return 0;
     rlpy_raise(&err);
     return -1;
 }
@@ -202,35 +202,34 @@ static PyObject *lock_exit(rlpy_lock *self, PyObject *args) {
 
 /* ---- queries ------------------------------------------------------------------------------ */
 
-static PyObject *lock_locked(rlpy_lock *self, PyObject *unused) {
-    (void)unused;
-    int locked = 0;
+/* One server-side query (one round trip) with the GIL released; -1 with the exception set. */
+static int query(rlpy_lock *self, rl_query what, int64_t *out) {
+    if (!ready(self)) return -1;
+    uint64_t context = rlpy_thread_context();
     rl_error err;
     rl_status st;
-    if (!ready(self)) return NULL;
-    Py_BEGIN_ALLOW_THREADS st = rl_lock_is_locked(self->lock, &locked, &err);
-    Py_END_ALLOW_THREADS return st == RL_OK ? PyBool_FromLong(locked) : rlpy_raise(&err);
+    RLPY_UNLOCKED(st = rl_lock_query(self->lock, what, context, out, &err));
+    if (st == RL_OK) return 0;
+    rlpy_raise(&err);
+    return -1;
+}
+
+static PyObject *lock_locked(rlpy_lock *self, PyObject *unused) {
+    (void)unused;
+    int64_t locked;
+    return query(self, RL_QUERY_LOCKED, &locked) < 0 ? NULL : PyBool_FromLong(locked != 0);
 }
 
 static PyObject *lock_held(rlpy_lock *self, PyObject *unused) {
     (void)unused;
-    int held = 0;
-    rl_error err;
-    rl_status st;
-    if (!ready(self)) return NULL;
-    uint64_t context = rlpy_thread_context();
-    Py_BEGIN_ALLOW_THREADS st = rl_lock_is_held(self->lock, context, &held, &err);
-    Py_END_ALLOW_THREADS return st == RL_OK ? PyBool_FromLong(held) : rlpy_raise(&err);
+    int64_t held;
+    return query(self, RL_QUERY_HELD, &held) < 0 ? NULL : PyBool_FromLong(held != 0);
 }
 
 static PyObject *lock_remaining(rlpy_lock *self, PyObject *unused) {
     (void)unused;
-    int64_t pttl = -2;
-    rl_error err;
-    rl_status st;
-    if (!ready(self)) return NULL;
-    Py_BEGIN_ALLOW_THREADS st = rl_lock_remaining(self->lock, &pttl, &err);
-    Py_END_ALLOW_THREADS if (st != RL_OK) return rlpy_raise(&err);
+    int64_t pttl;
+    if (query(self, RL_QUERY_REMAINING, &pttl) < 0) return NULL;
     if (pttl == -2) Py_RETURN_NONE;
     return PyFloat_FromDouble(pttl == -1 ? INFINITY : (double)pttl / 1000.0);
 }
@@ -241,8 +240,8 @@ static PyObject *lock_force_unlock(rlpy_lock *self, PyObject *unused) {
     rl_error err;
     rl_status st;
     if (!ready(self)) return NULL;
-    Py_BEGIN_ALLOW_THREADS st = rl_lock_force_unlock(self->lock, &deleted, &err);
-    Py_END_ALLOW_THREADS return st == RL_OK ? PyBool_FromLong(deleted) : rlpy_raise(&err);
+    RLPY_UNLOCKED(st = rl_lock_force_unlock(self->lock, &deleted, &err));
+    return st == RL_OK ? PyBool_FromLong(deleted) : rlpy_raise(&err);
 }
 
 static PyObject *lock_get_hold_count(rlpy_lock *self, void *unused) {

@@ -113,12 +113,29 @@ static struct PyModuleDef core_module = {
     .m_methods = module_methods,
 };
 
+/* The names of the core's lost reasons, in the order of rl_lost_reason (RL_LOST_NONE left out). */
+static PyObject *lost_reasons(void) {
+    PyObject *names = PyTuple_New(RL_LOST_MAX_HOLD);
+    for (int r = RL_LOST_EXPIRED; names && r <= RL_LOST_MAX_HOLD; r++) {
+        PyObject *name = PyUnicode_FromString(rl_lost_reason_name((rl_lost_reason)r));
+        if (!name) {
+            Py_CLEAR(names);
+            break;
+        }
+        PyTuple_SET_ITEM(names, r - RL_LOST_EXPIRED, name);
+    }
+    return names;
+}
+
 PyMODINIT_FUNC PyInit__core(void) {
     if (load_error_classes() < 0) return NULL;
     if (PyType_Ready(&rlpy_client_type) < 0 || PyType_Ready(&rlpy_lock_type) < 0) return NULL;
     PyObject *m = PyModule_Create(&core_module);
     if (!m) return NULL;
-    if (PyModule_AddObjectRef(m, "Client", (PyObject *)&rlpy_client_type) < 0 ||
+    PyObject *reasons = lost_reasons();
+    int added = reasons && PyModule_AddObjectRef(m, "LOST_REASONS", reasons) == 0;
+    Py_XDECREF(reasons);
+    if (!added || PyModule_AddObjectRef(m, "Client", (PyObject *)&rlpy_client_type) < 0 ||
         PyModule_AddObjectRef(m, "Lock", (PyObject *)&rlpy_lock_type) < 0 ||
         PyModule_AddStringConstant(m, "CORE_VERSION", RL_VERSION) < 0 ||
         PyModule_AddIntConstant(m, "KIND_FENCED", RL_LOCK_FENCED) < 0 ||

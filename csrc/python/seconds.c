@@ -86,3 +86,7 @@ int rlpy_max_hold_ms(PyObject *value, int64_t *out) {
     }
     return rlpy_positive_ms(value, "max_hold", out);
 }
+
+int rlpy_optional_ms(PyObject *value, const char *what, int64_t *out) {
+    return value == Py_None ? 0 : rlpy_positive_ms(value, what, out);
+}

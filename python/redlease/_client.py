@@ -36,7 +36,8 @@ class Client:
 
     ``watchdog_timeout``: the lease (seconds) of locks held in watchdog mode; the watchdog renews
     them every third of it while they are held. ``connect_timeout`` and ``command_timeout`` bound
-    every network call. ``on_lost(name, reason)`` is called, on a background thread, for every
+    every network call. An option left out (None) takes the core's default: 30 s, 5 s, 5 s, and
+    1 s for ``sync_timeout``. ``on_lost(name, reason)`` is called, on a background thread, for every
     hold lost while held; an exception it raises is logged. ``max_hold`` (seconds, default no
     cap): the watchdog stops renewing a hold that long after it was taken and reports it lost
     (reason ``max_hold``); ``client.lock(..., max_hold=)`` and ``acquire(max_hold=)`` override it.
@@ -50,16 +51,17 @@ class Client:
     locks: they expire by their lease.
     """
 
-    def __init__(self, url: str = "redis://127.0.0.1:6379/0", *, watchdog_timeout: float = 30.0,
-                 connect_timeout: float = 5.0, command_timeout: float = 5.0,
+    def __init__(self, url: str = "redis://127.0.0.1:6379/0", *,
+                 watchdog_timeout: Optional[float] = None,
+                 connect_timeout: Optional[float] = None, command_timeout: Optional[float] = None,
                  on_lost: Optional[OnLost] = None, max_hold: Optional[float] = None,
-                 sync_replicas: int = 0, sync_timeout: float = 1.0) -> None:
+                 sync_replicas: int = 0, sync_timeout: Optional[float] = None) -> None:
         if on_lost is not None and not callable(on_lost):
             raise TypeError("on_lost must be callable or None")
         self._core = _core.Client(url, watchdog_timeout, connect_timeout, command_timeout,
                                   EventDispatcher(on_lost), max_hold, sync_replicas, sync_timeout)
         self._url = self._core.url
-        self.watchdog_timeout = float(watchdog_timeout)
+        self.watchdog_timeout: float = self._core.watchdog_timeout
         _open_clients.add(self)
 
     def lock(self, name: Union[str, bytes], *, timeout: float = -1,

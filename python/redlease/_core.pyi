@@ -17,6 +17,7 @@ _LostReason = Literal["expired", "deleted", "owner_changed", "unreachable", "max
 
 def current_context() -> int: ...
 
+LOST_REASONS: tuple[str, ...]
 EVENT_LOST: int
 EVENT_RENEW_FAILED: int
 EVENT_RENEWED: int
@@ -26,11 +27,13 @@ EVENT_ABANDONED: int
 
 @final
 class Client:
-    def __init__(self, url: str, watchdog_timeout: float, connect_timeout: float,
-                 command_timeout: float,
+    def __init__(self, url: str, watchdog_timeout: Optional[float] = ...,
+                 connect_timeout: Optional[float] = ..., command_timeout: Optional[float] = ...,
                  on_event: Optional[Callable[[int, Optional[bytes], int, str, int, str], object]]
                  = ..., max_hold: Optional[float] = ..., sync_replicas: int = ...,
-                 sync_timeout: float = ...) -> None: ...
+                 sync_timeout: Optional[float] = ...) -> None: ...
+    @property
+    def watchdog_timeout(self) -> float: ...
     @property
     def id(self) -> str: ...
     @property

@@ -191,16 +191,7 @@ long long raw_int(redisContext *c, const char *fmt, ...) {
 }
 
 rl_client *new_client(const char *url, int64_t watchdog_ms) {
-    rl_options o;
-    rl_options_init(&o);
-    if (watchdog_ms > 0) o.watchdog_timeout_ms = watchdog_ms;
-    rl_client *c = NULL;
-    rl_error err;
-    if (rl_client_new(url, &o, &c, &err) != RL_OK) {
-        fprintf(stderr, "rl_client_new(%s): %s\n", url, err.message);
-        exit(2);
-    }
-    return c;
+    return client_with(url, watchdog_ms, 0, NULL);
 }
 
 void event_log_init(event_log *log) {
@@ -264,6 +255,68 @@ void stall_end(redisContext *c) {
     if (redisGetReply(c, &reply) != REDIS_OK) exit(2);
     freeReplyObject(reply);
     redisFree(c);
+}
+
+rl_lock *new_kind(rl_client *c, rl_lock_kind kind, const char *name) {
+    rl_lock *l = NULL;
+    rl_error err;
+    if (rl_lock_new_kind(c, kind, name, strlen(name), &l, &err) != RL_OK) {
+        fprintf(stderr, "rl_lock_new_kind: %s\n", err.message);
+        exit(2);
+    }
+    return l;
+}
+
+rl_lock *new_lock(rl_client *c, const char *name) {
+    return new_kind(c, RL_LOCK_REENTRANT, name);
+}
+
+static pthread_mutex_t order_mu = PTHREAD_MUTEX_INITIALIZER;
+static int next_order;
+
+void waiter_order_reset(void) {
+    pthread_mutex_lock(&order_mu);
+    next_order = 0;
+    pthread_mutex_unlock(&order_mu);
+}
+
+void *waiter_main(void *arg) {
+    waiter *w = arg;
+    w->status = rl_lock_acquire(w->lock, w->context, w->lease_ms ? w->lease_ms : 10000, w->wait_ms,
+                                w->hook, w->hook_userdata, NULL);
+    w->acquired_at = now_ms();
+    pthread_mutex_lock(&order_mu);
+    w->order = ++next_order;
+    pthread_mutex_unlock(&order_mu);
+    if (w->status == RL_OK && w->hold_ms > 0) {
+        sleep_ms(w->hold_ms); /* hold a moment, so that a wrong order would show */
+        rl_lock_release(w->lock, w->context, NULL);
+    }
+    return NULL;
+}
+
+void crowd_start(crowd *c, int n, rl_lock_kind kind, const char *name, int64_t wait_ms,
+                 int64_t hold_ms, int64_t stagger_ms) {
+    c->n = n < CROWD_MAX ? n : CROWD_MAX;
+    waiter_order_reset();
+    for (int i = 0; i < c->n; i++) {
+        c->clients[i] = new_client(g_server.url, 0);
+        c->locks[i] = new_kind(c->clients[i], kind, name);
+        c->ws[i] =
+            (waiter){.lock = c->locks[i], .context = 1, .wait_ms = wait_ms, .hold_ms = hold_ms};
+        pthread_create(&c->threads[i], NULL, waiter_main, &c->ws[i]);
+        if (stagger_ms > 0) sleep_ms(stagger_ms);
+    }
+}
+
+void crowd_end(crowd *c) {
+    for (int i = 0; i < c->n; i++)
+        pthread_join(c->threads[i], NULL);
+    for (int i = 0; i < c->n; i++) {
+        rl_lock_free(c->locks[i]);
+        rl_client_free(c->clients[i]);
+    }
+    c->n = 0;
 }
 
 int main(int argc, char **argv) {

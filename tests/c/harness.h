@@ -100,6 +100,40 @@ extern test_server g_server;
 extern redisContext *g_raw;
 
 rl_client *new_client(const char *url, int64_t watchdog_ms);
+/* A lock of `kind` on `name` (a C string); exits the run when it cannot be made. */
+rl_lock *new_kind(rl_client *c, rl_lock_kind kind, const char *name);
+rl_lock *new_lock(rl_client *c, const char *name); /* the reentrant kind */
+
+/* An acquire on a thread of its own (pthread_create(&t, NULL, waiter_main, &w)): what it got,
+ * when, and in what order among waiters (waiter_order_reset starts the count again). */
+typedef struct waiter {
+    rl_lock *lock;
+    uint64_t context;
+    int64_t wait_ms;
+    int64_t lease_ms; /* 0: 10 s */
+    int64_t hold_ms;  /* > 0: once acquired, hold this long, then release; 0: keep holding */
+    rl_wait_hook hook;
+    void *hook_userdata;
+    rl_status status;
+    int64_t acquired_at;
+    int order;
+} waiter;
+void *waiter_main(void *waiter_arg);
+void waiter_order_reset(void);
+
+/* Up to CROWD_MAX waiters on `name`, each on a client of its own (context 1), each started
+ * `stagger_ms` after the one before; crowd_end joins them and frees their locks and clients. */
+#define CROWD_MAX 8
+typedef struct crowd {
+    int n;
+    rl_client *clients[CROWD_MAX];
+    rl_lock *locks[CROWD_MAX];
+    waiter ws[CROWD_MAX];
+    pthread_t threads[CROWD_MAX];
+} crowd;
+void crowd_start(crowd *c, int n, rl_lock_kind kind, const char *name, int64_t wait_ms,
+                 int64_t hold_ms, int64_t stagger_ms);
+void crowd_end(crowd *c);
 
 /* The core's events, as a test sees them: counts per kind, the latest lost reason and message. */
 typedef struct event_log {

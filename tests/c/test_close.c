@@ -36,9 +36,9 @@ TEST(close_is_prompt_with_the_server_paused_and_wakes_every_call) {
     CHECK_OK(rl_lock_new(c, "renewed", 7, &renewed, err));
     CHECK_OK(rl_lock_acquire(lh, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
     CHECK_OK(rl_lock_acquire(renewed, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
-    caller waiter = {.lock = waited, .context = 2}, query = {.lock = waited, .query = 1};
+    caller blocked = {.lock = waited, .context = 2}, query = {.lock = waited, .query = 1};
     pthread_t tw, tq;
-    pthread_create(&tw, NULL, call_once, &waiter);
+    pthread_create(&tw, NULL, call_once, &blocked);
     sleep_ms(300); /* subscribed and waiting */
     kill(s.pid, SIGSTOP);
     pthread_create(&tq, NULL, call_once, &query); /* blocked on a reply that does not come */
@@ -50,11 +50,11 @@ TEST(close_is_prompt_with_the_server_paused_and_wakes_every_call) {
     pthread_join(tq, NULL);
     kill(s.pid, SIGCONT);
     CHECK_MSG(took < 500, "close took %lld ms", (long long)took);
-    CHECK_INT(waiter.status, RL_ERR_CLOSED);
+    CHECK_INT(blocked.status, RL_ERR_CLOSED);
     CHECK_INT(query.status, RL_ERR_CLOSED);
-    CHECK_MSG(waiter.returned_at - t0 < 500 && query.returned_at - t0 < 500,
-              "callers returned %lld and %lld ms after close", (long long)(waiter.returned_at - t0),
-              (long long)(query.returned_at - t0));
+    CHECK_MSG(blocked.returned_at - t0 < 500 && query.returned_at - t0 < 500,
+              "callers returned %lld and %lld ms after close",
+              (long long)(blocked.returned_at - t0), (long long)(query.returned_at - t0));
     rl_lock_free(waited);
     rl_lock_free(renewed);
     rl_lock_free(lh);

@@ -101,8 +101,7 @@ TEST(outage_shorter_than_the_lease_is_survived_longer_is_reported) {
     pthread_mutex_init(&log.mu, NULL);
     rl_client *c = faulty_client(p.url, 900, &log); /* renewed every 300 ms */
     CHECK(c);
-    rl_lock *l;
-    CHECK_OK(rl_lock_new(c, "outage", 6, &l, err));
+    rl_lock *l = new_lock(c, "outage");
     CHECK_OK(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
     sleep_ms(350); /* one renewal went through: a full lease confirmed */
 
@@ -177,8 +176,7 @@ TEST(unreachable_loss_is_declared_when_the_confirmed_lease_ends) {
     event_log log;
     event_log_init(&log);
     rl_client *c = client_with(p.url, 3000, 700, &log); /* rounds every 1 s, time out after 0.7 s */
-    rl_lock *l;
-    CHECK_OK(rl_lock_new(c, "deadline", 8, &l, err));
+    rl_lock *l = new_lock(c, "deadline");
     CHECK_OK(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
     sleep_ms(1100); /* one renewal confirmed */
     int64_t expires_at = now_ms() + raw_int(g_raw, "PTTL deadline");
@@ -201,9 +199,8 @@ TEST(contended_acquire_does_not_wait_for_its_unsubscribe) {
     CHECK(proxy_start(&p) == 0);
     CHECK(proxy_do(&p, "latency 0.2") == 0); /* each way: a round trip takes 400 ms */
     rl_client *holder = new_client(g_server.url, 0), *c = client_with(p.url, 0, 3000, NULL);
-    rl_lock *lh, *l;
-    CHECK_OK(rl_lock_new(holder, "handoff", 7, &lh, err));
-    CHECK_OK(rl_lock_new(c, "handoff", 7, &l, err));
+    rl_lock *lh = new_lock(holder, "handoff");
+    rl_lock *l = new_lock(c, "handoff");
     CHECK_OK(rl_lock_acquire(lh, 1, 1500, 0, NULL, NULL, err));
     CHECK_OK(rl_lock_acquire(l, 1, 5000, 10000, NULL, NULL, err)); /* woken at the lease's end */
     rl_stats st;

@@ -43,8 +43,7 @@ TEST(replica_sync_acknowledged_stalled_and_gone) {
     CHECK(wait_replicas(1, 10000) == 0);
     rl_client *c = sync_client();
     CHECK(c);
-    rl_lock *l;
-    CHECK_OK(rl_lock_new(c, "synced", 6, &l, err));
+    rl_lock *l = new_lock(c, "synced");
 
     /* A live replica acknowledges: acquire, renewals and release go through. */
     CHECK_OK(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));

@@ -17,9 +17,8 @@ TEST(failed_release_then_acquire_is_renewed_and_never_answered_by_the_old_latch)
     event_log log;
     event_log_init(&log);
     rl_client *c = client_with(g_server.url, 1500, 300, &log), *other = new_client(g_server.url, 0);
-    rl_lock *l, *lo;
-    CHECK_OK(rl_lock_new(c, "settle", 6, &l, err));
-    CHECK_OK(rl_lock_new(other, "settle", 6, &lo, err));
+    rl_lock *l = new_lock(c, "settle");
+    rl_lock *lo = new_lock(other, "settle");
     CHECK_OK(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
     redisContext *stall = stall_start(1000);
     CHECK_STATUS(rl_lock_release(l, 1, err),
@@ -50,8 +49,7 @@ TEST(failed_release_then_acquire_is_renewed_and_never_answered_by_the_old_latch)
 
 TEST(failed_inner_release_is_settled_by_the_next_acquire) {
     rl_client *c = client_with(g_server.url, 1500, 300, NULL);
-    rl_lock *l;
-    CHECK_OK(rl_lock_new(c, "inner", 5, &l, err));
+    rl_lock *l = new_lock(c, "inner");
     CHECK_OK(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
     CHECK_OK(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
     redisContext *stall = stall_start(800);
@@ -75,9 +73,8 @@ TEST(stray_holds_in_redis_are_removed_by_the_last_release) {
     event_log log;
     event_log_init(&log);
     rl_client *c = client_with(g_server.url, 0, 0, &log), *other = new_client(g_server.url, 0);
-    rl_lock *l, *lo;
-    CHECK_OK(rl_lock_new(c, "stray", 5, &l, err));
-    CHECK_OK(rl_lock_new(other, "stray", 5, &lo, err));
+    rl_lock *l = new_lock(c, "stray");
+    rl_lock *lo = new_lock(other, "stray");
     char field[80];
     owner_field(c, 1, field, sizeof field);
     /* As if an acquire's answer had been lost: Redis counts one hold the client does not know. */
@@ -101,9 +98,8 @@ TEST(stray_holds_in_redis_are_removed_by_the_last_release) {
 
 TEST(acquire_whose_answer_was_lost_leaves_no_stray_hold) {
     rl_client *c = client_with(g_server.url, 1500, 300, NULL), *other = new_client(g_server.url, 0);
-    rl_lock *l, *lo;
-    CHECK_OK(rl_lock_new(c, "lostreply", 9, &l, err));
-    CHECK_OK(rl_lock_new(other, "lostreply", 9, &lo, err));
+    rl_lock *l = new_lock(c, "lostreply");
+    rl_lock *lo = new_lock(other, "lostreply");
     CHECK_OK(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err)); /* scripts loaded */
     CHECK_OK(rl_lock_release(l, 1, err));
     redisContext *stall = stall_start(800);
@@ -126,8 +122,7 @@ TEST(reentrant_acquire_racing_a_round_that_finds_the_key_gone_leaves_nothing_beh
     event_log log;
     event_log_init(&log);
     rl_client *c = client_with(g_server.url, 600, 2000, &log); /* renewed every 200 ms */
-    rl_lock *l;
-    CHECK_OK(rl_lock_new(c, "race", 4, &l, err));
+    rl_lock *l = new_lock(c, "race");
     CHECK_OK(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
     freeReplyObject(raw(g_raw, "DEL race"));
     /* While Redis sleeps a renewal round queues up before the reentrant acquire: Redis answers
@@ -153,8 +148,7 @@ TEST(hold_stopped_by_max_hold_is_freed_in_redis_by_its_release) {
     event_log log;
     event_log_init(&log);
     rl_client *c = client_with(g_server.url, 3000, 0, &log);
-    rl_lock *l;
-    CHECK_OK(rl_lock_new(c, "capped", 6, &l, err));
+    rl_lock *l = new_lock(c, "capped");
     rl_acquire_options o;
     rl_acquire_options_init(&o);
     o.wait_ms = 0;

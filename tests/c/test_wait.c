@@ -6,24 +6,6 @@
 
 #include "harness.h"
 
-typedef struct waiter {
-    rl_lock *lock;
-    uint64_t context;
-    int64_t wait_ms;
-    rl_status status;
-    int64_t acquired_at;
-    rl_wait_hook hook;
-    void *hook_userdata;
-} waiter;
-
-static void *wait_for_lock(void *arg) {
-    waiter *w = arg;
-    w->status =
-        rl_lock_acquire(w->lock, w->context, 10000, w->wait_ms, w->hook, w->hook_userdata, NULL);
-    w->acquired_at = now_ms();
-    return NULL;
-}
-
 static size_t channels_on_server(void) {
     redisReply *r = raw(g_raw, "PUBSUB CHANNELS *");
     size_t n = r->elements;
@@ -33,13 +15,12 @@ static size_t channels_on_server(void) {
 
 TEST(release_wakes_a_waiter_long_before_the_lease_ends) {
     rl_client *a = new_client(g_server.url, 0), *b = new_client(g_server.url, 0);
-    rl_lock *la, *lb;
-    CHECK_OK(rl_lock_new(a, "wake", 4, &la, err));
-    CHECK_OK(rl_lock_new(b, "wake", 4, &lb, err));
+    rl_lock *la = new_lock(a, "wake");
+    rl_lock *lb = new_lock(b, "wake");
     CHECK_OK(rl_lock_acquire(la, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err)); /* PTTL 30 s */
     waiter w = {.lock = lb, .context = 1, .wait_ms = RL_WAIT_FOREVER};
     pthread_t t;
-    pthread_create(&t, NULL, wait_for_lock, &w);
+    pthread_create(&t, NULL, waiter_main, &w);
     sleep_ms(300);
     /* The waiter is subscribed to Redisson's channel name for this lock. */
     redisReply *r = raw(g_raw, "PUBSUB CHANNELS *");
@@ -64,9 +45,8 @@ TEST(release_wakes_a_waiter_long_before_the_lease_ends) {
 
 TEST(expiry_wakes_a_waiter_without_a_message) {
     rl_client *a = new_client(g_server.url, 0), *b = new_client(g_server.url, 0);
-    rl_lock *la, *lb;
-    CHECK_OK(rl_lock_new(a, "exp", 3, &la, err));
-    CHECK_OK(rl_lock_new(b, "exp", 3, &lb, err));
+    rl_lock *la = new_lock(a, "exp");
+    rl_lock *lb = new_lock(b, "exp");
     int64_t t0 = now_ms();
     CHECK_OK(rl_lock_acquire(la, 1, 400, 0, NULL, NULL, err));
     CHECK_OK(rl_lock_acquire(lb, 1, 5000, 5000, NULL, NULL, err));
@@ -83,8 +63,7 @@ TEST(expiry_wakes_a_waiter_without_a_message) {
 
 TEST(wait_times_out) {
     rl_client *a = new_client(g_server.url, 0);
-    rl_lock *l;
-    CHECK_OK(rl_lock_new(a, "to", 2, &l, err));
+    rl_lock *l = new_lock(a, "to");
     CHECK_OK(rl_lock_acquire(l, 1, 10000, 0, NULL, NULL, err));
     int64_t t0 = now_ms();
     CHECK_STATUS(rl_lock_acquire(l, 2, 10000, 300, NULL, NULL, err), RL_NOT_ACQUIRED);
@@ -103,8 +82,7 @@ static int abort_after_deadline(void *userdata) {
 
 TEST(hook_aborts_a_wait_cleanly) {
     rl_client *a = new_client(g_server.url, 0);
-    rl_lock *l;
-    CHECK_OK(rl_lock_new(a, "ab", 2, &l, err));
+    rl_lock *l = new_lock(a, "ab");
     CHECK_OK(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
     int64_t deadline = now_ms() + 200;
     CHECK_STATUS(
@@ -187,15 +165,14 @@ TEST(contention_never_overlaps) {
 TEST(local_waiters_share_one_subscription) {
     enum { WAITERS = 4 };
     rl_client *a = new_client(g_server.url, 0), *b = new_client(g_server.url, 0);
-    rl_lock *la, *lb;
-    CHECK_OK(rl_lock_new(a, "many", 4, &la, err));
-    CHECK_OK(rl_lock_new(b, "many", 4, &lb, err));
+    rl_lock *la = new_lock(a, "many");
+    rl_lock *lb = new_lock(b, "many");
     CHECK_OK(rl_lock_acquire(la, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
     waiter ws[WAITERS];
     pthread_t ts[WAITERS];
     for (int i = 0; i < WAITERS; i++) {
         ws[i] = (waiter){.lock = lb, .context = (uint64_t)i + 1, .wait_ms = 20000};
-        pthread_create(&ts[i], NULL, wait_for_lock, &ws[i]);
+        pthread_create(&ts[i], NULL, waiter_main, &ws[i]);
     }
     sleep_ms(300);
     redisReply *r = raw(g_raw, "PUBSUB NUMSUB redisson_lock__channel:{many}");

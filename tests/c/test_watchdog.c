@@ -8,8 +8,7 @@
 
 TEST(watchdog_keeps_a_hold_alive_and_stops_at_release) {
     rl_client *c = new_client(g_server.url, 600);
-    rl_lock *l;
-    CHECK_OK(rl_lock_new(c, "wd", 2, &l, err));
+    rl_lock *l = new_lock(c, "wd");
     CHECK_OK(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
     long long pttl = raw_int(g_raw, "PTTL wd");
     CHECK_MSG(pttl > 500 && pttl <= 600, "pttl %lld", pttl);
@@ -43,8 +42,7 @@ TEST(watchdog_keeps_a_hold_alive_and_stops_at_release) {
 
 TEST(fixed_lease_is_not_renewed) {
     rl_client *c = new_client(g_server.url, 600);
-    rl_lock *l;
-    CHECK_OK(rl_lock_new(c, "fixed", 5, &l, err));
+    rl_lock *l = new_lock(c, "fixed");
     CHECK_OK(rl_lock_acquire(l, 1, 300, 0, NULL, NULL, err));
     sleep_ms(500);
     CHECK_INT(raw_int(g_raw, "EXISTS fixed"), 0);
@@ -148,8 +146,7 @@ TEST(deleted_key_is_reported_lost) {
     lost_log log;
     rl_client *c = client_with_log(&log);
     CHECK(c);
-    rl_lock *l;
-    CHECK_OK(rl_lock_new(c, "gone", 4, &l, err));
+    rl_lock *l = new_lock(c, "gone");
     CHECK_OK(rl_lock_acquire(l, 9, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
     int64_t t0 = now_ms();
     freeReplyObject(raw(g_raw, "DEL gone"));
@@ -181,9 +178,8 @@ TEST(taken_over_key_is_reported_owner_changed) {
     lost_log log;
     rl_client *c = client_with_log(&log), *thief = new_client(g_server.url, 0);
     CHECK(c);
-    rl_lock *l, *lt;
-    CHECK_OK(rl_lock_new(c, "taken", 5, &l, err));
-    CHECK_OK(rl_lock_new(thief, "taken", 5, &lt, err));
+    rl_lock *l = new_lock(c, "taken");
+    rl_lock *lt = new_lock(thief, "taken");
     CHECK_OK(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
     CHECK_OK(rl_lock_force_unlock(lt, NULL, err));
     CHECK_OK(rl_lock_acquire(lt, 1, 10000, 0, NULL, NULL, err));
@@ -230,8 +226,7 @@ TEST(max_hold_per_acquire_stops_renewal_and_reports) {
     lost_log log;
     rl_client *c = client_with_log(&log);
     CHECK(c);
-    rl_lock *l;
-    CHECK_OK(rl_lock_new(c, "capped", 6, &l, err));
+    rl_lock *l = new_lock(c, "capped");
     rl_acquire_options o;
     rl_acquire_options_init(&o);
     o.wait_ms = 0;
@@ -253,8 +248,7 @@ TEST(max_hold_client_default_and_override) {
     lost_log log;
     rl_client *c = client_with_log_max_hold(&log, 900);
     CHECK(c);
-    rl_lock *l;
-    CHECK_OK(rl_lock_new(c, "capped", 6, &l, err));
+    rl_lock *l = new_lock(c, "capped");
     CHECK_OK(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
     check_max_hold(c, &log, l, 900);
     rl_acquire_options o;

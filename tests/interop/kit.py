@@ -59,18 +59,6 @@ class PyThread:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
-class LostRecorder:
-    """on_lost callback that remembers (name, reason, time.monotonic())."""
-
-    def __init__(self) -> None:
-        self.calls: List[Tuple[Any, str, float]] = []
-        self.event = threading.Event()
-
-    def __call__(self, name: Any, reason: str) -> None:
-        self.calls.append((name, reason, time.monotonic()))
-        self.event.set()
-
-
 class Listener:
     """A connection of its own that records what Redis shows it, in order: ``Listener(url,
     "PSUBSCRIBE", "*")`` records every published (channel, message); ``Listener(url,

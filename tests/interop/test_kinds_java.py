@@ -7,8 +7,8 @@ import time
 import pytest
 
 import redlease
-from kit import LostRecorder, PyThread, prefix
-from testkit import wait_for
+from kit import PyThread, prefix
+from testkit import LostRecorder, wait_for
 
 LEASE_MS = 20_000
 

@@ -6,10 +6,10 @@ import time
 import pytest
 
 import redlease
-from kit import LostRecorder, PyThread, subscribers, wait_subscribed
+from kit import PyThread, subscribers, wait_subscribed
 from luapeer import LuaFailure
 from redisson import JavaError
-from testkit import wait_for
+from testkit import LostRecorder, wait_for
 
 LEASE_MS = 20_000          # Java's explicit lease while others wait: far longer than any wake-up
 WAKE_BOUND = LEASE_MS / 4 / 1000

@@ -10,9 +10,7 @@ local function raises(pattern, f, ...)
 end
 
 describe("misuse", function()
-  local fx = helper.fixture()
-  before_each(fx.setup)
-  after_each(fx.teardown)
+  local fx = helper.fixture(before_each, after_each)
 
   it("connect: the url must be a string of a known scheme", function()
     raises("bad argument 'url' to 'connect' %(string expected, got nil%)", redlease.connect)

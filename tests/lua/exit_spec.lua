@@ -14,9 +14,7 @@ local ENDINGS = {
 }
 
 describe("exiting while holding", function()
-  local fx = helper.fixture()
-  before_each(fx.setup)
-  after_each(fx.teardown)
+  local fx = helper.fixture(before_each, after_each)
 
   for _, ending in ipairs(ENDINGS) do
     local what, last_line, want_code = ending[1], ending[2], ending[3]

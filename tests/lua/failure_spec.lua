@@ -3,9 +3,7 @@
 local helper = require "helper"
 
 describe("failures", function()
-  local fx = helper.fixture()
-  before_each(fx.setup)
-  after_each(fx.teardown)
+  local fx = helper.fixture(before_each, after_each)
 
   it("a server that is not there: connect succeeds (lazy), calls answer \"connection\"", function()
     local port = fx.server.port

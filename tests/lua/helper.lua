@@ -167,8 +167,9 @@ function helper.channel(name)
   return "redisson_lock__channel:{" .. name .. "}"
 end
 
--- The per-test fixture: a fresh server and clients that are closed after the test.
-function helper.fixture()
+-- The per-test fixture: a fresh server and clients that are closed after the test. Given busted's
+-- before_each and after_each, it registers its setup and teardown with them.
+function helper.fixture(before_each, after_each)
   local fx = { clients = {} }
   function fx.setup()
     fx.server = helper.start_server()
@@ -199,6 +200,8 @@ function helper.fixture()
       helper.quote("redis.call('del', KEYS[1]); redis.call('publish', KEYS[2], '0')"),
       helper.quote(name), helper.quote(helper.channel(name)))
   end
+  if before_each then before_each(fx.setup) end
+  if after_each then after_each(fx.teardown) end
   return fx
 end
 

@@ -3,9 +3,7 @@
 local helper = require "helper"
 
 describe("waiting", function()
-  local fx = helper.fixture()
-  before_each(fx.setup)
-  after_each(fx.teardown)
+  local fx = helper.fixture(before_each, after_each)
 
   it("timeout = 0 makes one try", function()
     local lock = fx.connect():lock("job")

@@ -2,9 +2,7 @@
 local helper = require "helper"
 
 describe("the Redis layout", function()
-  local fx = helper.fixture()
-  before_each(fx.setup)
-  after_each(fx.teardown)
+  local fx = helper.fixture(before_each, after_each)
 
   it("is a hash with one field <client uuid>:<coroutine id> = hold count, PEXPIREd to the watchdog "
     .. "timeout", function()

@@ -2,9 +2,7 @@
 local helper = require "helper"
 
 describe("lock:with", function()
-  local fx = helper.fixture()
-  before_each(fx.setup)
-  after_each(fx.teardown)
+  local fx = helper.fixture(before_each, after_each)
 
   it("holds the lock while fn runs, passes the extra arguments and returns all results", function()
     local lock = fx.connect():lock("job")

@@ -42,6 +42,8 @@ typedef struct rl_error {
     rl_status status;
     char message[256];
     int lost_reason; /* an rl_lost_reason when status is RL_LOST, else 0 */
+    int hold_kept;   /* a failed rl_lock_release that left the hold counted: calling release
+                        again retries the same release (the only failures that do so) */
 } rl_error;
 
 /* Stable lowercase names ("ok", "not_acquired", "connection", ...) for messages and bindings. */
@@ -128,6 +130,9 @@ void rl_client_free(rl_client *client);
  * trips; a binding calls it from a thread-exit destructor or a finalizer. */
 void rl_context_ended(uint64_t context);
 
+/* The options the client runs with (the defaults filled in). */
+void rl_client_options(rl_client *client, rl_options *out);
+
 /* The URL the client was made with, its password (if any) replaced by "***": safe to show. */
 const char *rl_client_url(rl_client *client);
 
@@ -135,11 +140,17 @@ const char *rl_client_url(rl_client *client);
 const char *rl_client_id(rl_client *client);
 
 typedef struct rl_stats {
-    uint64_t renew_rounds;      /* renewal rounds that reached Redis */
-    uint64_t renew_round_trips; /* network round trips spent on renewal */
-    uint64_t renew_calls;       /* script calls spent on renewal */
-    uint64_t renewed_holds;     /* (key, owner) pairs renewed */
-    size_t last_round_holds;    /* holds in the most recent round */
+    uint64_t renew_rounds;        /* renewal rounds that reached Redis */
+    uint64_t renew_round_trips;   /* network round trips spent on renewal */
+    uint64_t renew_calls;         /* script calls spent on renewal */
+    uint64_t renewed_holds;       /* (key, owner) pairs renewed */
+    size_t last_round_holds;      /* holds in the most recent round */
+    uint64_t renew_failed_rounds; /* rounds that failed on the network (and were retried) */
+    uint64_t renew_round_us;      /* wall time of the rounds that reached Redis, in total */
+    uint64_t renew_round_cpu_us;  /* the watchdog thread's CPU time in those rounds, in total */
+    uint64_t last_round_us;       /* the most recent such round: wall time, CPU time, and the */
+    uint64_t last_round_cpu_us;   /* time spent waiting for Redis */
+    uint64_t last_round_net_us;
     int watchdog_running;
     size_t subscriptions; /* channels the subscriber connection is subscribed to */
 } rl_stats;
@@ -198,14 +209,24 @@ rl_status rl_lock_acquire_with(rl_lock *lock, uint64_t context, const rl_acquire
                                rl_error *err);
 
 /* Releases one hold of `context`. RL_OK; RL_NOT_OWNED when it holds none; RL_LOST when the hold
- * was lost (the hold is dropped all the same). When the call fails on the network, renewal stops
- * at once and calling release again retries the same release (idempotent via the unlock latch). */
+ * was lost (the hold is dropped all the same). When the call fails on the network (or Redis
+ * answers an error), renewal stops at once, err->hold_kept is set, and calling release again
+ * retries the same release (idempotent via the unlock latch); after any other answer the hold is
+ * gone. */
 rl_status rl_lock_release(rl_lock *lock, uint64_t context, rl_error *err);
 
 /* Deletes the lock whoever holds it and wakes a waiter. *deleted = 1 if it was held. */
 rl_status rl_lock_force_unlock(rl_lock *lock, int *deleted, rl_error *err);
 
-/* Server-side queries (one round trip each). */
+/* Server-side queries (one round trip each), through one entry point or one function each. */
+typedef enum rl_query {
+    RL_QUERY_LOCKED = 1, /* 1 when anyone holds it (each side of a read/write lock: in its mode) */
+    RL_QUERY_HELD = 2,   /* 1 when `context` holds it, as Redis sees it */
+    RL_QUERY_HOLD_COUNT = 3, /* the context's holds, as Redis counts them */
+    RL_QUERY_REMAINING = 4 /* lease left in ms; -2 when not locked, -1 when the key has no expiry */
+} rl_query;
+rl_status rl_lock_query(rl_lock *lock, rl_query what, uint64_t context, int64_t *out,
+                        rl_error *err);
 rl_status rl_lock_is_locked(rl_lock *lock, int *locked, rl_error *err);
 rl_status rl_lock_is_held(rl_lock *lock, uint64_t context, int *held, rl_error *err);
 rl_status rl_lock_hold_count(rl_lock *lock, uint64_t context, int64_t *count, rl_error *err);
@@ -224,6 +245,12 @@ int rl_lock_lost(rl_lock *lock, uint64_t context, rl_lost_reason *reason);
 int64_t rl_lock_token(rl_lock *lock, uint64_t context);
 
 const char *rl_lock_name(const rl_lock *lock, size_t *len);
+
+/* The Redis scripts of the lock protocol (docs/protocol.md), for tools that must send exactly the
+ * same texts (the OpenResty backend's generator, benchmarks): the name ("acquire", "release",
+ * ...) and the text of script `index`, from 0; NULL past the last. */
+const char *rl_script_name(int index);
+const char *rl_script_source(int index);
 
 #ifdef __cplusplus
 }
