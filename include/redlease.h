@@ -109,6 +109,16 @@ typedef struct rl_options {
                                     wait uses its own time limit); default 300000 */
     rl_event_fn on_event;        /* optional */
     void *event_userdata;
+    /* TLS, for rediss:// URLs only (in builds with TLS). The server's certificate is verified
+     * against the system's CAs (or these) and the name (the URL's host or tls_server_name).
+     * The strings are copied; files are read when the client is made. */
+    const char *tls_ca_file;      /* PEM bundle of trusted CAs; NULL: the system's */
+    const char *tls_ca_dir;       /* a directory of hashed CA certificates */
+    const char *tls_cert_file;    /* client certificate (mutual TLS), PEM; with tls_key_file */
+    const char *tls_key_file;     /* its private key, PEM, unencrypted */
+    const char *tls_server_name;  /* for SNI and verification; NULL: the URL's host */
+    int tls_insecure_skip_verify; /* 1: accept any certificate and name. Encrypts, but protects
+                                     nothing against a man in the middle: for tests only */
 } rl_options;
 
 void rl_options_init(rl_options *options);
@@ -116,8 +126,12 @@ void rl_options_init(rl_options *options);
 typedef struct rl_client rl_client;
 
 /* url: redis://[user[:password]@]host[:port][/db], unix://[user[:password]@]/path[?db=N],
- * rediss://... (only in builds with TLS). Connects nothing yet: connections open on first use. */
+ * rediss://[user[:password]@]host[:port][/db] (TLS, verified; only in builds with TLS, else
+ * RL_ERR_UNSUPPORTED). Connects nothing yet: connections open on first use. */
 rl_status rl_client_new(const char *url, const rl_options *options, rl_client **out, rl_error *err);
+
+/* 1 when this build speaks TLS (rediss://). */
+int rl_tls_supported(void);
 
 /* Stops the client's threads, closes its connections and drops the caller's reference. Holds are
  * not released (they expire by their lease). Locks made from the client keep its memory alive

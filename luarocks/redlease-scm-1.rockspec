@@ -1,6 +1,6 @@
 -- Build from a checkout: luarocks make luarocks/redlease-scm-1.rockspec
--- The C core (csrc/core) is compiled into redlease.core; hiredis comes from the system
--- (Debian/Ubuntu: libhiredis-dev).
+-- The C core (csrc/core) is compiled into redlease.core; hiredis and OpenSSL (for rediss://)
+-- come from the system (Debian/Ubuntu: libhiredis-dev libssl-dev).
 rockspec_format = "3.0"
 package = "redlease"
 version = "scm-1"
@@ -27,6 +27,10 @@ external_dependencies = {
    HIREDIS = {
       header = "hiredis/hiredis.h",
       library = "hiredis",
+   },
+   OPENSSL = {
+      header = "openssl/ssl.h",
+      library = "ssl",
    },
 }
 
@@ -66,13 +70,14 @@ build = {
             "csrc/core/scripts.c",
             "csrc/core/subscriber.c",
             "csrc/core/threads.c",
+            "csrc/core/tls.c",
             "csrc/core/url.c",
             "csrc/core/watchdog.c",
          },
-         defines = { "_GNU_SOURCE" },
-         incdirs = { "include", "csrc/core", "$(HIREDIS_INCDIR)" },
-         libdirs = { "$(HIREDIS_LIBDIR)" },
-         libraries = { "hiredis", "pthread" },
+         defines = { "_GNU_SOURCE", "RL_WITH_TLS" },
+         incdirs = { "include", "csrc/core", "$(HIREDIS_INCDIR)", "$(OPENSSL_INCDIR)" },
+         libdirs = { "$(HIREDIS_LIBDIR)", "$(OPENSSL_LIBDIR)" },
+         libraries = { "hiredis", "ssl", "crypto", "pthread" },
       },
    },
 }

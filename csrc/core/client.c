@@ -22,6 +22,27 @@ void rl_options_init(rl_options *o) {
     o->fair_wait_ms = 300000;
 }
 
+int rl_tls_supported(void) {
+    return rl_tls_available();
+}
+
+static int uses_tls_options(const rl_options *o) {
+    return o->tls_ca_file || o->tls_ca_dir || o->tls_cert_file || o->tls_key_file ||
+           o->tls_server_name || o->tls_insecure_skip_verify;
+}
+
+/* The client's own copies of the option strings (the caller's may go away). */
+static int copy_strings(rl_client *c, rl_options *o) {
+    const char **fields[] = {&o->tls_ca_file, &o->tls_ca_dir, &o->tls_cert_file, &o->tls_key_file,
+                             &o->tls_server_name};
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
+        if (!*fields[i]) continue;
+        if (!(c->strings[i] = strdup(*fields[i]))) return -1;
+        *fields[i] = c->strings[i];
+    }
+    return 0;
+}
+
 static rl_status check_options(const rl_options *o, rl_error *err) {
     if (o->connect_timeout_ms <= 0)
         return rl_fail(err, RL_ERR_ARGUMENT, "connect_timeout must be > 0");
@@ -64,10 +85,25 @@ rl_status rl_client_new(const char *url, const rl_options *options, rl_client **
         free(c);
         return st;
     }
+    if (uses_tls_options(&o) && !c->cfg.endpoint.tls) {
+        rl_endpoint_free(&c->cfg.endpoint);
+        free(c);
+        return rl_fail(err, RL_ERR_ARGUMENT, "the tls_* options need a rediss:// URL");
+    }
+    if (c->cfg.endpoint.tls &&
+        (st = rl_tls_context_new(&o, c->cfg.endpoint.host, &c->cfg.tls, err)) != RL_OK) {
+        rl_endpoint_free(&c->cfg.endpoint);
+        free(c);
+        return st;
+    }
     rl_config_init(&c->cfg);
     c->shown_url = rl_url_redacted(url);
-    if (!c->shown_url || rl_pool_init(&c->pool, o.pool_size, &c->cfg) != 0) {
+    if (!c->shown_url || copy_strings(c, &o) != 0 ||
+        rl_pool_init(&c->pool, o.pool_size, &c->cfg) != 0) {
+        for (size_t i = 0; i < RL_CLIENT_STRINGS; i++)
+            free(c->strings[i]);
         free(c->shown_url);
+        rl_tls_context_free(c->cfg.tls);
         rl_config_destroy(&c->cfg);
         rl_endpoint_free(&c->cfg.endpoint);
         free(c);
@@ -98,8 +134,11 @@ static void destroy(rl_client *c) {
     rl_sub_destroy(&c->sub);
     rl_events_destroy(&c->events);
     rl_endpoint_free(&c->cfg.endpoint);
+    rl_tls_context_free(c->cfg.tls);
     rl_config_destroy(&c->cfg);
     pthread_mutex_destroy(&c->mu);
+    for (size_t i = 0; i < RL_CLIENT_STRINGS; i++)
+        free(c->strings[i]);
     free(c->shown_url);
     free(c);
 }

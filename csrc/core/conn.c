@@ -76,6 +76,8 @@ static int publish_fd(rl_conn *conn, int fd) {
 }
 
 static void close_socket(rl_conn *conn) {
+    rl_tls_free(conn->tls);
+    conn->tls = NULL;
     if (conn->fd < 0) return;
     pthread_mutex_lock(&conn->cfg->fd_mu);
     close(conn->fd);
@@ -92,6 +94,7 @@ void rl_conn_interrupt(rl_conn *conn) {
 }
 
 static void forget_buffers(rl_conn *conn) {
+    conn->tls = NULL;
     conn->reader = NULL;
     conn->out = NULL;
     conn->out_len = conn->out_cap = 0;
@@ -274,6 +277,13 @@ rl_status rl_conn_open(rl_conn *conn, int64_t timeout_ms, rl_error *err) {
     int64_t deadline = rl_now_ms() + conn->cfg->options.connect_timeout_ms;
     int rc = ep->is_unix ? connect_unix(conn, ep->host, deadline) : connect_tcp(conn, ep, deadline);
     if (rc != 0) return failure(conn, err, "cannot connect to");
+    if (conn->cfg->tls) { /* the TLS handshake within what is left of the connect timeout */
+        int64_t left = deadline - rl_now_ms();
+        if (configure(conn, left > 0 ? left : 1) != 0)
+            return failure(conn, err, "cannot configure the connection to");
+        conn->tls = rl_tls_connect(conn->cfg->tls, conn->fd, conn->why, sizeof conn->why);
+        if (!conn->tls) return failure(conn, err, "cannot connect to");
+    }
     if (configure(conn, timeout_ms) != 0)
         return failure(conn, err, "cannot configure the connection to");
     return handshake(conn, err);
@@ -333,13 +343,17 @@ static int flush_counting(rl_conn *conn, size_t *sent) {
     size_t off = 0;
     int rc = 0;
     while (off < conn->out_len) {
-        ssize_t n = send(conn->fd, conn->out + off, conn->out_len - off, MSG_NOSIGNAL);
+        ssize_t n =
+            conn->tls
+                ? rl_tls_send(conn->tls, conn->out + off, conn->out_len - off, conn->why,
+                              sizeof conn->why)
+                : send(conn->fd, conn->out + off, conn->out_len - off, MSG_NOSIGNAL);
         if (n > 0) {
             off += (size_t)n;
-        } else if (n < 0 && errno == EINTR) {
+        } else if (n < 0 && errno == EINTR && !conn->tls) {
             continue;
         } else {
-            set_why_errno(conn, n < 0 ? errno : EPIPE);
+            if (!conn->tls) set_why_errno(conn, n < 0 ? errno : EPIPE); /* TLS wrote its why */
             rc = -1;
             break;
         }
@@ -359,22 +373,29 @@ int rl_conn_flush(rl_conn *conn) {
     return flush_counting(conn, &sent);
 }
 
-int rl_conn_receive(rl_conn *conn) {
+int rl_conn_receive(rl_conn *conn, int wait) {
     char buf[READ_CHUNK];
     for (;;) {
-        ssize_t n = recv(conn->fd, buf, sizeof buf, 0);
+        ssize_t n = conn->tls ? rl_tls_recv(conn->tls, buf, sizeof buf, wait, conn->why,
+                                            sizeof conn->why)
+                              : recv(conn->fd, buf, sizeof buf, wait ? 0 : MSG_DONTWAIT);
         if (n > 0) {
             if (redisReaderFeed(conn->reader, buf, (size_t)n) == REDIS_OK) return 0;
             set_why(conn, "out of memory reading a reply");
             return -1;
         }
-        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno == EINTR && !conn->tls) continue;
+        if (n < 0 && !wait && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0; /* nothing */
         if (n == 0)
             set_why(conn, "the server closed the connection");
-        else
+        else if (!conn->tls)
             set_why_errno(conn, errno);
         return -1;
     }
+}
+
+size_t rl_conn_buffered(rl_conn *conn) {
+    return conn->tls ? rl_tls_pending(conn->tls) : 0;
 }
 
 int rl_conn_next_reply(rl_conn *conn, redisReply **reply) {
@@ -391,15 +412,18 @@ static int read_reply(rl_conn *conn, redisReply **reply) {
     for (;;) {
         if (rl_conn_next_reply(conn, reply) != 0) return -1;
         if (*reply) return 0;
-        if (rl_conn_receive(conn) != 0) return -1;
+        if (rl_conn_receive(conn, 1) != 0) return -1;
     }
 }
 
 /* Before writing to a connection that sat idle: anything readable (the server's close, an error,
  * bytes nobody asked for) means it is not fit; nothing has been written then. */
 static int fit_for_writing(rl_conn *conn) {
+    if (rl_conn_buffered(conn) > 0) return 0;
     struct pollfd p = {.fd = conn->fd, .events = POLLIN};
-    return poll(&p, 1, 0) == 0;
+    if (poll(&p, 1, 0) == 0) return 1;
+    /* TLS: what arrived may be housekeeping (session tickets), not the server's close. */
+    return conn->tls && rl_tls_idle_check(conn->tls);
 }
 
 /* One attempt. *maybe_sent tells whether any of these commands may have reached the server. */

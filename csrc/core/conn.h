@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "redlease.h"
+#include "tls.h"
 #include "url.h"
 
 /* What every connection of one client shares: where to connect, the options, and closing. */
@@ -22,11 +23,13 @@ typedef struct rl_config {
     rl_options options;
     pthread_mutex_t fd_mu; /* a connection's socket is set, closed and interrupted under it */
     atomic_int closing;    /* the client is closing: no connection opens any more */
+    rl_tls_context *tls;   /* rediss://: every connection speaks TLS; NULL: plain */
 } rl_config;
 
 typedef struct rl_conn {
     rl_config *cfg;
-    int fd; /* -1 when closed */
+    int fd;      /* -1 when closed */
+    rl_tls *tls; /* the TLS session on fd, or NULL */
     redisReader *reader;
     char *out; /* formatted commands not sent yet */
     size_t out_len, out_cap;
@@ -77,13 +80,16 @@ rl_status rl_conn_exchange(rl_conn *conn, int64_t timeout_ms, size_t n, const rl
 void rl_conn_defer(rl_conn *conn, const rl_cmd *cmd);
 
 /* The pieces of an exchange, for the subscriber's own loop. append formats a command into the
- * output buffer (-1: out of memory); flush sends it all; receive reads what has arrived (waiting
- * up to the timeout when nothing has); next_reply takes one parsed reply (*reply NULL when none
- * is complete). Each returns 0 or -1 with the reason in conn->why; on -1 close the connection. */
+ * output buffer (-1: out of memory); flush sends it all; receive reads what has arrived (with
+ * `wait`, waiting up to the timeout when nothing has; without, never blocking); next_reply takes
+ * one parsed reply (*reply NULL when none is complete). Each returns 0 or -1 with the reason in
+ * conn->why; on -1 close the connection. buffered: bytes received but not yet seen by a poll() of
+ * the socket (decrypted TLS data): read them before polling. */
 int rl_conn_append(rl_conn *conn, const rl_cmd *cmd);
 int rl_conn_flush(rl_conn *conn);
-int rl_conn_receive(rl_conn *conn);
+int rl_conn_receive(rl_conn *conn, int wait);
 int rl_conn_next_reply(rl_conn *conn, redisReply **reply);
+size_t rl_conn_buffered(rl_conn *conn);
 
 /* Fails with an error reply from Redis: RL_ERR_CONNECTION when it asks for authentication
  * (NOAUTH, WRONGPASS: a configuration problem, as a refused AUTH), RL_ERR_SERVER else. */

@@ -189,16 +189,16 @@ static void *subscriber_main(void *arg) {
 
         /* Network I/O without the mutex; only this thread touches the connection. */
         atomic_store(&sub->in_io, 1);
-        int ok = rl_conn_flush(&sub->conn) == 0, readable = 0;
-        if (ok) {
+        int ok = rl_conn_flush(&sub->conn) == 0, readable = rl_conn_buffered(&sub->conn) > 0;
+        if (ok && !readable) {
             struct pollfd fds[2] = {{.fd = sub->conn.fd, .events = POLLIN},
                                     {.fd = sub->wake_pipe[0], .events = POLLIN}};
             if (poll(fds, 2, -1) > 0) {
                 if (fds[1].revents) drain_pipe(sub->wake_pipe[0]);
                 readable = fds[0].revents != 0;
             }
-            if (readable) ok = rl_conn_receive(&sub->conn) == 0;
         }
+        if (ok && readable) ok = rl_conn_receive(&sub->conn, 0) == 0;
         atomic_store(&sub->in_io, 0);
 
         pthread_mutex_lock(&sub->mu);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "tls.h"
 
 static int hexval(int c) {
     if (c >= '0' && c <= '9') return c - '0';
@@ -147,7 +148,10 @@ rl_status rl_endpoint_parse(const char *url, rl_endpoint *ep, rl_error *err) {
     if (strncmp(url, "redis://", 8) == 0) {
         st = parse_tcp(url + 8, ep, err);
     } else if (strncmp(url, "rediss://", 9) == 0) {
-        st = rl_fail(err, RL_ERR_UNSUPPORTED, "rediss:// (TLS) is not supported by this build");
+        ep->tls = 1;
+        st = rl_tls_available() ? parse_tcp(url + 9, ep, err)
+                                : rl_fail(err, RL_ERR_UNSUPPORTED,
+                                          "rediss:// (TLS) is not supported by this build");
     } else if (strncmp(url, "unix://", 7) == 0) {
         st = parse_unix(url + 7, ep, err);
     } else {

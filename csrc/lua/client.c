@@ -31,8 +31,30 @@ static void opt_ms(lua_State *L, int arg, int64_t *out) {
     if (!lua_isnoneornil(L, arg)) *out = rlua_check_ms(L, arg);
 }
 
+/* A string field of the table at `idx` (checked by the Lua side), or NULL; the table keeps it. */
+static const char *opt_string(lua_State *L, int idx, const char *name) {
+    lua_getfield(L, idx, name);
+    const char *s = lua_isstring(L, -1) ? lua_tostring(L, -1) : NULL;
+    lua_pop(L, 1);
+    return s;
+}
+
+/* The TLS options in the table at `idx` (nil: none). */
+static void tls_options(lua_State *L, int idx, rl_options *o) {
+    if (!lua_istable(L, idx)) return;
+    o->tls_ca_file = opt_string(L, idx, "tls_ca_file");
+    o->tls_ca_dir = opt_string(L, idx, "tls_ca_dir");
+    o->tls_cert_file = opt_string(L, idx, "tls_cert_file");
+    o->tls_key_file = opt_string(L, idx, "tls_key_file");
+    o->tls_server_name = opt_string(L, idx, "tls_server_name");
+    lua_getfield(L, idx, "tls_insecure_skip_verify");
+    o->tls_insecure_skip_verify = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+}
+
 /* core.connect(url, watchdog_ms, connect_ms, command_ms, max_hold_ms, sync_replicas,
- * sync_timeout_ms) -> client | nil, err (a bad URL is "argument: ...", raised by the Lua side).
+ * sync_timeout_ms, {tls_*}) -> client | nil, err (a bad URL or bad TLS option is "argument: ...",
+ * raised by the Lua side).
  * Connects lazily: the first call that needs Redis opens the connection. */
 int rlua_client_connect(lua_State *L) {
     const char *url = luaL_checkstring(L, 1);
@@ -48,6 +70,7 @@ int rlua_client_connect(lua_State *L) {
         o.sync_replicas = (int)n;
     }
     opt_ms(L, 7, &o.sync_timeout_ms);
+    tls_options(L, 8, &o);
     rlua_module *m = rlua_module_get(L);
     rlua_client *c = lua_newuserdata(L, sizeof *c);
     memset(c, 0, sizeof *c);

@@ -159,5 +159,7 @@ int luaopen_redlease_core(lua_State *L) {
     rlua_setfuncs(L, functions);
     lua_pushliteral(L, RL_VERSION);
     lua_setfield(L, -2, "version");
+    lua_pushboolean(L, rl_tls_supported());
+    lua_setfield(L, -2, "tls_supported");
     return 1;
 }

@@ -112,23 +112,38 @@ static int client_clear(rlpy_client *self) {
 }
 
 static int client_init(rlpy_client *self, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"url",      "watchdog_timeout", "connect_timeout", "command_timeout",
-                               "on_event", "max_hold",         "sync_replicas",   "sync_timeout",
+    static char *keywords[] = {"url",
+                               "watchdog_timeout",
+                               "connect_timeout",
+                               "command_timeout",
+                               "on_event",
+                               "max_hold",
+                               "sync_replicas",
+                               "sync_timeout",
+                               "tls_ca_file",
+                               "tls_ca_dir",
+                               "tls_cert_file",
+                               "tls_key_file",
+                               "tls_server_name",
+                               "tls_insecure_skip_verify",
                                NULL};
     const char *url;
     PyObject *watchdog = Py_None, *connect = Py_None, *command = Py_None, *on_event = Py_None;
     PyObject *max_hold = Py_None, *sync_timeout = Py_None;
-    int sync_replicas = 0;
+    int sync_replicas = 0, tls_insecure = 0;
+    rl_options options; /* the core's defaults; None leaves an option at its default */
+    rl_options_init(&options);
     if (self->client) {
         PyErr_SetString(PyExc_RuntimeError, "Client.__init__ called twice");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|OOOOOiO:Client", keywords, &url, &watchdog,
-                                     &connect, &command, &on_event, &max_hold, &sync_replicas,
-                                     &sync_timeout))
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kwargs, "s|OOOOOiOzzzzzp:Client", keywords, &url, &watchdog, &connect, &command,
+            &on_event, &max_hold, &sync_replicas, &sync_timeout, &options.tls_ca_file,
+            &options.tls_ca_dir, &options.tls_cert_file, &options.tls_key_file,
+            &options.tls_server_name, &tls_insecure))
         return -1;
-    rl_options options; /* the core's defaults; None leaves an option at its default */
-    rl_options_init(&options);
+    options.tls_insecure_skip_verify = tls_insecure;
     if (rlpy_optional_ms(watchdog, "watchdog_timeout", &options.watchdog_timeout_ms) < 0 ||
         rlpy_optional_ms(connect, "connect_timeout", &options.connect_timeout_ms) < 0 ||
         rlpy_optional_ms(command, "command_timeout", &options.command_timeout_ms) < 0 ||

@@ -98,7 +98,15 @@ static PyObject *current_context(PyObject *module, PyObject *unused) {
     return PyLong_FromUnsignedLongLong(rlpy_thread_context());
 }
 
+static PyObject *tls_supported(PyObject *module, PyObject *unused) {
+    (void)module;
+    (void)unused;
+    return PyBool_FromLong(rl_tls_supported());
+}
+
 static PyMethodDef module_methods[] = {
+    {"tls_supported", tls_supported, METH_NOARGS,
+     "tls_supported() -> bool\n--\n\nWhether this build speaks TLS (rediss:// URLs)."},
     {"current_context", current_context, METH_NOARGS,
      "current_context() -> int\n--\n\nThe owner context id of the calling thread (the part after "
      "the client id in a lock's hash field)."},

@@ -2,6 +2,7 @@
 
 import atexit
 import enum
+import os
 import weakref
 from typing import Dict, Optional, TypeVar, Union
 
@@ -11,6 +12,11 @@ from ._events import EventDispatcher, OnLost
 from ._locks import KINDS, FairLock, FencedLock, ReadLock, ReadWriteLock, WriteLock
 
 L = TypeVar("L", bound=Lock)
+_Path = Union[str, "os.PathLike[str]"]
+
+
+def _path(value: Optional[_Path]) -> Optional[str]:
+    return None if value is None else os.fspath(value)
 
 # Clients still open when the interpreter exits are closed first, while calling into Python from
 # their event threads is still safe.
@@ -47,6 +53,12 @@ class Client:
     connected for but none acknowledged is taken back and raises ``ReplicaSyncError``; a release
     or renewal they did not acknowledge is logged as a warning.
 
+    TLS (``rediss://`` URLs): the server's certificate is verified against the system's CAs, or
+    ``tls_ca_file`` / ``tls_ca_dir``, and the URL's host (or ``tls_server_name``, also sent as
+    SNI). ``tls_cert_file`` and ``tls_key_file`` give a client certificate (mutual TLS).
+    ``tls_insecure_skip_verify=True`` accepts any certificate: it encrypts, but protects against
+    no man in the middle; for tests only. See ``redlease.tls_supported()``.
+
     Close it with ``close()`` or use it as a context manager. Closing does not release held
     locks: they expire by their lease.
     """
@@ -55,11 +67,17 @@ class Client:
                  watchdog_timeout: Optional[float] = None,
                  connect_timeout: Optional[float] = None, command_timeout: Optional[float] = None,
                  on_lost: Optional[OnLost] = None, max_hold: Optional[float] = None,
-                 sync_replicas: int = 0, sync_timeout: Optional[float] = None) -> None:
+                 sync_replicas: int = 0, sync_timeout: Optional[float] = None,
+                 tls_ca_file: Optional[_Path] = None, tls_ca_dir: Optional[_Path] = None,
+                 tls_cert_file: Optional[_Path] = None, tls_key_file: Optional[_Path] = None,
+                 tls_server_name: Optional[str] = None,
+                 tls_insecure_skip_verify: bool = False) -> None:
         if on_lost is not None and not callable(on_lost):
             raise TypeError("on_lost must be callable or None")
         self._core = _core.Client(url, watchdog_timeout, connect_timeout, command_timeout,
-                                  EventDispatcher(on_lost), max_hold, sync_replicas, sync_timeout)
+                                  EventDispatcher(on_lost), max_hold, sync_replicas, sync_timeout,
+                                  _path(tls_ca_file), _path(tls_ca_dir), _path(tls_cert_file),
+                                  _path(tls_key_file), tls_server_name, tls_insecure_skip_verify)
         self._url = self._core.url
         self.watchdog_timeout: float = self._core.watchdog_timeout
         _open_clients.add(self)

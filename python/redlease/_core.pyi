@@ -16,6 +16,7 @@ _L = TypeVar("_L", bound="Lock")
 _LostReason = Literal["expired", "deleted", "owner_changed", "unreachable", "max_hold"]
 
 def current_context() -> int: ...
+def tls_supported() -> bool: ...
 
 LOST_REASONS: tuple[str, ...]
 EVENT_LOST: int
@@ -31,7 +32,10 @@ class Client:
                  connect_timeout: Optional[float] = ..., command_timeout: Optional[float] = ...,
                  on_event: Optional[Callable[[int, Optional[bytes], int, str, int, str], object]]
                  = ..., max_hold: Optional[float] = ..., sync_replicas: int = ...,
-                 sync_timeout: Optional[float] = ...) -> None: ...
+                 sync_timeout: Optional[float] = ..., tls_ca_file: Optional[str] = ...,
+                 tls_ca_dir: Optional[str] = ..., tls_cert_file: Optional[str] = ...,
+                 tls_key_file: Optional[str] = ..., tls_server_name: Optional[str] = ...,
+                 tls_insecure_skip_verify: bool = ...) -> None: ...
     @property
     def watchdog_timeout(self) -> float: ...
     @property

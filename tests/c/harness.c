@@ -60,7 +60,7 @@ void sleep_ms(int64_t ms) {
     }
 }
 
-static int free_port(void) {
+int free_port(void) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     socklen_t len = sizeof a;
@@ -138,6 +138,40 @@ int server_start(test_server *s, const char *const *extra) {
         waitpid(pid, NULL, 0);
     }
     return -1;
+}
+
+const char *test_certs(void) {
+    static char dir[64];
+    if (dir[0]) return dir;
+    snprintf(dir, sizeof dir, "/tmp/rlcerts.XXXXXX");
+    char cmd[160];
+    if (!mkdtemp(dir)) exit(2);
+    snprintf(cmd, sizeof cmd, "tests/tls/make-certs '%s'", dir);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "tests/tls/make-certs failed\n");
+        exit(2);
+    }
+    return dir;
+}
+
+int tls_server_start(test_server *s, const char *cert, int require_client_cert) {
+    const char *dir = test_certs();
+    char port[16], cert_file[128], key_file[128], ca_file[128];
+    int tls_port = free_port();
+    snprintf(port, sizeof port, "%d", tls_port);
+    snprintf(cert_file, sizeof cert_file, "%s/%s.crt", dir, cert ? cert : "server");
+    snprintf(key_file, sizeof key_file, "%s/%s.key", dir, cert ? cert : "server");
+    snprintf(ca_file, sizeof ca_file, "%s/ca.crt", dir);
+    const char *args[] = {"--tls-port",      port,
+                          "--tls-cert-file", cert_file,
+                          "--tls-key-file",  key_file,
+                          "--tls-ca-cert-file", ca_file,
+                          "--tls-auth-clients", require_client_cert ? "yes" : "no",
+                          NULL};
+    if (server_start(s, args) != 0) return -1;
+    s->tls_port = tls_port;
+    snprintf(s->tls_url, sizeof s->tls_url, "rediss://127.0.0.1:%d", tls_port);
+    return 0;
 }
 
 void server_stop(test_server *s) {
@@ -329,7 +363,10 @@ int main(int argc, char **argv) {
     g_raw = server_connect(&g_server);
     int passed = 0, failed = 0, skipped = 0;
     for (int i = 0; i < ntests; i++) {
-        if (argc > 1 && !strstr(tests[i].name, argv[1])) continue;
+        int chosen = argc == 1; /* arguments: run the tests whose names contain one of them */
+        for (int a = 1; a < argc && !chosen; a++)
+            chosen = strstr(tests[i].name, argv[a]) != NULL;
+        if (!chosen) continue;
         freeReplyObject(raw(g_raw, "FLUSHALL"));
         current_failed = 0;
         current_skip = NULL;

@@ -79,12 +79,21 @@ typedef struct test_server {
     char dir[64];
     char url[96];    /* redis://127.0.0.1:port */
     char socket[96]; /* unix socket path */
+    int tls_port;    /* tls_server_start: the TLS port, and its URL rediss://127.0.0.1:tls_port */
+    char tls_url[96];
 } test_server;
 
 /* Starts redis-server (no persistence) on a free loopback port and a unix socket; extra args
  * (NULL-terminated) are passed on. Dies with the test process. 0 on success. */
 int server_start(test_server *s, const char *const *extra_args);
 void server_stop(test_server *s);
+int free_port(void);
+
+/* The certificates of tests/tls/make-certs, made once per run; the directory. */
+const char *test_certs(void);
+/* A server that also listens with TLS (server.crt of test_certs, or `cert` instead: "rogue"),
+ * asking clients for a certificate when require_client_cert is set. 0 on success. */
+int tls_server_start(test_server *s, const char *cert, int require_client_cert);
 
 /* A raw hiredis connection to look at what the core wrote. */
 redisContext *server_connect(const test_server *s);

@@ -54,11 +54,17 @@ TEST(url_bad_input_is_a_typed_error) {
     CHECK_STATUS(parse(NULL, &ep, err), RL_ERR_ARGUMENT);
 }
 
-TEST(url_rediss_without_tls_is_unsupported) {
+TEST(url_rediss_needs_a_build_with_tls) {
     rl_client *c = NULL;
     rl_error e;
-    CHECK_INT(rl_client_new("rediss://127.0.0.1:6380", NULL, &c, &e), RL_ERR_UNSUPPORTED);
-    CHECK(c == NULL && strstr(e.message, "TLS") != NULL);
+    rl_status st = rl_client_new("rediss://127.0.0.1:6380", NULL, &c, &e);
+    if (rl_tls_supported()) {
+        CHECK_MSG(st == RL_OK, "%s", e.message); /* connects nothing yet */
+        rl_client_free(c);
+    } else {
+        CHECK_INT(st, RL_ERR_UNSUPPORTED);
+        CHECK(c == NULL && strstr(e.message, "TLS") != NULL);
+    }
 }
 
 TEST(options_are_checked) {
@@ -95,7 +101,6 @@ TEST(url_passwords_never_shown) {
         {"redis://u:S3CRET@127.0.0.1/notadb", NULL},
         {"redis://u:S3C%zzRET@127.0.0.1", NULL},
         {"redis://u:S3CRET@", NULL},
-        {"rediss://u:S3CRET@127.0.0.1:1", NULL},
         {"unix://u:S3CRET/tmp/r.sock", NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {

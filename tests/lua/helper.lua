@@ -30,20 +30,23 @@ end
 
 -- Starts redis-server on a random free loopback port (another one if it is taken). It runs
 -- under `timeout`, so that a crashed run leaves nothing behind for long; `pid` is the server's
--- own (from INFO), for kill -9.
-function helper.start_server()
+-- own (from INFO), for kill -9. `extra`: more command-line arguments, where "%port2" stands for
+-- a second random port (server.port2), e.g. a TLS port.
+function helper.start_server(extra)
   local dir = sh("mktemp -d /tmp/rllua.XXXXXX"):gsub("%s+$", "")
   math.randomseed(os.time() + math.floor(helper.now() * 1e6) % 1000003)
   for _ = 1, 20 do
-    local port = math.random(20000, 60000)
+    local port, port2 = math.random(20000, 60000), math.random(20000, 60000)
+    local more = (extra or ""):gsub("%%port2", tostring(port2))
     local wrapper = sh(("timeout 300 redis-server --port %d --bind 127.0.0.1 --save '' " ..
-      "--appendonly no --dir %s --logfile %s/redis.log >/dev/null 2>&1 </dev/null & echo $!")
-      :format(port, dir, dir)):match("%d+")
+      "--appendonly no --dir %s --logfile %s/redis.log %s >/dev/null 2>&1 </dev/null & echo $!")
+      :format(port, dir, dir, more)):match("%d+")
     for _ = 1, 100 do
       local info = sh(("redis-cli -p %d info server 2>/dev/null"):format(port))
       local pid = info:match("process_id:(%d+)")
       if pid then
-        return { port = port, pid = pid, dir = dir, url = "redis://127.0.0.1:" .. port }
+        return { port = port, port2 = port2, pid = pid, dir = dir,
+                 url = "redis://127.0.0.1:" .. port }
       end
       if not alive(wrapper) then break end -- the port was taken
       helper.sleep(0.02)
