@@ -63,7 +63,8 @@ setup(
             "redlease._core",
             sources=sorted(glob.glob("csrc/core/*.c")) + sorted(glob.glob("csrc/python/*.c")),
             include_dirs=["include", "csrc/core", "csrc/python"],
-            depends=glob.glob("include/*.h") + glob.glob("csrc/core/*.h") + glob.glob("csrc/python/*.h"),
+            depends=(glob.glob("include/*.h") + glob.glob("csrc/core/*.h")
+                     + glob.glob("csrc/python/*.h")),
             extra_compile_args=extra_compile_args,
             extra_link_args=["-pthread", *libs, *tls_libs],
         )

@@ -7,8 +7,6 @@ import sys
 
 import pytest
 
-import redlease
-
 HERE = os.path.dirname(__file__)
 sys.path.insert(0, HERE)
 from proxy import FaultProxy  # noqa: E402

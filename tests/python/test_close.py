@@ -44,7 +44,7 @@ def test_close_under_load_raises_client_closed_only(make_client):
         stop = threading.Event()
         other_errors = []
 
-        def cycle(i):
+        def cycle(i, client=client, stop=stop, other_errors=other_errors):
             lock = client.lock(f"load:{i % 4}")
             while not stop.is_set():
                 try:
