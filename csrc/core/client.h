@@ -21,7 +21,7 @@ struct rl_client {
     char *shown_url; /* the URL without its password */
 #define RL_CLIENT_STRINGS 5
     char *strings[RL_CLIENT_STRINGS]; /* copies of the options' strings */
-    atomic_int refs; /* the owner's reference, each lock, each call in progress */
+    atomic_int refs;                  /* the owner's reference, each lock, each call in progress */
     atomic_int closed;
     _Atomic uint64_t fork_generation; /* rl_fork_generation() when `id` and the state were made */
     pthread_mutex_t mu;               /* guards holds and watchdog; never held during network I/O */

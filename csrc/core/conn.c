@@ -343,11 +343,9 @@ static int flush_counting(rl_conn *conn, size_t *sent) {
     size_t off = 0;
     int rc = 0;
     while (off < conn->out_len) {
-        ssize_t n =
-            conn->tls
-                ? rl_tls_send(conn->tls, conn->out + off, conn->out_len - off, conn->why,
-                              sizeof conn->why)
-                : send(conn->fd, conn->out + off, conn->out_len - off, MSG_NOSIGNAL);
+        ssize_t n = conn->tls ? rl_tls_send(conn->tls, conn->out + off, conn->out_len - off,
+                                            conn->why, sizeof conn->why)
+                              : send(conn->fd, conn->out + off, conn->out_len - off, MSG_NOSIGNAL);
         if (n > 0) {
             off += (size_t)n;
         } else if (n < 0 && errno == EINTR && !conn->tls) {
@@ -376,9 +374,9 @@ int rl_conn_flush(rl_conn *conn) {
 int rl_conn_receive(rl_conn *conn, int wait) {
     char buf[READ_CHUNK];
     for (;;) {
-        ssize_t n = conn->tls ? rl_tls_recv(conn->tls, buf, sizeof buf, wait, conn->why,
-                                            sizeof conn->why)
-                              : recv(conn->fd, buf, sizeof buf, wait ? 0 : MSG_DONTWAIT);
+        ssize_t n = conn->tls
+                        ? rl_tls_recv(conn->tls, buf, sizeof buf, wait, conn->why, sizeof conn->why)
+                        : recv(conn->fd, buf, sizeof buf, wait ? 0 : MSG_DONTWAIT);
         if (n > 0) {
             if (redisReaderFeed(conn->reader, buf, (size_t)n) == REDIS_OK) return 0;
             set_why(conn, "out of memory reading a reply");

@@ -150,14 +150,14 @@ static ssize_t failed(rl_tls *t, int rc, char *why, size_t size) {
     if (e == SSL_ERROR_SYSCALL && t->last_errno) {
         errno = t->last_errno;
         char buf[80];
-        snprintf(why, size, "%s", t->last_errno == EAGAIN || t->last_errno == EWOULDBLOCK
-                                      ? "timed out"
-                                      : strerror_r(t->last_errno, buf, sizeof buf));
+        snprintf(why, size, "%s",
+                 t->last_errno == EAGAIN || t->last_errno == EWOULDBLOCK
+                     ? "timed out"
+                     : strerror_r(t->last_errno, buf, sizeof buf));
         return -1;
     }
-    if (e == SSL_ERROR_SYSCALL ||
-        (e == SSL_ERROR_SSL &&
-         ERR_GET_REASON(ERR_peek_error()) == SSL_R_UNEXPECTED_EOF_WHILE_READING)) {
+    if (e == SSL_ERROR_SYSCALL || (e == SSL_ERROR_SSL && ERR_GET_REASON(ERR_peek_error()) ==
+                                                             SSL_R_UNEXPECTED_EOF_WHILE_READING)) {
         ERR_clear_error();
         return 0; /* closed without a TLS goodbye */
     }

@@ -6,7 +6,7 @@
 
 typedef struct rl_endpoint {
     int is_unix;
-    int tls; /* rediss:// */
+    int tls;    /* rediss:// */
     char *host; /* TCP host without brackets, or the unix socket path */
     int port;
     int db;

@@ -162,11 +162,16 @@ int tls_server_start(test_server *s, const char *cert, int require_client_cert) 
     snprintf(cert_file, sizeof cert_file, "%s/%s.crt", dir, cert ? cert : "server");
     snprintf(key_file, sizeof key_file, "%s/%s.key", dir, cert ? cert : "server");
     snprintf(ca_file, sizeof ca_file, "%s/ca.crt", dir);
-    const char *args[] = {"--tls-port",      port,
-                          "--tls-cert-file", cert_file,
-                          "--tls-key-file",  key_file,
-                          "--tls-ca-cert-file", ca_file,
-                          "--tls-auth-clients", require_client_cert ? "yes" : "no",
+    const char *args[] = {"--tls-port",
+                          port,
+                          "--tls-cert-file",
+                          cert_file,
+                          "--tls-key-file",
+                          key_file,
+                          "--tls-ca-cert-file",
+                          ca_file,
+                          "--tls-auth-clients",
+                          require_client_cert ? "yes" : "no",
                           NULL};
     if (server_start(s, args) != 0) return -1;
     s->tls_port = tls_port;
