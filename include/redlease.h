@@ -119,6 +119,10 @@ typedef struct rl_options {
     const char *tls_server_name;  /* for SNI and verification; NULL: the URL's host */
     int tls_insecure_skip_verify; /* 1: accept any certificate and name. Encrypts, but protects
                                      nothing against a man in the middle: for tests only */
+    /* Sentinel (redis+sentinel:// URLs): AUTH for the sentinels themselves (the URL's user and
+     * password are the master's). Copied. */
+    const char *sentinel_user;
+    const char *sentinel_password;
 } rl_options;
 
 void rl_options_init(rl_options *options);
@@ -127,7 +131,9 @@ typedef struct rl_client rl_client;
 
 /* url: redis://[user[:password]@]host[:port][/db], unix://[user[:password]@]/path[?db=N],
  * rediss://[user[:password]@]host[:port][/db] (TLS, verified; only in builds with TLS, else
- * RL_ERR_UNSUPPORTED). Connects nothing yet: connections open on first use. */
+ * RL_ERR_UNSUPPORTED), redis+sentinel://[user[:password]@]host1:port1[,host2:port2...]/<master
+ * name>[/db] (the master the sentinels name, followed across failovers; rediss+sentinel:// with
+ * TLS). Connects nothing yet: connections open on first use. */
 rl_status rl_client_new(const char *url, const rl_options *options, rl_client **out, rl_error *err);
 
 /* 1 when this build speaks TLS (rediss://). */

@@ -68,6 +68,7 @@ build = {
             "csrc/core/random.c",
             "csrc/core/replicas.c",
             "csrc/core/scripts.c",
+            "csrc/core/sentinel.c",
             "csrc/core/subscriber.c",
             "csrc/core/threads.c",
             "csrc/core/tls.c",

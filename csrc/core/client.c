@@ -33,8 +33,9 @@ static int uses_tls_options(const rl_options *o) {
 
 /* The client's own copies of the option strings (the caller's may go away). */
 static int copy_strings(rl_client *c, rl_options *o) {
-    const char **fields[] = {&o->tls_ca_file, &o->tls_ca_dir, &o->tls_cert_file, &o->tls_key_file,
-                             &o->tls_server_name};
+    const char **fields[RL_CLIENT_STRINGS] = {
+        &o->tls_ca_file,     &o->tls_ca_dir,    &o->tls_cert_file,    &o->tls_key_file,
+        &o->tls_server_name, &o->sentinel_user, &o->sentinel_password};
     for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
         if (!*fields[i]) continue;
         if (!(c->strings[i] = strdup(*fields[i]))) return -1;
@@ -66,6 +67,27 @@ static rl_status check_options(const rl_options *o, rl_error *err) {
     return RL_OK;
 }
 
+/* Frees a client whose making failed before its pool (everything else may be missing). */
+static void discard(rl_client *c) {
+    for (size_t i = 0; i < RL_CLIENT_STRINGS; i++)
+        free(c->strings[i]);
+    free(c->shown_url);
+    rl_sentinel_free(c->cfg.sentinel);
+    rl_tls_context_free(c->cfg.tls);
+    rl_endpoint_free(&c->cfg.endpoint);
+    rl_config_destroy(&c->cfg);
+    free(c);
+}
+
+/* Sentinel named a new master: cut short every call in progress on the old one (the pool's idle
+ * connections notice at their next use). */
+static void master_moved(void *userdata) {
+    rl_client *c = userdata;
+    rl_pool_interrupt(&c->pool);
+    rl_conn_interrupt(&c->watchdog.conn);
+    rl_conn_interrupt(&c->sub.conn);
+}
+
 rl_status rl_client_new(const char *url, const rl_options *options, rl_client **out,
                         rl_error *err) {
     rl_error_clear(err);
@@ -80,35 +102,22 @@ rl_status rl_client_new(const char *url, const rl_options *options, rl_client **
     if (st != RL_OK) return st;
     rl_client *c = calloc(1, sizeof *c);
     if (!c) return rl_fail(err, RL_ERR_MEMORY, "out of memory");
-    st = rl_endpoint_parse(url, &c->cfg.endpoint, err);
-    if (st != RL_OK) {
-        free(c);
-        return st;
-    }
-    if (uses_tls_options(&o) && !c->cfg.endpoint.tls) {
-        rl_endpoint_free(&c->cfg.endpoint);
-        free(c);
-        return rl_fail(err, RL_ERR_ARGUMENT, "the tls_* options need a rediss:// URL");
-    }
-    if (c->cfg.endpoint.tls &&
-        (st = rl_tls_context_new(&o, c->cfg.endpoint.host, &c->cfg.tls, err)) != RL_OK) {
-        rl_endpoint_free(&c->cfg.endpoint);
-        free(c);
-        return st;
-    }
     rl_config_init(&c->cfg);
-    c->shown_url = rl_url_redacted(url);
-    if (!c->shown_url || copy_strings(c, &o) != 0 ||
-        rl_pool_init(&c->pool, o.pool_size, &c->cfg) != 0) {
-        for (size_t i = 0; i < RL_CLIENT_STRINGS; i++)
-            free(c->strings[i]);
-        free(c->shown_url);
-        rl_tls_context_free(c->cfg.tls);
-        rl_config_destroy(&c->cfg);
-        rl_endpoint_free(&c->cfg.endpoint);
-        free(c);
-        return rl_fail(err, RL_ERR_MEMORY, "out of memory");
+    st = rl_endpoint_parse(url, &c->cfg.endpoint, err);
+    if (st == RL_OK && uses_tls_options(&o) && !c->cfg.endpoint.tls)
+        st = rl_fail(err, RL_ERR_ARGUMENT, "the tls_* options need a rediss:// URL");
+    if (st == RL_OK && c->cfg.endpoint.tls)
+        st = rl_tls_context_new(&o, c->cfg.endpoint.host, &c->cfg.tls, err);
+    if (st == RL_OK && c->cfg.endpoint.sentinels)
+        st = rl_sentinel_new(&c->cfg, &c->cfg.sentinel, err);
+    if (st == RL_OK && (!(c->shown_url = rl_url_redacted(url)) || copy_strings(c, &o) != 0 ||
+                        rl_pool_init(&c->pool, o.pool_size, &c->cfg) != 0))
+        st = rl_fail(err, RL_ERR_MEMORY, "out of memory");
+    if (st != RL_OK) {
+        discard(c);
+        return st;
     }
+    if (c->cfg.sentinel) rl_sentinel_on_moved(c->cfg.sentinel, master_moved, c);
     c->cfg.options = o;
     rl_random_uuid(c->id);
     atomic_init(&c->refs, 1);
@@ -134,6 +143,7 @@ static void destroy(rl_client *c) {
     rl_sub_destroy(&c->sub);
     rl_events_destroy(&c->events);
     rl_endpoint_free(&c->cfg.endpoint);
+    rl_sentinel_free(c->cfg.sentinel);
     rl_tls_context_free(c->cfg.tls);
     rl_config_destroy(&c->cfg);
     pthread_mutex_destroy(&c->mu);
@@ -164,6 +174,7 @@ void rl_client_free(rl_client *c) {
          * progress on a socket is cut short and every waiter is woken (they answer "closed"),
          * and only then are the threads joined. */
         atomic_store(&c->cfg.closing, 1);
+        rl_sentinel_stop(c->cfg.sentinel); /* no more moves reported */
         rl_pool_close(&c->pool);
         rl_pool_interrupt(&c->pool);
         rl_sub_stop(&c->sub);
@@ -191,6 +202,7 @@ static void reset_after_fork(rl_client *c, uint64_t generation) {
         pthread_mutex_lock(&c->events.mu);
         rl_events_forget_after_fork(&c->events);
         pthread_mutex_unlock(&c->events.mu);
+        if (c->cfg.sentinel) rl_sentinel_forget_after_fork(c->cfg.sentinel);
         atomic_store(&c->fork_generation, generation);
     }
     pthread_mutex_unlock(&c->mu);
@@ -250,8 +262,12 @@ rl_status rl_client_script(rl_client *c, rl_script_id id, int argc, const char *
     rl_conn *conn = rl_pool_take(&c->pool);
     if (!conn) return rl_fail(err, RL_ERR_CLOSED, "the client is closed");
     rl_cmd cmd = {argc, argv, lens};
+    conn->readonly = 0;
     rl_status st = rl_scripts_run(&c->scripts, conn, c->cfg.options.command_timeout_ms, id, 1, &cmd,
                                   reply, idempotent, err);
+    if (st == RL_ERR_CONNECTION && conn->readonly) /* refused, not run: once more, at the master */
+        st = rl_scripts_run(&c->scripts, conn, c->cfg.options.command_timeout_ms, id, 1, &cmd,
+                            reply, idempotent, err);
     if (st == RL_OK && then_send) rl_conn_defer(conn, then_send);
     if (st == RL_OK && wrote && wrote(*reply)) {
         st = rl_replicas_sync(conn, err);
@@ -310,9 +326,11 @@ void rl_client_before_fork(rl_client *c) {
     pthread_mutex_lock(&c->scripts.mu);
     pthread_mutex_lock(&c->sub.mu);
     pthread_mutex_lock(&c->cfg.fd_mu);
+    rl_sentinel_lock(c->cfg.sentinel);
 }
 
 void rl_client_after_fork_parent(rl_client *c) {
+    rl_sentinel_unlock(c->cfg.sentinel);
     pthread_mutex_unlock(&c->cfg.fd_mu);
     pthread_mutex_unlock(&c->sub.mu);
     pthread_mutex_unlock(&c->scripts.mu);

@@ -12,6 +12,7 @@
 #include "pool.h"
 #include "redlease.h"
 #include "scripts.h"
+#include "sentinel.h"
 #include "subscriber.h"
 #include "watchdog.h"
 
@@ -19,7 +20,7 @@ struct rl_client {
     rl_config cfg;
     char id[37];     /* UUID; replaced in a forked child */
     char *shown_url; /* the URL without its password */
-#define RL_CLIENT_STRINGS 5
+#define RL_CLIENT_STRINGS 7
     char *strings[RL_CLIENT_STRINGS]; /* copies of the options' strings */
     atomic_int refs;                  /* the owner's reference, each lock, each call in progress */
     atomic_int closed;

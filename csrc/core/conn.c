@@ -17,6 +17,7 @@
 
 #include "clock.h"
 #include "error.h"
+#include "sentinel.h"
 
 #define READ_CHUNK 16384
 #define OUT_BUFFER_KEPT 65536 /* a bigger output buffer is freed once sent */
@@ -168,11 +169,11 @@ static int connect_to(rl_conn *conn, int family, const struct sockaddr *addr, so
     return 0;
 }
 
-static int connect_tcp(rl_conn *conn, const rl_endpoint *ep, int64_t deadline) {
+static int connect_tcp(rl_conn *conn, const char *host, int port_number, int64_t deadline) {
     char port[8];
-    snprintf(port, sizeof port, "%d", ep->port);
+    snprintf(port, sizeof port, "%d", port_number);
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *found = NULL;
-    int rc = getaddrinfo(ep->host, port, &hints, &found);
+    int rc = getaddrinfo(host, port, &hints, &found);
     if (rc != 0) {
         set_why(conn, gai_strerror(rc));
         return -1;
@@ -203,7 +204,7 @@ static int configure(rl_conn *conn, int64_t timeout_ms) {
         set_why_errno(conn, errno);
         return -1;
     }
-    if (!conn->cfg->endpoint.is_unix) {
+    if (!conn->is_unix) {
         int on = 1, idle = KEEPALIVE_IDLE_S, interval = KEEPALIVE_INTERVAL_S,
             probes = KEEPALIVE_PROBES;
         setsockopt(conn->fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
@@ -217,10 +218,15 @@ static int configure(rl_conn *conn, int64_t timeout_ms) {
 
 static rl_status failure(rl_conn *conn, rl_error *err, const char *what) {
     char where[160];
-    rl_config_describe(conn->cfg, where, sizeof where);
+    if (conn->where[0])
+        snprintf(where, sizeof where, "%s", conn->where);
+    else
+        rl_config_describe(conn->cfg, where, sizeof where);
     rl_status st = atomic_load(&conn->cfg->closing)
                        ? rl_fail(err, RL_ERR_CLOSED, "the client is closed")
                        : rl_fail(err, RL_ERR_CONNECTION, "%s %s: %s", what, where, conn->why);
+    if (conn->cfg->sentinel && conn->must_be_master)
+        rl_sentinel_doubt(conn->cfg->sentinel, conn->epoch);
     rl_conn_close(conn);
     return st;
 }
@@ -228,65 +234,116 @@ static rl_status failure(rl_conn *conn, rl_error *err, const char *what) {
 static rl_status exchange_once(rl_conn *conn, size_t n, const rl_cmd *cmds, redisReply **replies,
                                int *maybe_sent, rl_error *err);
 
-static rl_status handshake(rl_conn *conn, rl_error *err) {
-    const rl_endpoint *ep = &conn->cfg->endpoint;
-    const char *auth[3], *select[2] = {"SELECT", NULL};
-    size_t auth_lens[3], select_lens[2];
+static int is_master(const redisReply *role) {
+    return role->type == REDIS_REPLY_ARRAY && role->elements > 0 &&
+           role->element[0]->type == REDIS_REPLY_STRING &&
+           strcmp(role->element[0]->str, "master") == 0;
+}
+
+/* AUTH and SELECT as the target says, and ROLE for a Sentinel's master: one round trip. */
+static rl_status handshake(rl_conn *conn, const rl_target *t, rl_error *err) {
+    const char *auth[3], *select[2] = {"SELECT", NULL}, *role[1] = {"ROLE"};
+    size_t auth_lens[3], select_lens[2], role_lens[1] = {4};
     char db[16];
-    rl_cmd cmds[2];
-    size_t n = 0;
+    rl_cmd cmds[3];
+    size_t n = 0, auth_at = 9, role_at = 9;
     int argc = 0;
-    if (ep->password) {
+    if (t->password) {
         auth[argc++] = "AUTH";
-        if (ep->user) auth[argc++] = ep->user;
-        auth[argc++] = ep->password;
+        if (t->user) auth[argc++] = t->user;
+        auth[argc++] = t->password;
         for (int i = 0; i < argc; i++)
             auth_lens[i] = strlen(auth[i]);
+        auth_at = n;
         cmds[n++] = (rl_cmd){argc, auth, auth_lens};
     }
-    if (ep->db != 0) {
-        snprintf(db, sizeof db, "%d", ep->db);
+    if (t->db != 0) {
+        snprintf(db, sizeof db, "%d", t->db);
         select[1] = db;
         select_lens[0] = 6, select_lens[1] = strlen(db);
         cmds[n++] = (rl_cmd){2, select, select_lens};
     }
+    if (t->must_be_master) {
+        role_at = n;
+        cmds[n++] = (rl_cmd){1, role, role_lens};
+    }
     if (n == 0) return RL_OK;
-    redisReply *replies[2] = {NULL, NULL};
+    redisReply *replies[3] = {NULL, NULL, NULL};
     int maybe_sent;
     rl_status st = exchange_once(conn, n, cmds, replies, &maybe_sent, err);
     if (st != RL_OK) return st;
     for (size_t i = 0; i < n && st == RL_OK; i++) {
-        if (replies[i]->type != REDIS_REPLY_ERROR) continue;
-        int is_auth = ep->password && i == 0;
-        st = rl_fail(err, RL_ERR_CONNECTION, "%s refused: %.*s",
-                     is_auth ? "authentication" : "SELECT", (int)replies[i]->len, replies[i]->str);
+        if (replies[i]->type == REDIS_REPLY_ERROR)
+            st = rl_fail(err, RL_ERR_CONNECTION, "%s refused: %.*s",
+                         i == auth_at   ? "authentication"
+                         : i == role_at ? "ROLE"
+                                        : "SELECT",
+                         (int)replies[i]->len, replies[i]->str);
+        else if (i == role_at && !is_master(replies[i]))
+            st = rl_fail(err, RL_ERR_CONNECTION, "%s is no master (a failover under way?)",
+                         conn->where);
     }
     for (size_t i = 0; i < n; i++)
         freeReplyObject(replies[i]);
-    if (st != RL_OK) rl_conn_close(conn);
+    if (st != RL_OK) {
+        if (conn->cfg->sentinel && t->must_be_master)
+            rl_sentinel_doubt(conn->cfg->sentinel, t->epoch);
+        rl_conn_close(conn);
+    }
     return st;
 }
 
-rl_status rl_conn_open(rl_conn *conn, int64_t timeout_ms, rl_error *err) {
+rl_status rl_conn_open_to(rl_conn *conn, const rl_target *t, int64_t timeout_ms, rl_error *err) {
     rl_conn_close(conn);
-    const rl_endpoint *ep = &conn->cfg->endpoint;
     if (atomic_load(&conn->cfg->closing))
         return rl_fail(err, RL_ERR_CLOSED, "the client is closed");
+    conn->is_unix = t->is_unix;
+    conn->epoch = t->epoch;
+    conn->must_be_master = t->must_be_master;
+    if (t->is_unix)
+        snprintf(conn->where, sizeof conn->where, "%s", t->host);
+    else if (strchr(t->host, ':'))
+        snprintf(conn->where, sizeof conn->where, "[%s]:%d", t->host, t->port);
+    else
+        snprintf(conn->where, sizeof conn->where, "%s:%d", t->host, t->port);
     conn->reader = redisReaderCreate();
     if (!conn->reader) return rl_fail(err, RL_ERR_MEMORY, "out of memory opening a connection");
     int64_t deadline = rl_now_ms() + conn->cfg->options.connect_timeout_ms;
-    int rc = ep->is_unix ? connect_unix(conn, ep->host, deadline) : connect_tcp(conn, ep, deadline);
+    int rc = t->is_unix ? connect_unix(conn, t->host, deadline)
+                        : connect_tcp(conn, t->host, t->port, deadline);
     if (rc != 0) return failure(conn, err, "cannot connect to");
     if (conn->cfg->tls) { /* the TLS handshake within what is left of the connect timeout */
         int64_t left = deadline - rl_now_ms();
         if (configure(conn, left > 0 ? left : 1) != 0)
             return failure(conn, err, "cannot configure the connection to");
-        conn->tls = rl_tls_connect(conn->cfg->tls, conn->fd, conn->why, sizeof conn->why);
+        conn->tls = rl_tls_connect(conn->cfg->tls, conn->fd, t->host, conn->why, sizeof conn->why);
         if (!conn->tls) return failure(conn, err, "cannot connect to");
     }
     if (configure(conn, timeout_ms) != 0)
         return failure(conn, err, "cannot configure the connection to");
-    return handshake(conn, err);
+    return handshake(conn, t, err);
+}
+
+rl_status rl_conn_open(rl_conn *conn, int64_t timeout_ms, rl_error *err) {
+    const rl_endpoint *ep = &conn->cfg->endpoint;
+    rl_target t = {.host = ep->host,
+                   .port = ep->port,
+                   .is_unix = ep->is_unix,
+                   .user = ep->user,
+                   .password = ep->password,
+                   .db = ep->db};
+    char master[256];
+    if (conn->cfg->sentinel) {
+        rl_status st =
+            rl_sentinel_master(conn->cfg->sentinel, master, sizeof master, &t.port, &t.epoch, err);
+        if (st != RL_OK) {
+            rl_conn_close(conn);
+            return st;
+        }
+        t.host = master;
+        t.must_be_master = 1;
+    }
+    return rl_conn_open_to(conn, &t, timeout_ms, err);
 }
 
 /* ---- commands out, replies in -------------------------------------------------------------- */
@@ -418,6 +475,10 @@ static int read_reply(rl_conn *conn, redisReply **reply) {
  * bytes nobody asked for) means it is not fit; nothing has been written then. */
 static int fit_for_writing(rl_conn *conn) {
     if (rl_conn_buffered(conn) > 0) return 0;
+    /* Opened to a master that is no more (Sentinel): reopen to the new one. */
+    if (conn->cfg->sentinel && conn->must_be_master &&
+        conn->epoch != rl_sentinel_epoch(conn->cfg->sentinel))
+        return 0;
     struct pollfd p = {.fd = conn->fd, .events = POLLIN};
     if (poll(&p, 1, 0) == 0) return 1;
     /* TLS: what arrived may be housekeeping (session tickets), not the server's close. */
@@ -459,6 +520,15 @@ static rl_status exchange_once(rl_conn *conn, size_t n, const rl_cmd *cmds, redi
         }
     }
     return RL_OK;
+}
+
+rl_status rl_conn_lost_master(rl_conn *conn, rl_error *err) {
+    rl_status st =
+        rl_fail(err, RL_ERR_CONNECTION, "%s is no longer the master (READONLY)", conn->where);
+    if (conn->cfg->sentinel) rl_sentinel_doubt(conn->cfg->sentinel, conn->epoch);
+    rl_conn_close(conn);
+    conn->readonly = 1;
+    return st;
 }
 
 rl_status rl_fail_reply(rl_error *err, const char *what, const redisReply *r) {

@@ -24,12 +24,18 @@ typedef struct rl_config {
     pthread_mutex_t fd_mu; /* a connection's socket is set, closed and interrupted under it */
     atomic_int closing;    /* the client is closing: no connection opens any more */
     rl_tls_context *tls;   /* rediss://: every connection speaks TLS; NULL: plain */
+    struct rl_sentinel *sentinel; /* redis+sentinel://: who the master is; NULL: the endpoint */
 } rl_config;
 
 typedef struct rl_conn {
     rl_config *cfg;
     int fd;      /* -1 when closed */
     rl_tls *tls; /* the TLS session on fd, or NULL */
+    int is_unix;
+    int must_be_master; /* opened to the master a Sentinel named */
+    uint64_t epoch;     /* ... in this Sentinel epoch */
+    char where[128];    /* host:port or the socket path, for messages */
+    int readonly;       /* the last call met READONLY (rl_conn_lost_master) */
     redisReader *reader;
     char *out; /* formatted commands not sent yet */
     size_t out_len, out_cap;
@@ -53,10 +59,25 @@ void rl_config_destroy(rl_config *cfg);
 /* A closed connection of cfg's client. */
 void rl_conn_init(rl_conn *conn, rl_config *cfg);
 
-/* (Re)opens conn: connect within the connect timeout, set the send/receive timeout (timeout_ms),
- * TCP keepalive and no-delay, then AUTH and SELECT as the URL says. RL_ERR_CLOSED once the client
- * is closing. */
+/* Where a connection goes: a host and port (or a unix socket path in host), its AUTH and SELECT;
+ * the master a Sentinel named must also answer ROLE as master. */
+typedef struct rl_target {
+    const char *host;
+    int port;
+    int is_unix;
+    const char *user, *password;
+    int db;
+    int must_be_master;
+    uint64_t epoch; /* the Sentinel epoch that named this master */
+} rl_target;
+
+/* (Re)opens conn to the client's server (for Sentinel: the master now): connect within the
+ * connect timeout, TLS when the URL says so, the send/receive timeout (timeout_ms), TCP keepalive
+ * and no-delay, then AUTH and SELECT as the URL says. RL_ERR_CLOSED once the client is closing. */
 rl_status rl_conn_open(rl_conn *conn, int64_t timeout_ms, rl_error *err);
+/* The same to a given target (a sentinel, say). */
+rl_status rl_conn_open_to(rl_conn *conn, const rl_target *target, int64_t timeout_ms,
+                          rl_error *err);
 void rl_conn_close(rl_conn *conn); /* frees everything; the connection can be opened again */
 
 /* Closes the socket without touching reader state another thread may have been using when the
@@ -90,6 +111,11 @@ int rl_conn_flush(rl_conn *conn);
 int rl_conn_receive(rl_conn *conn, int wait);
 int rl_conn_next_reply(rl_conn *conn, redisReply **reply);
 size_t rl_conn_buffered(rl_conn *conn);
+
+/* The server answered READONLY: it is no longer the master (nothing was written). The connection
+ * is closed, a Sentinel client asks its sentinels again, and `readonly` is set so that the caller
+ * may try once more on a fresh connection. Returns RL_ERR_CONNECTION. */
+rl_status rl_conn_lost_master(rl_conn *conn, rl_error *err);
 
 /* Fails with an error reply from Redis: RL_ERR_CONNECTION when it asks for authentication
  * (NOAUTH, WRONGPASS: a configuration problem, as a refused AUTH), RL_ERR_SERVER else. */

@@ -80,6 +80,11 @@ static rl_status load(rl_scripts *s, rl_conn *conn, int64_t timeout_ms, rl_error
     return st;
 }
 
+/* A replica refusing a write: the server stopped being the master (a failover). */
+static int is_readonly(const redisReply *r) {
+    return r->len >= 8 && memcmp(r->str, "READONLY", 8) == 0;
+}
+
 static int is_noscript(const redisReply *r) {
     return r && r->type == REDIS_REPLY_ERROR && r->len >= 8 && memcmp(r->str, "NOSCRIPT", 8) == 0;
 }
@@ -117,6 +122,7 @@ rl_status rl_scripts_run(rl_scripts *s, rl_conn *conn, int64_t timeout_ms, rl_sc
         for (size_t i = 0; i < n; i++) {
             if (replies[i]->type != REDIS_REPLY_ERROR) continue;
             rl_status failed = rl_fail_reply(err, "the lock script", replies[i]);
+            if (is_readonly(replies[i])) failed = rl_conn_lost_master(conn, err);
             for (size_t j = 0; j < n; j++) {
                 freeReplyObject(replies[j]);
                 replies[j] = NULL;

@@ -24,8 +24,9 @@ void rl_tls_context_free(rl_tls_context *context) {
     (void)context;
 }
 
-rl_tls *rl_tls_connect(rl_tls_context *context, int fd, char *why, size_t why_size) {
-    (void)context, (void)fd;
+rl_tls *rl_tls_connect(rl_tls_context *context, int fd, const char *host, char *why,
+                       size_t why_size) {
+    (void)context, (void)fd, (void)host;
     snprintf(why, why_size, "this build has no TLS");
     return NULL;
 }
@@ -68,8 +69,7 @@ int rl_tls_idle_check(rl_tls *tls) {
 
 struct rl_tls_context {
     SSL_CTX *ctx;
-    char *server_name;
-    int name_is_ip;
+    char *server_name; /* tls_server_name, or NULL: each connection's host */
     int verify;
 };
 
@@ -221,16 +221,15 @@ rl_status rl_tls_context_new(const rl_options *o, const char *host, rl_tls_conte
         (st = readable("tls_cert_file", o->tls_cert_file, err)) != RL_OK ||
         (st = readable("tls_key_file", o->tls_key_file, err)) != RL_OK)
         return st;
+    (void)host; /* each connection verifies the host it connects to (Sentinel: several) */
     pthread_once(&socket_method_once, make_socket_method);
     rl_tls_context *t = calloc(1, sizeof *t);
-    const char *name = o->tls_server_name ? o->tls_server_name : host;
-    if (!t || !socket_method || !(t->server_name = strdup(name)) ||
+    if (!t || !socket_method ||
+        (o->tls_server_name && !(t->server_name = strdup(o->tls_server_name))) ||
         !(t->ctx = SSL_CTX_new(TLS_client_method()))) {
         rl_tls_context_free(t);
         return rl_fail(err, RL_ERR_MEMORY, "out of memory setting up TLS");
     }
-    unsigned char ip[16];
-    t->name_is_ip = inet_pton(AF_INET, name, ip) == 1 || inet_pton(AF_INET6, name, ip) == 1;
     t->verify = !o->tls_insecure_skip_verify;
     SSL_CTX_set_min_proto_version(t->ctx, TLS1_2_VERSION);
     SSL_CTX_set_verify(t->ctx, t->verify ? SSL_VERIFY_PEER : SSL_VERIFY_NONE, NULL);
@@ -251,8 +250,11 @@ void rl_tls_context_free(rl_tls_context *t) {
 
 /* ---- a connection -------------------------------------------------------------------------- */
 
-rl_tls *rl_tls_connect(rl_tls_context *c, int fd, char *why, size_t why_size) {
+rl_tls *rl_tls_connect(rl_tls_context *c, int fd, const char *host, char *why, size_t why_size) {
     ERR_clear_error();
+    const char *name = c->server_name ? c->server_name : host;
+    unsigned char ip[16];
+    int name_is_ip = inet_pton(AF_INET, name, ip) == 1 || inet_pton(AF_INET6, name, ip) == 1;
     rl_tls *t = calloc(1, sizeof *t);
     BIO *bio = NULL;
     if (!t || !(t->ssl = SSL_new(c->ctx)) || !(bio = BIO_new(socket_method))) {
@@ -266,22 +268,21 @@ rl_tls *rl_tls_connect(rl_tls_context *c, int fd, char *why, size_t why_size) {
     BIO_set_init(bio, 1);
     SSL_set_bio(t->ssl, bio, bio);
     if (c->verify) {
-        int named = c->name_is_ip
-                        ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(t->ssl), c->server_name)
-                        : SSL_set1_host(t->ssl, c->server_name);
+        int named = name_is_ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(t->ssl), name)
+                               : SSL_set1_host(t->ssl, name);
         if (named != 1) {
-            snprintf(why, why_size, "cannot verify against the name %s", c->server_name);
+            snprintf(why, why_size, "cannot verify against the name %s", name);
             rl_tls_free(t);
             return NULL;
         }
     }
-    if (!c->name_is_ip) SSL_set_tlsext_host_name(t->ssl, c->server_name);
+    if (!name_is_ip) SSL_set_tlsext_host_name(t->ssl, name);
     int rc = SSL_connect(t->ssl);
     if (rc == 1) return t;
     long verified = SSL_get_verify_result(t->ssl);
     if (c->verify && verified != X509_V_OK) {
         snprintf(why, why_size, "TLS certificate verification failed: %s (expected name %s)",
-                 X509_verify_cert_error_string(verified), c->server_name);
+                 X509_verify_cert_error_string(verified), name);
         ERR_clear_error();
     } else {
         char detail[200];

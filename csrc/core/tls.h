@@ -24,9 +24,11 @@ rl_status rl_tls_context_new(const rl_options *options, const char *host, rl_tls
                              rl_error *err);
 void rl_tls_context_free(rl_tls_context *context);
 
-/* The handshake on a connected socket (blocking, within the socket's timeouts). NULL on failure,
- * with the reason (a refused certificate says why) in why. */
-rl_tls *rl_tls_connect(rl_tls_context *context, int fd, char *why, size_t why_size);
+/* The handshake on a connected socket to `host` (blocking, within the socket's timeouts); the
+ * name verified is tls_server_name, else host. NULL on failure, with the reason (a refused
+ * certificate says why) in why. */
+rl_tls *rl_tls_connect(rl_tls_context *context, int fd, const char *host, char *why,
+                       size_t why_size);
 void rl_tls_free(rl_tls *tls);
 
 /* As send() and recv() on the socket: bytes done, 0 when the peer closed (recv), or -1 with

@@ -1,4 +1,4 @@
-/* Parsing redis://, rediss:// and unix:// URLs into where and how to connect. */
+/* Parsing redis://, rediss://, unix:// and redis+sentinel:// URLs into where and how to connect. */
 #ifndef RL_URL_H
 #define RL_URL_H
 
@@ -12,6 +12,11 @@ typedef struct rl_endpoint {
     int db;
     char *user;     /* ACL user, or NULL */
     char *password; /* or NULL */
+    /* redis+sentinel:// (host/port then unset: the sentinels name the master) */
+    int sentinels;
+    char **sentinel_hosts;
+    int *sentinel_ports;
+    char *master_name;
 } rl_endpoint;
 
 /* Fills *out (to be freed with rl_endpoint_free) or fails with RL_ERR_ARGUMENT /

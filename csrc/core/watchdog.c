@@ -260,9 +260,11 @@ static void *watchdog_main(void *arg) {
     rl_watchdog *wd = &c->watchdog;
     const int64_t period = period_ms(c);
     const int64_t retry_min = min64(100, period / 4 + 1), retry_max = min64(2000, period / 2 + 1);
-    int64_t retry = retry_min, next = rl_now_ms() + period, idle_since = -1;
+    int64_t retry = retry_min, idle_since = -1;
     pthread_mutex_lock(&c->mu);
+    wd->next_round = min64(wd->next_round, rl_now_ms() + period);
     while (!wd->stop) {
+        int64_t next = wd->next_round;
         int64_t now = rl_now_ms();
         if (c->holds.watched == 0) {
             /* Linger one period so that a tight acquire/release loop does not start a thread
@@ -272,9 +274,9 @@ static void *watchdog_main(void *arg) {
             rl_cond_wait_until(&wd->wake, &c->mu, idle_since + period);
             continue;
         }
-        if (idle_since >= 0) {
+        if (idle_since >= 0) { /* a hold again, after none: its due time is in next_round */
             idle_since = -1;
-            next = now + period;
+            wd->next_round = next = min64(now + period, next);
         }
         if (now < next) {
             rl_cond_wait_until(&wd->wake, &c->mu, next);
@@ -290,6 +292,10 @@ static void *watchdog_main(void *arg) {
             next = min64(rl_now_ms() + retry, earliest);
             retry = min64(retry * 2, retry_max);
         }
+        /* No hold may wait for a round until less than a period of its lease is left (one that
+         * waited long for its replicas, say). */
+        if (earliest != INT64_MAX) next = min64(next, earliest - period);
+        wd->next_round = next;
     }
     wd->running = 0;
     pthread_cond_broadcast(&wd->round_done);
@@ -302,10 +308,16 @@ int rl_watchdog_watch(rl_client *c, rl_hold *hold) {
     rl_holds_watch(&c->holds, hold);
     if (wd->running) {
         /* Only a thread with nothing to renew needs waking (it is lingering, and schedules its
-         * first round from now); otherwise the next round, a period away at most, takes the new
-         * hold: its lease is three periods. Waking it for every acquire costs two task switches
-         * per cycle. */
-        if (c->holds.watched == 1) pthread_cond_signal(&wd->wake);
+         * first round from now), or one whose next round comes too late for this hold (less
+         * than a period of its lease would be left: it waited for its replicas); otherwise the
+         * next round, a period away at most, takes the new hold: its lease is three periods.
+         * Waking it for every acquire costs two task switches per cycle. */
+        int64_t due = hold->confirmed_until - period_ms(c);
+        int sooner = c->holds.watched == 1 || due < wd->next_round;
+        if (sooner) {
+            wd->next_round = due;
+            pthread_cond_signal(&wd->wake);
+        }
         return RL_WATCH_OK;
     }
     if (wd->thread_started) { /* it left its loop: reap it before starting anew */
@@ -318,6 +330,7 @@ int rl_watchdog_watch(rl_client *c, rl_hold *hold) {
     }
     wd->thread_started = 1;
     wd->running = 1;
+    wd->next_round = hold->confirmed_until - period_ms(c); /* the thread may start later */
     return RL_WATCH_OK;
 }
 

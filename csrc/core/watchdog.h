@@ -23,6 +23,7 @@ typedef struct rl_watchdog {
     pthread_t thread;
     int thread_started; /* a thread exists and must be joined */
     int running;        /* the thread is in its loop */
+    int64_t next_round; /* when the next round is due (monotonic ms) */
     int stop;
     pthread_cond_t wake;       /* new hold, stop */
     pthread_cond_t round_done; /* holds left a round */

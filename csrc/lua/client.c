@@ -39,14 +39,16 @@ static const char *opt_string(lua_State *L, int idx, const char *name) {
     return s;
 }
 
-/* The TLS options in the table at `idx` (nil: none). */
-static void tls_options(lua_State *L, int idx, rl_options *o) {
+/* The TLS and Sentinel options in the table at `idx` (nil: none). */
+static void string_options(lua_State *L, int idx, rl_options *o) {
     if (!lua_istable(L, idx)) return;
     o->tls_ca_file = opt_string(L, idx, "tls_ca_file");
     o->tls_ca_dir = opt_string(L, idx, "tls_ca_dir");
     o->tls_cert_file = opt_string(L, idx, "tls_cert_file");
     o->tls_key_file = opt_string(L, idx, "tls_key_file");
     o->tls_server_name = opt_string(L, idx, "tls_server_name");
+    o->sentinel_user = opt_string(L, idx, "sentinel_user");
+    o->sentinel_password = opt_string(L, idx, "sentinel_password");
     lua_getfield(L, idx, "tls_insecure_skip_verify");
     o->tls_insecure_skip_verify = lua_toboolean(L, -1);
     lua_pop(L, 1);
@@ -70,7 +72,7 @@ int rlua_client_connect(lua_State *L) {
         o.sync_replicas = (int)n;
     }
     opt_ms(L, 7, &o.sync_timeout_ms);
-    tls_options(L, 8, &o);
+    string_options(L, 8, &o);
     rlua_module *m = rlua_module_get(L);
     rlua_client *c = lua_newuserdata(L, sizeof *c);
     memset(c, 0, sizeof *c);

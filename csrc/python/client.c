@@ -126,6 +126,8 @@ static int client_init(rlpy_client *self, PyObject *args, PyObject *kwargs) {
                                "tls_key_file",
                                "tls_server_name",
                                "tls_insecure_skip_verify",
+                               "sentinel_user",
+                               "sentinel_password",
                                NULL};
     const char *url;
     PyObject *watchdog = Py_None, *connect = Py_None, *command = Py_None, *on_event = Py_None;
@@ -137,11 +139,12 @@ static int client_init(rlpy_client *self, PyObject *args, PyObject *kwargs) {
         PyErr_SetString(PyExc_RuntimeError, "Client.__init__ called twice");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(
-            args, kwargs, "s|OOOOOiOzzzzzp:Client", keywords, &url, &watchdog, &connect, &command,
-            &on_event, &max_hold, &sync_replicas, &sync_timeout, &options.tls_ca_file,
-            &options.tls_ca_dir, &options.tls_cert_file, &options.tls_key_file,
-            &options.tls_server_name, &tls_insecure))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|OOOOOiOzzzzzpzz:Client", keywords, &url,
+                                     &watchdog, &connect, &command, &on_event, &max_hold,
+                                     &sync_replicas, &sync_timeout, &options.tls_ca_file,
+                                     &options.tls_ca_dir, &options.tls_cert_file,
+                                     &options.tls_key_file, &options.tls_server_name, &tls_insecure,
+                                     &options.sentinel_user, &options.sentinel_password))
         return -1;
     options.tls_insecure_skip_verify = tls_insecure;
     if (rlpy_optional_ms(watchdog, "watchdog_timeout", &options.watchdog_timeout_ms) < 0 ||

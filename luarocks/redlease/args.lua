@@ -90,6 +90,8 @@ local CONNECT = {
   tls_key_file = { text = true },
   tls_server_name = { text = true },
   tls_insecure_skip_verify = { flag = true },
+  sentinel_user = { text = true },
+  sentinel_password = { text = true },
 }
 
 -- connect(url, opts): returns the options (durations in ms).

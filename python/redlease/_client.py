@@ -37,8 +37,11 @@ def _close_open_clients() -> None:
 class Client:
     """A connection to one Redis deployment, shared by every thread of the process.
 
-    ``url``: ``redis://[user[:password]@]host[:port][/db]`` or
-    ``unix://[user[:password]@]/path[?db=N]``. Nothing connects until the first call.
+    ``url``: ``redis://[user[:password]@]host[:port][/db]``,
+    ``unix://[user[:password]@]/path[?db=N]``, ``rediss://...`` (TLS) or
+    ``redis+sentinel://[user[:password]@]host1:port1,host2:port2/<master name>[/db]`` (the
+    master the sentinels name, followed across failovers; ``sentinel_user`` and
+    ``sentinel_password`` are the sentinels' own AUTH). Nothing connects until the first call.
 
     ``watchdog_timeout``: the lease (seconds) of locks held in watchdog mode; the watchdog renews
     them every third of it while they are held. ``connect_timeout`` and ``command_timeout`` bound
@@ -71,13 +74,15 @@ class Client:
                  tls_ca_file: Optional[_Path] = None, tls_ca_dir: Optional[_Path] = None,
                  tls_cert_file: Optional[_Path] = None, tls_key_file: Optional[_Path] = None,
                  tls_server_name: Optional[str] = None,
-                 tls_insecure_skip_verify: bool = False) -> None:
+                 tls_insecure_skip_verify: bool = False, sentinel_user: Optional[str] = None,
+                 sentinel_password: Optional[str] = None) -> None:
         if on_lost is not None and not callable(on_lost):
             raise TypeError("on_lost must be callable or None")
         self._core = _core.Client(url, watchdog_timeout, connect_timeout, command_timeout,
                                   EventDispatcher(on_lost), max_hold, sync_replicas, sync_timeout,
                                   _path(tls_ca_file), _path(tls_ca_dir), _path(tls_cert_file),
-                                  _path(tls_key_file), tls_server_name, tls_insecure_skip_verify)
+                                  _path(tls_key_file), tls_server_name, tls_insecure_skip_verify,
+                                  sentinel_user, sentinel_password)
         self._url = self._core.url
         self.watchdog_timeout: float = self._core.watchdog_timeout
         _open_clients.add(self)

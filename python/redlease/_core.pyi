@@ -35,7 +35,8 @@ class Client:
                  sync_timeout: Optional[float] = ..., tls_ca_file: Optional[str] = ...,
                  tls_ca_dir: Optional[str] = ..., tls_cert_file: Optional[str] = ...,
                  tls_key_file: Optional[str] = ..., tls_server_name: Optional[str] = ...,
-                 tls_insecure_skip_verify: bool = ...) -> None: ...
+                 tls_insecure_skip_verify: bool = ..., sentinel_user: Optional[str] = ...,
+                 sentinel_password: Optional[str] = ...) -> None: ...
     @property
     def watchdog_timeout(self) -> float: ...
     @property
