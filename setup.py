@@ -41,7 +41,8 @@ def openssl_flags():
     where rediss:// answers "unsupported". REDLEASE_TLS=0 leaves it out on purpose."""
     if os.environ.get("REDLEASE_TLS") == "0":
         return [], []
-    cflags, libs = pkg_config("--cflags", package="openssl"), pkg_config("--libs", package="openssl")
+    cflags = pkg_config("--cflags", package="openssl")
+    libs = pkg_config("--libs", package="openssl")
     if cflags is None or libs is None:
         return [], []
     return ["-DRL_WITH_TLS", *cflags], libs

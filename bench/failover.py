@@ -12,8 +12,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.join(HERE, "..", "tests"), os.path.join(HERE, "..", "tests", "sentinel")]
 
-import redlease  # noqa: E402
 from deployment import Deployment  # noqa: E402
+
+import redlease  # noqa: E402
 from testkit import Raw, wait_for  # noqa: E402
 
 ROUNDS = int(os.environ.get("FAILOVER_ROUNDS", "10"))

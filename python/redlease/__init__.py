@@ -12,8 +12,7 @@ other on the same name. See docs/python.md for the full API.
 
 from ._client import Client
 from ._core import CORE_VERSION as __version__
-from ._core import Lock
-from ._core import tls_supported
+from ._core import Lock, tls_supported
 from ._errors import (
     ClientClosedError,
     ConnectionError,

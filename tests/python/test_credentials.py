@@ -15,11 +15,13 @@ ACCEPTED = [
     ("redis://u:S3CRET%40x@127.0.0.1:{port}", "redis://u:***@127.0.0.1:{port}"),
     ("unix://u:S3CRET@/tmp/nowhere.sock?db=1", "unix://u:***@/tmp/nowhere.sock?db=1"),
 ]
+if redlease.tls_supported():  # the server speaks plain TCP: the TLS handshake is refused
+    ACCEPTED.append(("rediss://u:S3CRET@127.0.0.1:{port}", "rediss://u:***@127.0.0.1:{port}"))
 
 REFUSED = [
     "http://u:S3CRET@127.0.0.1", "redis//u:S3CRET@127.0.0.1", "S3CRET",
     "redis://u:S3CRET@127.0.0.1:notaport", "redis://u:S3CRET@127.0.0.1/notadb",
-    "redis://u:S3C%zzRET@127.0.0.1", "redis://u:S3CRET@", "rediss://u:S3CRET@127.0.0.1",
+    "redis://u:S3C%zzRET@127.0.0.1", "redis://u:S3CRET@", "rediss://u:S3CRET@127.0.0.1:notaport",
     "unix://u:S3CRET/tmp/r.sock",
 ]
 

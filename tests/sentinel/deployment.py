@@ -91,7 +91,8 @@ class Deployment:
             replicas = s("SENTINEL", "REPLICAS", MASTER)
             if len(replicas) != 1 or b"s_down" in b"".join(replicas[0]):
                 return False
-            info = dict(zip(*[iter(s("SENTINEL", "MASTER", MASTER))] * 2))
+            fields = s("SENTINEL", "MASTER", MASTER)
+            info = dict(zip(fields[::2], fields[1::2], strict=True))
             if int(info[b"num-other-sentinels"]) != 2:
                 return False
         return self._replica_in_sync()

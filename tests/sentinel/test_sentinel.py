@@ -7,9 +7,9 @@ import threading
 import time
 
 import pytest
+from deployment import Deployment
 
 import redlease
-from deployment import Deployment
 from redlease.testing import RedisServer
 from testkit import Raw, wait_for
 
