@@ -37,13 +37,20 @@ build = {
       ["redlease.args"] = "luarocks/redlease/args.lua",
       ["redlease.guard"] = "luarocks/redlease/guard.lua",
       ["redlease.holds"] = "luarocks/redlease/holds.lua",
+      ["redlease.latch"] = "luarocks/redlease/latch.lua",
       ["redlease.lock"] = "luarocks/redlease/lock.lua",
+      ["redlease.multilock"] = "luarocks/redlease/multilock.lua",
+      ["redlease.semaphore"] = "luarocks/redlease/semaphore.lua",
       ["redlease.core"] = {
          sources = {
             "csrc/lua/client.c",
+            "csrc/lua/countdown.c",
+            "csrc/lua/family.c",
             "csrc/lua/hold.c",
             "csrc/lua/lock.c",
             "csrc/lua/module.c",
+            "csrc/lua/multilock.c",
+            "csrc/lua/semaphore.c",
             -- the core: every csrc/core/*.c (tests/lua checks that this list is complete)
             "csrc/core/client.c",
             "csrc/core/clock.c",
