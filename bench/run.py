@@ -11,8 +11,8 @@ OUT/results.json, from which bench/report.py writes the page. Redis is flushed b
 Another library is added by one more command per measure. Redisson's rows come from
 $BENCH_REDISSON when it is set (see bench/README.md): it is run as
     $BENCH_REDISSON MEASURE URL --key value ...
-for MEASURE in cycles, parallel, handoff, contended, watchdog, semaphore, and must print the same JSON with
-"impl": "redisson". Without it, those rows read "not measured yet".
+for MEASURE in cycles, parallel, handoff, contended, watchdog, semaphore, and must print the
+same JSON with "impl": "redisson". Without it, those rows read "not measured yet".
 
 --smoke runs the same steps with tiny sizes, never writes docs/, and writes a count of the
 steps that ran and gave sane output to build/results/bench-smoke.txt ("N passed, N failed").
