@@ -318,7 +318,9 @@ rl_status rl_expirable_acquire(rl_expirable *sem, int64_t lease_ms, int64_t wait
                                char id[RL_PERMIT_ID_LEN + 1], rl_error *err);
 /* Gives a permit back. RL_NOT_OWNED: no such permit is held (never acquired, already released,
  * or expired and taken back by another acquire); RL_LOST: it had expired (it is back in the pool
- * now, and someone may have used it meanwhile); RL_ERR_ARGUMENT: not a permit id. */
+ * now, and someone may have used it meanwhile), or the watchdog had found it lost;
+ * RL_ERR_ARGUMENT: not a permit id. A renewed permit's renewal stops first, whatever the answer:
+ * when the call fails on the network, the permit expires by its lease. */
 rl_status rl_expirable_release(rl_expirable *sem, const char *id, rl_error *err);
 /* Sets a held permit's lease to lease_ms (> 0) from now; a permit renewed by the watchdog stops
  * being renewed. RL_NOT_OWNED when no such permit is held. */

@@ -1,7 +1,6 @@
 /* The permit-expirable semaphore (Redisson's RPermitExpirableSemaphore): its layout, permits
  * that come back by themselves, waits woken by an expiry, lease updates, the watchdog's renewal
  * of permits in the same rounds as locks, and bad input. */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,6 +1,7 @@
 /* Multi-locks (RedissonMultiLock's rules) and RedLock over three throwaway servers: all or none,
  * the shared wait, the lease set once all are taken, majorities, and bad input. */
-#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
