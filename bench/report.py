@@ -19,14 +19,15 @@ from render import (
     parallel,
     redisson,
     run_info,
+    semaphore,
     watchdog,
 )
 from render.results import Results
 from render.template import fill
 
 TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report_template.md")
-PARTS = (run_info, goals, cycles, parallel, handoff, contended, watchdog, gil, memory, failures,
-         notes, redisson)
+PARTS = (run_info, goals, cycles, parallel, handoff, semaphore, contended, watchdog, gil, memory,
+         failures, notes, redisson)
 PLOTTED = (cycles, parallel, handoff, contended, watchdog, gil, memory)
 
 

@@ -11,8 +11,8 @@ OUT/results.json, from which bench/report.py writes the page. Redis is flushed b
 Another library is added by one more command per measure. Redisson's rows come from
 $BENCH_REDISSON when it is set (see bench/README.md): it is run as
     $BENCH_REDISSON MEASURE URL --key value ...
-for MEASURE in cycles, parallel, handoff, contended, watchdog, and must print the same JSON with
-"impl": "redisson". Without it, those rows read "not measured yet".
+for MEASURE in cycles, parallel, handoff, contended, watchdog, semaphore, and must print the
+same JSON with "impl": "redisson". Without it, those rows read "not measured yet".
 
 --smoke runs the same steps with tiny sizes, never writes docs/, and writes a count of the
 steps that ran and gave sane output to build/results/bench-smoke.txt ("N passed, N failed").
@@ -35,6 +35,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(HERE, "python"))
 
+import family_steps  # noqa: E402
 from peers import IMPLS, PEERS, available, version_of  # noqa: E402
 
 SIZES = {
@@ -200,6 +201,8 @@ class Harness:
                                                            p["handoffs"]))
         if redisson:
             self.external(redisson, "handoff", rounds=p["handoffs"])
+        # 2b: semaphores (bench/family_steps.py)
+        family_steps.semaphore(self, redisson)
         # 3: contended throughput and fairness
         for workers in p["contended_workers"]:
             for impl in impls:

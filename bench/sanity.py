@@ -25,6 +25,11 @@ def check_step(name, step, params):
         if m == "handoff" and (len(r["latencies_ms"]) != params["handoffs"]
                                or not all(x > 0 for x in r["latencies_ms"])):
             bad.append(f"{r['impl']}: {len(r['latencies_ms'])} latencies")
+        if m == "semaphore" and not (pos(r["cycles_per_s"])
+                                     and len(r["latencies_ms"]) == params["handoffs"]
+                                     and all(x > 0 for x in r["latencies_ms"])):
+            bad.append(f"{r['impl']}: {r['cycles_per_s']} cycles/s, "
+                       f"{len(r['latencies_ms'])} hand-offs")
         if m == "contended" and (len(r["per_worker"]) != r["workers"] or r["acquisitions"] <= 0
                                  or r["handoffs"] > r["acquisitions"]):
             bad.append(f"{r['impl']}: per-worker counts")

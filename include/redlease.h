@@ -272,6 +272,136 @@ const char *rl_lock_name(const rl_lock *lock, size_t *len);
 const char *rl_script_name(int index);
 const char *rl_script_source(int index);
 
+/* ==== The rest of Redisson's lock family ======================================================
+ * Semaphores (RSemaphore), permit-expirable semaphores (RPermitExpirableSemaphore), count-down
+ * latches (RCountDownLatch), each stored in its Redisson counterpart's layout (docs/protocol.md)
+ * so that Redisson and redlease share them; and multi-locks (RedissonMultiLock's rules) and
+ * RedLock over rl_lock objects. Waits take wait_ms as lock acquires do (0: one try,
+ * RL_WAIT_FOREVER, else the longest wait) and a hook; a wait that runs out answers
+ * RL_NOT_ACQUIRED. Names are any bytes, at least one. Counts are int64; Redis keeps them as
+ * decimal strings. */
+
+/* ---- semaphore (RSemaphore): a count of permits in Redis, shared by every client ---------- */
+
+typedef struct rl_semaphore rl_semaphore;
+
+rl_status rl_semaphore_new(rl_client *client, const void *name, size_t name_len, rl_semaphore **out,
+                           rl_error *err);
+void rl_semaphore_free(rl_semaphore *sem);
+const char *rl_semaphore_name(const rl_semaphore *sem, size_t *len);
+
+/* Sets the number of permits (>= 0) when the semaphore does not exist yet: *set = 1 when this
+ * call set it, 0 when it existed (its count is left alone). */
+rl_status rl_semaphore_try_set_permits(rl_semaphore *sem, int64_t permits, int *set, rl_error *err);
+/* Adds `delta` permits (a negative delta takes some away): the total changes. Creates the
+ * semaphore from 0 when it does not exist. */
+rl_status rl_semaphore_add_permits(rl_semaphore *sem, int64_t delta, rl_error *err);
+/* Takes `permits` (>= 0; 0 takes nothing and succeeds) at once, all or none, waiting up to wait_ms
+ * for them; waiters are woken by the releases' messages. The permits count as this client's
+ * until it releases them. */
+rl_status rl_semaphore_acquire(rl_semaphore *sem, int64_t permits, int64_t wait_ms,
+                               rl_wait_hook hook, void *hook_userdata, rl_error *err);
+/* Gives back `permits` (>= 0) that this client acquired (any of its threads): RL_NOT_OWNED when
+ * it holds fewer. To give permits the client did not take, use add_permits. A release that fails
+ * on the network is not retried: its permits count as given back. */
+rl_status rl_semaphore_release(rl_semaphore *sem, int64_t permits, rl_error *err);
+/* The permits free now (0 when the semaphore does not exist). One round trip. */
+rl_status rl_semaphore_available(rl_semaphore *sem, int64_t *permits, rl_error *err);
+/* Takes every free permit at once; *drained = how many (they count as this client's). */
+rl_status rl_semaphore_drain(rl_semaphore *sem, int64_t *drained, rl_error *err);
+/* Local, no round trip: the permits of this semaphore this client holds. */
+int64_t rl_semaphore_held(rl_semaphore *sem);
+
+/* ---- permit-expirable semaphore (RPermitExpirableSemaphore) ------------------------------- */
+
+/* Each permit taken has an id and a lease: a permit not released in time comes back by itself,
+ * so a crashed worker's permit is not lost. redlease's own addition: a permit acquired with
+ * RL_LEASE_WATCHDOG is renewed by the client's watchdog, in the same rounds as its locks, until
+ * released (opt-in; Redisson has no such renewal). */
+typedef struct rl_expirable rl_expirable;
+
+#define RL_PERMIT_ID_LEN 32 /* a permit id: 32 lowercase hex chars (16 random bytes in Redis) */
+
+rl_status rl_expirable_new(rl_client *client, const void *name, size_t name_len, rl_expirable **out,
+                           rl_error *err);
+void rl_expirable_free(rl_expirable *sem);
+const char *rl_expirable_name(const rl_expirable *sem, size_t *len);
+
+rl_status rl_expirable_try_set_permits(rl_expirable *sem, int64_t permits, int *set, rl_error *err);
+rl_status rl_expirable_add_permits(rl_expirable *sem, int64_t delta, rl_error *err);
+/* Takes one permit, waiting up to wait_ms (also woken when a held permit's lease ends). lease_ms:
+ * > 0, the permit comes back by itself after that long unless released or its lease updated;
+ * RL_LEASE_WATCHDOG, the lease is the watchdog timeout, renewed until released. On RL_OK, id
+ * holds the permit's id (RL_PERMIT_ID_LEN chars and a NUL). */
+rl_status rl_expirable_acquire(rl_expirable *sem, int64_t lease_ms, int64_t wait_ms,
+                               rl_wait_hook hook, void *hook_userdata,
+                               char id[RL_PERMIT_ID_LEN + 1], rl_error *err);
+/* Gives a permit back. RL_NOT_OWNED: no such permit is held (never acquired, already released,
+ * or expired and taken back by another acquire); RL_LOST: it had expired (it is back in the pool
+ * now, and someone may have used it meanwhile), or the watchdog had found it lost;
+ * RL_ERR_ARGUMENT: not a permit id. A renewed permit's renewal stops first, whatever the answer:
+ * when the call fails on the network, the permit expires by its lease. */
+rl_status rl_expirable_release(rl_expirable *sem, const char *id, rl_error *err);
+/* Sets a held permit's lease to lease_ms (> 0) from now; a permit renewed by the watchdog stops
+ * being renewed. RL_NOT_OWNED when no such permit is held. */
+rl_status rl_expirable_update_lease(rl_expirable *sem, const char *id, int64_t lease_ms,
+                                    rl_error *err);
+/* The permits free now, expired ones counted back in. */
+rl_status rl_expirable_available(rl_expirable *sem, int64_t *permits, rl_error *err);
+/* Local, no round trip: whether a permit this client renews was lost while held (it expired
+ * before a renewal, or was released or deleted by someone else). */
+int rl_expirable_lost(rl_expirable *sem, const char *id, rl_lost_reason *reason);
+
+/* ---- count-down latch (RCountDownLatch) --------------------------------------------------- */
+
+typedef struct rl_countdown rl_countdown;
+
+rl_status rl_countdown_new(rl_client *client, const void *name, size_t name_len, rl_countdown **out,
+                           rl_error *err);
+void rl_countdown_free(rl_countdown *latch);
+const char *rl_countdown_name(const rl_countdown *latch, size_t *len);
+
+/* Sets the count (>= 1) when the latch does not exist: *set = 1 when this call set it. A latch
+ * exists from try_set_count until its count reaches 0, when it is deleted. */
+rl_status rl_countdown_try_set_count(rl_countdown *latch, int64_t count, int *set, rl_error *err);
+/* Counts down by one; at 0 the latch is deleted and every waiter wakes. No-op when it does not
+ * exist. */
+rl_status rl_countdown_count_down(rl_countdown *latch, rl_error *err);
+/* The count now (0 when the latch does not exist). */
+rl_status rl_countdown_count(rl_countdown *latch, int64_t *count, rl_error *err);
+/* Waits until the count is 0 (RL_OK; at once when the latch does not exist). */
+rl_status rl_countdown_wait(rl_countdown *latch, int64_t wait_ms, rl_wait_hook hook,
+                            void *hook_userdata, rl_error *err);
+/* Deletes the latch whatever its count; *deleted = 1 when it existed. redlease's waiters then
+ * find a count of 0 and return (Redisson's keep waiting for a "0" message). */
+rl_status rl_countdown_delete(rl_countdown *latch, int *deleted, rl_error *err);
+
+/* ---- multi-lock and RedLock --------------------------------------------------------------- */
+
+/* Several locks (any kinds, any clients) taken as one, all or none, with RedissonMultiLock's
+ * rules: one wait covers them all; a lock that cannot be had releases the ones taken and starts
+ * over; a fixed lease is taken as twice the wait while they are gathered, then set on each. A
+ * RedLock (rl_redlock_new) is the same over locks of independent Redis servers (one client
+ * each), held when a majority of them is taken within the lease's validity. The locks are not
+ * owned: they must outlive the multi-lock. */
+typedef struct rl_multilock rl_multilock;
+
+rl_status rl_multilock_new(rl_lock *const *locks, size_t n, rl_multilock **out, rl_error *err);
+rl_status rl_redlock_new(rl_lock *const *locks, size_t n, rl_multilock **out, rl_error *err);
+void rl_multilock_free(rl_multilock *multi);
+
+/* Takes every lock (RedLock: a majority) for `context`: options as rl_lock_acquire_with (wait,
+ * lease, max_hold, hook). RL_OK; RL_NOT_ACQUIRED; RL_ABORTED; a multi-lock answers a member's
+ * failure (RL_ERR_CONNECTION, RL_LOST, ...) as it is, after releasing the ones taken; a RedLock
+ * counts a member that failed as not taken. */
+rl_status rl_multilock_acquire(rl_multilock *multi, uint64_t context,
+                               const rl_acquire_options *options, rl_error *err);
+/* Releases every lock of the multi-lock that `context` holds (RedLock: on every server). The
+ * first failure is answered once all were tried; RL_NOT_OWNED when it held none. */
+rl_status rl_multilock_release(rl_multilock *multi, uint64_t context, rl_error *err);
+/* Local, no round trip: how many of its locks `context` holds. */
+size_t rl_multilock_held(rl_multilock *multi, uint64_t context);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,7 +1,7 @@
 """Redisson's rows (bench/redisson, run through $BENCH_REDISSON): which version, and whether the
 page explains how they were measured."""
 
-MEASURES = ("cycles", "parallel", "handoff", "contended", "watchdog")
+MEASURES = ("cycles", "parallel", "handoff", "semaphore", "contended", "watchdog")
 
 
 def versions(R):

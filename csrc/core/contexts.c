@@ -9,11 +9,12 @@
 #include "lock.h"
 #include "names.h"
 
-/* Finds a hold of `context` that is still counted (client mutex held). */
+/* Finds a lock hold of `context` that is still counted (client mutex held); the semaphores'
+ * entries of the table belong to no context. */
 static rl_hold *hold_of(rl_client *c, uint64_t context) {
     for (size_t b = 0; b < c->holds.nbuckets; b++)
         for (rl_hold *h = c->holds.buckets[b]; h; h = h->bucket_next)
-            if (h->context == context && h->count > 0) return h;
+            if (h->context == context && h->count > 0 && rl_hold_is_lock(h)) return h;
     return NULL;
 }
 

@@ -41,6 +41,18 @@ rl_hold *rl_holds_find(const rl_holds *holds, const void *name, size_t name_len,
     return NULL;
 }
 
+rl_hold *rl_holds_find_owner(const rl_holds *holds, const void *name, size_t name_len,
+                             rl_lock_kind kind, uint64_t context, const char *owner) {
+    if (holds->nbuckets == 0) return NULL;
+    uint64_t hash = hash_of(name, name_len, kind, context);
+    for (rl_hold *h = holds->buckets[hash & (holds->nbuckets - 1)]; h; h = h->bucket_next)
+        if (h->hash == hash && h->context == context && h->kind == kind &&
+            h->name_len == name_len && memcmp(h->name, name, name_len) == 0 &&
+            strcmp(h->owner, owner) == 0)
+            return h;
+    return NULL;
+}
+
 static int grow(rl_holds *holds) {
     size_t n = holds->nbuckets ? holds->nbuckets * 2 : 64;
     rl_hold **buckets = calloc(n, sizeof *buckets);

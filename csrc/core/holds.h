@@ -39,6 +39,17 @@ typedef struct rl_hold {
     char name[]; /* name_len bytes + NUL */
 } rl_hold;
 
+/* The table also keeps the local state of the lock family beyond locks (semaphore.c,
+ * expirable.c), under kinds no lock has: */
+#define RL_HOLD_SEMAPHORE ((rl_lock_kind)64) /* context 0; count = permits this client took */
+#define RL_HOLD_PERMIT                                                                             \
+    ((rl_lock_kind)65) /* a permit the watchdog renews: context 0, owner =                         \
+                          its id (hex), read_keys = the timeout ZSET */
+
+static inline int rl_hold_is_lock(const rl_hold *h) {
+    return h->kind <= RL_LOCK_WRITE;
+}
+
 typedef struct rl_holds {
     rl_hold **buckets;
     size_t nbuckets;
@@ -52,6 +63,9 @@ void rl_holds_clear(rl_holds *holds); /* frees every hold */
 
 rl_hold *rl_holds_find(const rl_holds *holds, const void *name, size_t name_len, rl_lock_kind kind,
                        uint64_t context);
+/* As rl_holds_find, among holds that share (name, kind, context): the one of `owner`. */
+rl_hold *rl_holds_find_owner(const rl_holds *holds, const void *name, size_t name_len,
+                             rl_lock_kind kind, uint64_t context, const char *owner);
 /* Adds an empty hold (count 0); NULL when out of memory. read_keys may be NULL (not a read hold).
  */
 rl_hold *rl_holds_add(rl_holds *holds, const void *name, size_t name_len, rl_lock_kind kind,

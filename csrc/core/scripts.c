@@ -21,6 +21,19 @@ static const struct {
     [RL_SCRIPT_READ_RELEASE] = {"read_release", rl_lua_read_release},
     [RL_SCRIPT_WRITE_RELEASE] = {"write_release", rl_lua_write_release},
     [RL_SCRIPT_RW_FORCE_UNLOCK] = {"rw_force_unlock", rl_lua_rw_force_unlock},
+    [RL_SCRIPT_SEM_TRY_SET] = {"semaphore_try_set", rl_lua_sem_try_set},
+    [RL_SCRIPT_SEM_ADD] = {"semaphore_add", rl_lua_sem_add},
+    [RL_SCRIPT_SEM_ACQUIRE] = {"semaphore_acquire", rl_lua_sem_acquire},
+    [RL_SCRIPT_SEM_RELEASE] = {"semaphore_release", rl_lua_sem_release},
+    [RL_SCRIPT_SEM_DRAIN] = {"semaphore_drain", rl_lua_sem_drain},
+    [RL_SCRIPT_PERMIT_ACQUIRE] = {"permit_acquire", rl_lua_permit_acquire},
+    [RL_SCRIPT_PERMIT_RELEASE] = {"permit_release", rl_lua_permit_release},
+    [RL_SCRIPT_PERMIT_UPDATE_LEASE] = {"permit_update_lease", rl_lua_permit_update_lease},
+    [RL_SCRIPT_PERMIT_AVAILABLE] = {"permit_available", rl_lua_permit_available},
+    [RL_SCRIPT_PERMIT_ADD] = {"permit_add", rl_lua_permit_add},
+    [RL_SCRIPT_LATCH_TRY_SET] = {"latch_try_set", rl_lua_latch_try_set},
+    [RL_SCRIPT_LATCH_COUNT_DOWN] = {"latch_count_down", rl_lua_latch_count_down},
+    [RL_SCRIPT_LATCH_DELETE] = {"latch_delete", rl_lua_latch_delete},
 };
 
 const char *rl_script_text(rl_script_id id) {

@@ -24,6 +24,19 @@ typedef enum rl_script_id {
     RL_SCRIPT_READ_RELEASE,
     RL_SCRIPT_WRITE_RELEASE,
     RL_SCRIPT_RW_FORCE_UNLOCK,
+    RL_SCRIPT_SEM_TRY_SET, /* semaphore.c (the permit-expirable semaphore's try-set too) */
+    RL_SCRIPT_SEM_ADD,
+    RL_SCRIPT_SEM_ACQUIRE,
+    RL_SCRIPT_SEM_RELEASE,
+    RL_SCRIPT_SEM_DRAIN,
+    RL_SCRIPT_PERMIT_ACQUIRE, /* expirable.c */
+    RL_SCRIPT_PERMIT_RELEASE,
+    RL_SCRIPT_PERMIT_UPDATE_LEASE,
+    RL_SCRIPT_PERMIT_AVAILABLE,
+    RL_SCRIPT_PERMIT_ADD,
+    RL_SCRIPT_LATCH_TRY_SET, /* countdown.c */
+    RL_SCRIPT_LATCH_COUNT_DOWN,
+    RL_SCRIPT_LATCH_DELETE,
     RL_SCRIPT_COUNT
 } rl_script_id;
 
@@ -31,7 +44,11 @@ typedef enum rl_script_id {
 extern const char rl_lua_acquire[], rl_lua_release[], rl_lua_force_unlock[], rl_lua_renew[],
     rl_lua_fenced_acquire[], rl_lua_fair_acquire[], rl_lua_fair_cancel[], rl_lua_fair_release[],
     rl_lua_fair_force_unlock[], rl_lua_read_acquire[], rl_lua_write_acquire[],
-    rl_lua_read_release[], rl_lua_write_release[], rl_lua_rw_force_unlock[];
+    rl_lua_read_release[], rl_lua_write_release[], rl_lua_rw_force_unlock[], rl_lua_sem_try_set[],
+    rl_lua_sem_add[], rl_lua_sem_acquire[], rl_lua_sem_release[], rl_lua_sem_drain[],
+    rl_lua_permit_acquire[], rl_lua_permit_release[], rl_lua_permit_update_lease[],
+    rl_lua_permit_available[], rl_lua_permit_add[], rl_lua_latch_try_set[],
+    rl_lua_latch_count_down[], rl_lua_latch_delete[];
 
 /* The first argv slots of every script command, filled by rl_scripts_run. */
 #define RL_SCRIPT_ARGV_HEAD 3 /* EVALSHA, sha, numkeys */

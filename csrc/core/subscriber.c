@@ -118,7 +118,7 @@ static void handle_reply(rl_subscriber *sub, const redisReply *r) { /* mu held *
     rl_sub_entry *e = find_entry(sub, channel->str, channel->len);
     if (!e) return;
     if (str_is(kind, "message")) {
-        if (str_is(r->element[2], "0")) { /* one waiter may proceed */
+        if (!e->every && str_is(r->element[2], "0")) { /* one waiter may proceed */
             if (e->permits < (unsigned)e->waiters) e->permits++;
         } else { /* "1" (read/write unlock) and anything else: all may proceed */
             e->wake_all_gen++;
@@ -255,8 +255,8 @@ void rl_sub_destroy(rl_subscriber *sub) {
     pthread_cond_destroy(&sub->thread_wake);
 }
 
-rl_status rl_sub_join(rl_subscriber *sub, const char *channel, size_t len, rl_sub_ticket *t,
-                      rl_error *err) {
+static rl_status join(rl_subscriber *sub, const char *channel, size_t len, int every,
+                      rl_sub_ticket *t, rl_error *err) {
     pthread_mutex_lock(&sub->mu);
     rl_status st = RL_OK;
     if (sub->stop) {
@@ -284,6 +284,7 @@ rl_status rl_sub_join(rl_subscriber *sub, const char *channel, size_t len, rl_su
         rl_cond_init(&e->changed);
         memcpy(e->channel, channel, len);
         e->len = len;
+        e->every = every ? 1 : 0;
         e->next = sub->entries;
         sub->entries = e;
     }
@@ -302,6 +303,16 @@ rl_status rl_sub_join(rl_subscriber *sub, const char *channel, size_t len, rl_su
 out:
     pthread_mutex_unlock(&sub->mu);
     return st;
+}
+
+rl_status rl_sub_join(rl_subscriber *sub, const char *channel, size_t len, rl_sub_ticket *t,
+                      rl_error *err) {
+    return join(sub, channel, len, 0, t, err);
+}
+
+rl_status rl_sub_join_every(rl_subscriber *sub, const char *channel, size_t len, rl_sub_ticket *t,
+                            rl_error *err) {
+    return join(sub, channel, len, 1, t, err);
 }
 
 rl_status rl_sub_wait(rl_subscriber *sub, rl_sub_ticket *t, int64_t until_ms, rl_wait_hook hook,

@@ -21,6 +21,7 @@ typedef struct rl_sub_entry {
     unsigned dirty : 1;
     unsigned subscribed : 1; /* the server confirmed SUBSCRIBE */
     unsigned inflight : 1;   /* a (UN)SUBSCRIBE awaits its confirmation */
+    unsigned every : 1;      /* every message wakes every waiter ("0" too): latch channels */
     int waiters;             /* joined and not yet left */
     int pins;                /* threads that may still touch the entry */
     unsigned permits;        /* "0" messages not yet taken by a waiter */
@@ -62,6 +63,10 @@ void rl_sub_destroy(rl_subscriber *sub);
 
 rl_status rl_sub_join(rl_subscriber *sub, const char *channel, size_t len, rl_sub_ticket *ticket,
                       rl_error *err);
+/* As rl_sub_join, on a channel where every message wakes every waiter: a count-down latch's "0"
+ * (the count reached zero) is for all of them, not one. */
+rl_status rl_sub_join_every(rl_subscriber *sub, const char *channel, size_t len,
+                            rl_sub_ticket *ticket, rl_error *err);
 
 /* Waits until woken (RL_OK: a release message, or a fresh subscription after which the caller
  * must try again), until the monotonic time until_ms (RL_NOT_ACQUIRED; until_ms < 0 = never),

@@ -2,6 +2,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "client.h"
 #include "clock.h"
@@ -13,17 +14,38 @@
 /* Renew many holds in one call: per key, ARGV[2i] is the owner's field and ARGV[2i+1] is empty,
  * or for a read hold the prefix of its hold keys (prefix:1 .. prefix:count), which are renewed
  * instead; the hash then keeps the longest lease of all its readers. TYPE first so that a key
- * replaced by another type reports "held by others" instead of failing the whole batch.
+ * replaced by another type reports "held by others" instead of failing the whole batch. A
+ * permit of a permit-expirable semaphore (ARGV[2i+1] RENEW_PERMIT) is renewed in its timeout
+ * ZSET: KEYS[i] is the ZSET, ARGV[2i] the permit id in hex; it gets a new expiry date (Redis's
+ * clock, epoch ms) unless its date has passed.
  * KEYS: names. ARGV: lease, then per key: owner field, read-hold key prefix or "". Per key: 1
  * renewed, 0 gone, 2 held by others */
 const char rl_lua_renew[] =
     "local lease = tonumber(ARGV[1])\n"
     "local answers = {}\n"
+    "local now\n"
     "for i, key in ipairs(KEYS) do\n"
     "  local field, holds = ARGV[2 * i], ARGV[2 * i + 1]\n"
     "  local kind = redis.call('type', key).ok\n"
     "  if kind == 'none' then\n"
     "    answers[i] = 0\n"
+    "  elseif holds == '" RL_RENEW_PERMIT "' then\n"
+    "    if kind ~= 'zset' then\n"
+    "      answers[i] = 2\n"
+    "    else\n"
+    "      if not now then\n"
+    "        local t = redis.call('time')\n"
+    "        now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "      end\n"
+    "      local id = field:gsub('..', function(h) return string.char(tonumber(h, 16)) end)\n"
+    "      local date = redis.call('zscore', key, id)\n"
+    "      if date == false or tonumber(date) <= now then\n"
+    "        answers[i] = 0\n"
+    "      else\n"
+    "        redis.call('zadd', key, string.format('%.0f', now + lease), id)\n"
+    "        answers[i] = 1\n"
+    "      end\n"
+    "    end\n"
     "  elseif kind ~= 'hash' then\n"
     "    answers[i] = 2\n"
     "  elseif holds == '' then\n"
@@ -124,9 +146,12 @@ static int build_round(round_buffers *b, rl_hold **batch, size_t n, int64_t leas
         args[0] = b->lease, arg_lens[0] = (size_t)lease_len;
         for (size_t i = 0; i < count; i++) {
             rl_hold *h = batch[first + i];
-            a[RL_SCRIPT_ARGV_HEAD + i] = h->name, l[RL_SCRIPT_ARGV_HEAD + i] = h->name_len;
+            int permit = h->kind == RL_HOLD_PERMIT; /* its key is its semaphore's timeout ZSET */
+            a[RL_SCRIPT_ARGV_HEAD + i] = permit ? h->read_keys : h->name;
+            l[RL_SCRIPT_ARGV_HEAD + i] = permit ? h->read_keys_len : h->name_len;
             args[1 + 2 * i] = h->owner, arg_lens[1 + 2 * i] = h->owner_len;
-            args[2 + 2 * i] = h->read_keys, arg_lens[2 + 2 * i] = h->read_keys_len;
+            args[2 + 2 * i] = permit ? RL_RENEW_PERMIT : h->read_keys;
+            arg_lens[2 + 2 * i] = permit ? strlen(RL_RENEW_PERMIT) : h->read_keys_len;
         }
         b->cmds[k] = (rl_cmd){(int)(RL_SCRIPT_ARGV_HEAD + 3 * count + 1), a, l};
         slot += RL_SCRIPT_ARGV_HEAD + 3 * count + 1;

@@ -38,6 +38,10 @@ typedef struct rl_watchdog {
 void rl_watchdog_init(rl_watchdog *wd, rl_config *cfg);
 void rl_watchdog_destroy(rl_watchdog *wd);
 
+/* The renewal script's mark for a permit (a hold of kind RL_HOLD_PERMIT), where a read hold's
+ * key prefix goes: no read hold's prefix is this short. */
+#define RL_RENEW_PERMIT "#permit"
+
 enum { RL_WATCH_OK = 0, RL_WATCH_NO_THREAD = -1, RL_WATCH_STOPPED = -2 };
 
 /* With the client mutex held: put `hold` on the renewal list, starting the thread if needed.

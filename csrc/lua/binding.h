@@ -75,4 +75,36 @@ rlua_hold *rlua_hold_new(lua_State *L, int lock_idx, rlua_shared_lock *shared);
 /* Converts a number argument that the Lua side has already checked to whole milliseconds. */
 int64_t rlua_check_ms(lua_State *L, int arg);
 
+/* ---- the lock family beyond locks (family.c, semaphore.c, countdown.c, multilock.c) -------- */
+
+#define RLUA_SEMAPHORE "redlease.semaphore"
+#define RLUA_EXPIRABLE "redlease.permit_semaphore"
+#define RLUA_COUNTDOWN "redlease.countdown"
+#define RLUA_MULTILOCK "redlease.multilock"
+
+/* A wait that gives up when a debug hook appears (Ctrl-C in lua.c and luajit), as lock
+ * acquires do: start it, then pass rlua_wait_hook and it to the core call. */
+typedef struct rlua_wait {
+    lua_State *threads[2];
+    lua_Hook hooks[2];
+    int masks[2];
+} rlua_wait;
+void rlua_wait_start(rlua_wait *w, lua_State *L);
+int rlua_wait_hook(void *userdata);
+
+/* The open core client of the client userdata at arg (raises "closed: ..." once closed). */
+rl_client *rlua_check_client(lua_State *L, int arg);
+/* A whole-number argument (permits, counts), checked by the Lua side already. */
+int64_t rlua_check_count(lua_State *L, int arg);
+/* Pushes true, or nil and the error (the usual answers of the family's calls). */
+int rlua_done(lua_State *L, rl_status status, const rl_error *err);
+/* A new userdata of `size` bytes with metatable `type`, linked to the value at link_idx. */
+void *rlua_new_object(lua_State *L, size_t size, const char *type, int link_idx);
+
+void rlua_semaphore_register(lua_State *L);
+void rlua_countdown_register(lua_State *L);
+void rlua_multilock_register(lua_State *L);
+/* Sets the family's constructors into the module table on top of the stack. */
+void rlua_family_open(lua_State *L);
+
 #endif

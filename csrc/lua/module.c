@@ -152,11 +152,15 @@ int luaopen_redlease_core(lua_State *L) {
     rlua_client_register(L);
     rlua_lock_register(L);
     rlua_hold_register(L);
+    rlua_semaphore_register(L);
+    rlua_countdown_register(L);
+    rlua_multilock_register(L);
 
     static const luaL_Reg functions[] = {
         {"connect", rlua_client_connect}, {"running", running}, {NULL, NULL}};
     lua_newtable(L);
     rlua_setfuncs(L, functions);
+    rlua_family_open(L);
     lua_pushliteral(L, RL_VERSION);
     lua_setfield(L, -2, "version");
     lua_pushboolean(L, rl_tls_supported());

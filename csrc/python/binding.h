@@ -52,4 +52,32 @@ void rlpy_client_close(rlpy_client *self);
 
 int rlpy_is_finalizing(void);
 
+/* ---- the lock family beyond locks (semaphore.c, expirable.c, countdown.c, multilock.c) ---- */
+
+/* A wait with the GIL released that still hears Ctrl-C (as Lock.acquire's): pass rlpy_wait_hook
+ * and the state to the core call, made inside RLPY_WAITING. */
+typedef struct rlpy_wait {
+    PyThreadState *thread_state; /* saved while the GIL is released */
+    int role;                    /* 0 unknown, 1 main thread, 2 another thread */
+} rlpy_wait;
+int rlpy_wait_hook(void *userdata);
+#define RLPY_WAITING(wait, call)                                                                   \
+    do {                                                                                           \
+        (wait)->thread_state = PyEval_SaveThread();                                                \
+        call;                                                                                      \
+        PyEval_RestoreThread((wait)->thread_state);                                                \
+    } while (0)
+
+/* A name argument (str, as UTF-8, or bytes); -1 with TypeError set. */
+int rlpy_name_bytes(PyObject *name, const char **bytes, Py_ssize_t *len);
+/* The core client of a redlease._core.Client, or NULL with ClientClosedError set. */
+rl_client *rlpy_open_client(PyObject *client);
+/* The core lock of a redlease.Lock (any kind), or NULL with TypeError set. */
+rl_lock *rlpy_lock_core(PyObject *lock);
+
+extern PyTypeObject rlpy_semaphore_type, rlpy_expirable_type, rlpy_countdown_type,
+    rlpy_multilock_type;
+/* Readies the family's types and adds them to the module; -1 with an exception set. */
+int rlpy_family_add_types(PyObject *module);
+
 #endif

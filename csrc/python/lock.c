@@ -349,3 +349,12 @@ PyTypeObject rlpy_lock_type = {
     .tp_getset = lock_getset,
     .tp_weaklistoffset = offsetof(rlpy_lock, weakrefs),
 };
+
+rl_lock *rlpy_lock_core(PyObject *obj) {
+    if (!PyObject_TypeCheck(obj, &rlpy_lock_type) || !((rlpy_lock *)obj)->lock) {
+        PyErr_Format(PyExc_TypeError, "a redlease lock was expected, not %.100s",
+                     Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    return ((rlpy_lock *)obj)->lock;
+}

@@ -155,7 +155,8 @@ PyMODINIT_FUNC PyInit__core(void) {
         PyModule_AddIntConstant(m, "EVENT_RENEWED", RL_EVENT_RENEWED) < 0 ||
         PyModule_AddIntConstant(m, "EVENT_SYNC_FAILED", RL_EVENT_SYNC_FAILED) < 0 ||
         PyModule_AddIntConstant(m, "EVENT_STRAY_HOLDS", RL_EVENT_STRAY_HOLDS) < 0 ||
-        PyModule_AddIntConstant(m, "EVENT_ABANDONED", RL_EVENT_ABANDONED) < 0) {
+        PyModule_AddIntConstant(m, "EVENT_ABANDONED", RL_EVENT_ABANDONED) < 0 ||
+        rlpy_family_add_types(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -33,9 +33,18 @@ local function count(v)
   return v
 end
 
--- Reads an options table against spec (name -> {positive, infinite, min_ms, none, count, text,
--- flag}); returns name -> ms (a count for `count`, the string for `text`, the boolean for `flag`,
--- -1 for false where `none`; nil when absent) or nil and the complaint.
+-- A whole number from `min` to 2^53 (permits, a latch's count).
+local function whole(v, min)
+  if type(v) ~= "number" or v ~= v or floor(v) ~= v or v < min or v > 2^53 then
+    return nil, ("whole number from %.0f expected, got %s"):format(min, describe(v))
+  end
+  return v
+end
+
+-- Reads an options table against spec (name -> {positive, infinite, min_ms, none, count, whole,
+-- text, flag}); returns name -> ms (a count for `count`, the number for `whole`, the string for
+-- `text`, the boolean for `flag`, -1 for false where `none`; nil when absent) or nil and the
+-- complaint.
 local function options(opts, spec)
   if opts == nil then return {} end
   if type(opts) ~= "table" then return nil, "options", "table expected, got " .. type(opts) end
@@ -55,6 +64,10 @@ local function options(opts, spec)
     elseif s.flag and v ~= nil then
       if type(v) ~= "boolean" then return nil, name, "boolean expected, got " .. describe(v) end
       out[name] = v
+    elseif s.whole and v ~= nil then
+      local n, why = whole(v, s.whole)
+      if not n then return nil, name, why end
+      out[name] = n
     elseif s.count and v ~= nil then
       local n, why = count(v)
       if not n then return nil, name, why end
@@ -116,11 +129,67 @@ function args.acquire(fname, opts)
   return o.lease or -1, o.timeout or -1, o.max_hold
 end
 
--- A lock name: any non-empty string (bytes).
-function args.name(name)
-  if type(name) ~= "string" then raise("lock", "name", "string expected, got " .. type(name)) end
-  if name == "" then raise("lock", "name", "must not be empty") end
+-- A name: any non-empty string (bytes). `fname`: the constructor, for the message.
+function args.name(name, fname)
+  fname = fname or "lock"
+  if type(name) ~= "string" then raise(fname, "name", "string expected, got " .. type(name)) end
+  if name == "" then raise(fname, "name", "must not be empty") end
   return name
+end
+
+-- A whole-number argument (permits, a count): from `min` to 2^53.
+function args.whole(fname, name, v, min)
+  local n, why = whole(v, min)
+  if not n then raise(fname, name, why) end
+  return n
+end
+
+-- A positive number of seconds (a lease) -> whole milliseconds.
+function args.seconds(fname, name, v)
+  local ms, why = duration(v, true, false)
+  if not ms then raise(fname, name, why) end
+  return ms
+end
+
+-- A string argument (a permit id).
+function args.string(fname, name, v)
+  if type(v) ~= "string" then raise(fname, name, "string expected, got " .. type(v)) end
+  return v
+end
+
+local WAIT = { timeout = { infinite = true } }
+
+-- wait(fname, opts): {timeout = seconds (nil: forever)} -> wait_ms (-1: forever).
+function args.wait(fname, opts)
+  local o, name, why = options(opts, WAIT)
+  if not o then raise(fname, name, why) end
+  return o.timeout or -1
+end
+
+local PERMITS = { timeout = { infinite = true }, permits = { whole = 0 } }
+
+-- Semaphores: {permits = n (default 1), timeout = seconds} -> permits, wait_ms.
+function args.permits(fname, opts)
+  local o, name, why = options(opts, PERMITS)
+  if not o then raise(fname, name, why) end
+  return o.permits or 1, o.timeout or -1
+end
+
+local PERMIT = {
+  timeout = { infinite = true },
+  lease = { positive = true },
+  watchdog = { flag = true },
+}
+
+-- Permit-expirable semaphores: {lease = seconds | watchdog = true, timeout = seconds} ->
+-- lease_ms (-1: watchdog), wait_ms. One of lease and watchdog is required.
+function args.permit(fname, opts)
+  local o, name, why = options(opts, PERMIT)
+  if not o then raise(fname, name, why) end
+  if (o.lease ~= nil) == (o.watchdog == true) then
+    raise(fname, "lease", "a lease in seconds, or watchdog = true, expected (one of them)")
+  end
+  return o.lease or -1, o.timeout or -1
 end
 
 function args.callable(fname, fn)

@@ -3,6 +3,9 @@
 local core = require "redlease.core"
 local args = require "redlease.args"
 local Lock = require "redlease.lock"
+local Latch = require "redlease.latch"
+local MultiLock = require "redlease.multilock"
+local semaphore = require "redlease.semaphore"
 
 local redlease = { _VERSION = core.version, tls_supported = core.tls_supported }
 
@@ -50,6 +53,49 @@ function Client:fair_lock(name) return make(self, name, "fair") end
 -- lock API. The writer may also read (downgrade); a reader never upgrades.
 function Client:rw_lock(name)
   return { name = name, read = make(self, name, "read"), write = make(self, name, "write") }
+end
+
+-- A Redisson RSemaphore on `name`: permits shared by every client (Java's too); each belongs to
+-- the client that took it.
+function Client:semaphore(name)
+  args.name(name, "semaphore")
+  return semaphore.Semaphore.new(self, core.semaphore(self._core, name), name)
+end
+
+-- A Redisson RPermitExpirableSemaphore on `name`: permits with ids and leases.
+function Client:permit_expirable_semaphore(name)
+  args.name(name, "permit_expirable_semaphore")
+  return semaphore.PermitSemaphore.new(self, core.permit_semaphore(self._core, name), name)
+end
+
+-- A Redisson RCountDownLatch on `name`.
+function Client:count_down_latch(name)
+  args.name(name, "count_down_latch")
+  return Latch.new(self, core.countdown(self._core, name), name)
+end
+
+local function cores(fname, locks)
+  local out = {}
+  for i, lock in ipairs(locks) do
+    if getmetatable(lock) ~= Lock then
+      error(("bad argument #%d to '%s' (lock expected, got %s)"):format(i, fname, type(lock)), 3)
+    end
+    out[i] = lock._core
+  end
+  return out
+end
+
+-- The locks (any kinds, any clients) taken as one, all or none (RedissonMultiLock's rules).
+function Client.multi_lock(_, ...)
+  local locks = { ... }
+  return MultiLock.new(core.multilock(cores("multi_lock", locks), false), locks, false)
+end
+
+-- A RedLock over locks of independent Redis servers (one client each): held once a majority is
+-- taken within the lease's validity; released on every server. See docs/semantics.md first.
+function redlease.red_lock(...)
+  local locks = { ... }
+  return MultiLock.new(core.multilock(cores("red_lock", locks), true), locks, true)
 end
 
 -- Stops renewal and closes the connections. Holds are not released: they expire by their lease.

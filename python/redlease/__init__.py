@@ -7,7 +7,8 @@
         ...  # held; the watchdog renews the lease while this block runs
 
 Locks are stored in Redisson's format, so redlease (Python, Lua) and Redisson (Java) exclude each
-other on the same name. See docs/python.md for the full API.
+other on the same name; so are semaphores, permit-expirable semaphores and count-down latches.
+See docs/python.md for the full API.
 """
 
 from ._client import Client
@@ -23,6 +24,13 @@ from ._errors import (
     ReplicaSyncError,
     ServerError,
 )
+from ._family import (
+    CountDownLatch,
+    MultiLock,
+    PermitExpirableSemaphore,
+    Semaphore,
+    red_lock,
+)
 from ._locks import FairLock, FencedLock, ReadLock, ReadWriteLock, WriteLock
 
 __all__ = [
@@ -35,6 +43,11 @@ __all__ = [
     "ReadLock",
     "WriteLock",
     "tls_supported",
+    "Semaphore",
+    "PermitExpirableSemaphore",
+    "CountDownLatch",
+    "MultiLock",
+    "red_lock",
     "LockError",
     "LockTimeout",
     "NotOwnedError",

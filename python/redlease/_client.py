@@ -7,8 +7,9 @@ import weakref
 from typing import Dict, Optional, TypeVar, Union
 
 from . import _core
-from ._core import Lock
+from ._core import CountDownLatch, Lock, MultiLock, Semaphore
 from ._events import EventDispatcher, OnLost
+from ._family import PermitExpirableSemaphore
 from ._locks import KINDS, FairLock, FencedLock, ReadLock, ReadWriteLock, WriteLock
 
 L = TypeVar("L", bound=Lock)
@@ -119,6 +120,34 @@ class Client:
         are locks with the full lock API; the options apply to both."""
         return ReadWriteLock(self._make(ReadLock, name, timeout, lease, max_hold),
                              self._make(WriteLock, name, timeout, lease, max_hold))
+
+    def semaphore(self, name: Union[str, bytes], *, timeout: float = -1) -> Semaphore:
+        """A Redisson RSemaphore on ``name``: permits shared by every client, Java's too.
+
+        ``timeout`` (seconds; -1 forever, 0 one try) applies to ``with sem:`` (one permit) and to
+        ``acquire()`` calls that leave it out. Permits belong to this client: any of its threads
+        may ``release()`` them; releasing more than it holds raises NotOwnedError.
+        """
+        return Semaphore(self._core, name, timeout=timeout)
+
+    def permit_expirable_semaphore(self, name: Union[str, bytes]) -> PermitExpirableSemaphore:
+        """A Redisson RPermitExpirableSemaphore on ``name``: permits with ids and leases, which
+        come back by themselves when their lease runs out."""
+        return PermitExpirableSemaphore(self._core, name)
+
+    def count_down_latch(self, name: Union[str, bytes]) -> CountDownLatch:
+        """A Redisson RCountDownLatch on ``name``: ``try_set_count(n)``, ``count_down()``,
+        ``count()``, ``wait(timeout)``."""
+        return CountDownLatch(self._core, name)
+
+    def multi_lock(self, *locks: Lock, timeout: float = -1, lease: Optional[float] = None,
+                   max_hold: Union[float, None, _Default] = _Default.CLIENT) -> MultiLock:
+        """The ``locks`` (any kinds, of any clients) taken as one by the calling thread, all or
+        none, with Redisson's RedissonMultiLock rules: one ``timeout`` for them all, and a fixed
+        ``lease`` set on each once all are taken. ``with`` releases them all."""
+        if max_hold is _Default.CLIENT:
+            return MultiLock(locks, timeout=timeout, lease=lease)
+        return MultiLock(locks, timeout=timeout, lease=lease, max_hold=max_hold)
 
     def _make(self, cls: "type[L]", name: Union[str, bytes], timeout: float,
               lease: Optional[float], max_hold: Union[float, None, _Default]) -> "L":

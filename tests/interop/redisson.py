@@ -23,7 +23,7 @@ import tempfile
 import threading
 import time
 from concurrent.futures import Future
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, Optional, Sequence, Union
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 JAR = os.environ.get("REDLEASE_INTEROP_JAR",
@@ -143,7 +143,8 @@ class Redisson(LineProcess):
     """
 
     def __init__(self, url: str, *, watchdog_ms: Optional[int] = None,
-                 timeout_ms: Optional[int] = None, start_timeout: float = 60.0) -> None:
+                 timeout_ms: Optional[int] = None, also: Sequence[str] = (),
+                 start_timeout: float = 60.0) -> None:
         if not os.path.exists(JAR):
             raise FileNotFoundError(f"{JAR} is missing: run `make interop-java`")
         argv = ["java", *JVM_FLAGS, "-jar", JAR, url]
@@ -151,6 +152,8 @@ class Redisson(LineProcess):
             argv += ["--watchdog-ms", str(int(watchdog_ms))]
         if timeout_ms is not None:
             argv += ["--timeout-ms", str(int(timeout_ms))]
+        for other in also:  # more RedissonClients, for RedissonRedLock (kind "red")
+            argv += ["--also", other]
         self._ids = itertools.count(1)
         self._pending: Dict[str, Future] = {}
         self._scope = "s0"
@@ -189,7 +192,7 @@ class Redisson(LineProcess):
                 future.set_exception(error)
 
     def start(self, thread: Optional[str], op: str, kind: str = "-",
-              name: Optional[Name] = None, *args: int) -> Future:
+              name: Optional[Name] = None, *args: Union[int, str]) -> Future:
         """Sends one request; the Future resolves with the reply (``.sent`` and ``.received``
         are time.monotonic() stamps). ``thread=None``: a driver op not bound to a thread."""
         rid = str(next(self._ids))
@@ -200,16 +203,23 @@ class Redisson(LineProcess):
             if self._dead is not None:
                 raise self._dead
             self._pending[rid] = future
-        line = " ".join([rid, java_thread, op, kind, hexname, *(str(int(a)) for a in args)])
+        line = " ".join([rid, java_thread, op, kind, hexname,
+                         *(a if isinstance(a, str) else str(int(a)) for a in args)])
         future.sent = time.monotonic()
         self._send(line)
         return future
 
     def call(self, thread: Optional[str], op: str, kind: str = "-", name: Optional[Name] = None,
-             *args: int, timeout: float = 30.0) -> Any:
+             *args: Union[int, str], timeout: float = 30.0) -> Any:
         return self.start(thread, op, kind, name, *args).result(timeout)
 
     def lock(self, name: Name, kind: str = "lock") -> "JavaLock":
+        return JavaLock(self, kind, name)
+
+    def object(self, kind: str, name: Name) -> "JavaLock":
+        """Another Redisson object of the driver (``semaphore``, ``pes``, ``latch``, ``multi``
+        over comma-separated names, ``red``), used through ``call(thread, op, *args)`` with the
+        ops Driver.java lists."""
         return JavaLock(self, kind, name)
 
     def thread_id(self, thread: str) -> int:
@@ -231,6 +241,8 @@ def _parse_value(text: str) -> Any:
         return True
     if text == "false":
         return False
+    if text.startswith("id:"):  # a permit id
+        return text[3:]
     try:
         return int(text)
     except ValueError:
@@ -249,11 +261,12 @@ class JavaLock:
         self.kind = kind
         self.name = name
 
-    def start(self, thread: str, op: str, *args: Optional[int]) -> Future:
+    def start(self, thread: str, op: str, *args: Union[int, str, None]) -> Future:
         return self.driver.start(thread, op, self.kind, self.name,
                                  *(a for a in args if a is not None))
 
-    def call(self, thread: str, op: str, *args: Optional[int], timeout: float = 30.0) -> Any:
+    def call(self, thread: str, op: str, *args: Union[int, str, None],
+             timeout: float = 30.0) -> Any:
         return self.start(thread, op, *args).result(timeout)
 
     def lock(self, thread: str, lease_ms: Optional[int] = None, timeout: float = 30.0) -> None:

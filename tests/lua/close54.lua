@@ -58,5 +58,23 @@ return function(fx)
       assert.equal("", out .. err)
       assert.equal(0, fx.raw("EXISTS", "job"))
     end,
+
+    ["a <close> semaphore guard gives its permits back; a multi-lock guard releases all"] =
+    function()
+      local c = fx.connect()
+      local sem = c:semaphore("pool")
+      assert(sem:try_set_permits(2))
+      do
+        local guard <close> = assert(sem:acquire({ permits = 2 }))
+        assert.equal("0", fx.raw("GET", "pool"))
+      end
+      assert.equal("2", fx.raw("GET", "pool"))
+      local multi = c:multi_lock(c:lock("a"), c:lock("b"))
+      do
+        local guard <close> = assert(multi:acquire())
+        assert.equal(2, fx.raw("EXISTS", "a", "b"))
+      end
+      assert.equal(0, fx.raw("EXISTS", "a", "b"))
+    end,
   }
 end

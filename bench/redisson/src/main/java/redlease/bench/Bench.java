@@ -52,6 +52,7 @@ import org.redisson.config.Config;
  * Bench handoff   URL --rounds N
  * Bench contended URL --workers W --procs P --seconds S
  * Bench watchdog  URL --timeout-ms T --periods K --sizes N,N,...
+ * Bench semaphore URL --cycles N --seconds S --rounds R      (SemaphoreBench: RSemaphore)
  * </pre>
  *
  * Every lock is Redisson's {@code RLock} (getLock) in watchdog mode, as redlease's Python rows
@@ -919,6 +920,8 @@ public final class Bench {
             case "contended" -> contended(url, options(args, 2));
             case "contended-child" -> contendedChild(url, Integer.parseInt(args[2]), Integer.parseInt(args[3]));
             case "watchdog" -> watchdog(url, options(args, 2));
+            case "semaphore" -> SemaphoreBench.measure(url, options(args, 2));
+            case "semaphore-waiter" -> SemaphoreBench.waiter(url);
             default -> {
                 System.err.println("Bench: unknown measure " + args[0]);
                 System.exit(2);

@@ -8,7 +8,10 @@ import java.io.PrintWriter;
 import java.net.URI;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
@@ -18,8 +21,14 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 
 import org.redisson.Redisson;
+import org.redisson.RedissonMultiLock;
+import org.redisson.RedissonRedLock;
+import org.redisson.api.RAtomicLong;
+import org.redisson.api.RCountDownLatch;
 import org.redisson.api.RFencedLock;
 import org.redisson.api.RLock;
+import org.redisson.api.RPermitExpirableSemaphore;
+import org.redisson.api.RSemaphore;
 import org.redisson.api.RedissonClient;
 import org.redisson.config.Config;
 import org.redisson.config.SingleServerConfig;
@@ -30,11 +39,13 @@ import org.redisson.config.SingleServerConfig;
  *
  * <pre>
  * java -jar build/interop/redlease-interop.jar REDIS_URL [--watchdog-ms N] [--timeout-ms N]
+ *     [--also REDIS_URL ...]
  * </pre>
  *
  * REDIS_URL is {@code redis://[user[:password]@]host:port[/db]}. {@code --watchdog-ms} is
  * Config.setLockWatchdogTimeout (Redisson's default 30000); {@code --timeout-ms} is the command
- * timeout. Once connected the driver prints {@code ready <client id>} (the id is the first part
+ * timeout; each {@code --also} URL gets a RedissonClient of its own (for RedLock, below). Once
+ * connected the driver prints {@code ready <client id>} (the id is the first part
  * of every lock owner field it writes), or {@code fatal <exception class> <message>} and exits 1.
  *
  * <h2>Line protocol</h2>
@@ -59,9 +70,10 @@ import org.redisson.config.SingleServerConfig;
  *     for the driver's lifetime, as an application keeps its lock objects.</li>
  * <li>NAME: the lock name, hex-encoded UTF-8 bytes (lowercase or uppercase); {@code -} for
  *     driver ops.</li>
- * <li>ARG: decimal milliseconds.</li>
- * <li>VALUE: {@code true}/{@code false}, a decimal number, {@code null} (a Java null), or
- *     nothing (void).</li>
+ * <li>ARG: decimal milliseconds or counts; a permit id (the {@code pes} ops) as Redisson gives
+ *     it.</li>
+ * <li>VALUE: {@code true}/{@code false}, a decimal number, {@code id:<permit id>}, {@code null}
+ *     (a Java null), or nothing (void).</li>
  * <li>EXCEPTION_CLASS: the fully qualified class of what the call threw (ExecutionException
  *     and CompletionException unwrapped); MESSAGE: the rest of the line, its line breaks
  *     replaced by spaces.</li>
@@ -79,15 +91,31 @@ import org.redisson.config.SingleServerConfig;
  * tryLockAndGetToken [waitMs [leaseMs]]  fenced only; the token, or null
  * getToken                           fenced only
  * </pre>
+ * The rest of the family, by KIND (one Redisson object per KIND and NAME, as for locks):
+ * <pre>
+ * semaphore (getSemaphore):  trySetPermits N, addPermits N, acquire [N], tryAcquire [N [waitMs]],
+ *     release [N], availablePermits, drainPermits,
+ *     cycle N HOLD_MS   N times: acquire(); INCR NAME:inside (RAtomicLong); sleep; DECR; release();
+ *                       answers the most holders INCR saw
+ * pes (getPermitExpirableSemaphore):  trySetPermits N, acquire [leaseMs],
+ *     tryAcquire waitMs [leaseMs], release ID, tryRelease ID, updateLeaseTime ID leaseMs,
+ *     availablePermits                 (ids answered as id:ID)
+ * latch (getCountDownLatch):  trySetCount N, countDown, getCount, await [waitMs]
+ * multi (RedissonMultiLock of getLock(n) for each n of NAME split on ","):  lock [leaseMs],
+ *     tryLock [waitMs [leaseMs]], unlock
+ * red (RedissonRedLock of getLock(NAME) on this client and each --also client):  the same ops
+ * </pre>
  * Driver ops (KIND and NAME {@code -}): {@code threadId} (on THREAD: its Thread.getId(), the
  * second part of its owner field), {@code clientId} (RedissonClient.getId()), {@code ping}
  * (replies {@code pong}), {@code exit} (replies, then shuts down). End of input also shuts down.
  */
 public final class Driver {
     private final RedissonClient redisson;
+    private final List<RedissonClient> others = new ArrayList<>(); /* --also: for RedLock */
     private final PrintWriter out;
     private final Map<String, ExecutorService> threads = new ConcurrentHashMap<>();
     private final Map<String, RLock> locks = new ConcurrentHashMap<>();
+    private final Map<String, Object> family = new ConcurrentHashMap<>();
     private final ExecutorService unthreaded = Executors.newCachedThreadPool(daemon("driver"));
 
     private Driver(RedissonClient redisson, PrintWriter out) {
@@ -98,8 +126,12 @@ public final class Driver {
     public static void main(String[] args) throws IOException {
         PrintWriter out = new PrintWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8), false);
         RedissonClient redisson;
+        List<RedissonClient> others = new ArrayList<>();
         try {
             redisson = Redisson.create(config(args));
+            for (String url : alsoUrls(args)) {
+                others.add(Redisson.create(config(new String[] {url})));
+            }
         } catch (Throwable e) {
             Throwable cause = unwrap(e);
             out.println("fatal " + cause.getClass().getName() + " " + oneLine(cause.getMessage()));
@@ -108,6 +140,7 @@ public final class Driver {
             return;
         }
         Driver driver = new Driver(redisson, out);
+        driver.others.addAll(others);
         driver.reply("ready " + redisson.getId());
         driver.serve(new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)));
         driver.shutdown();
@@ -152,6 +185,10 @@ public final class Driver {
             if (i + 1 >= args.length) {
                 throw new IllegalArgumentException(option + " needs a value");
             }
+            if (option.equals("--also")) {
+                i++;
+                continue;
+            }
             long value = Long.parseLong(args[++i]);
             switch (option) {
                 case "--watchdog-ms" -> config.setLockWatchdogTimeout(value);
@@ -160,6 +197,16 @@ public final class Driver {
             }
         }
         return config;
+    }
+
+    private static List<String> alsoUrls(String[] args) {
+        List<String> urls = new ArrayList<>();
+        for (int i = 1; i + 1 < args.length; i++) {
+            if (args[i].equals("--also")) {
+                urls.add(args[++i]);
+            }
+        }
+        return urls;
     }
 
     private void serve(BufferedReader in) throws IOException {
@@ -236,8 +283,18 @@ public final class Driver {
         if (r.thread.equals("-")) {
             throw new IllegalArgumentException(r.op + " needs a thread");
         }
+        switch (r.kind) {
+            case "semaphore":
+                return semaphore(r);
+            case "pes":
+                return permits(r);
+            case "latch":
+                return latch(r);
+            default:
+                break;
+        }
         RLock lock = lock(r.kind, r.name);
-        long[] a = r.args;
+        long[] a = r.longs();
         switch (r.op) {
             case "lock":
                 if (a.length == 0) {
@@ -288,6 +345,97 @@ public final class Driver {
         }
     }
 
+    private Object semaphore(Request r) throws Exception {
+        RSemaphore s = (RSemaphore) family.computeIfAbsent("semaphore " + r.name,
+                k -> redisson.getSemaphore(r.name));
+        long[] a = r.longs();
+        int n = a.length > 0 ? Math.toIntExact(a[0]) : 1;
+        switch (r.op) {
+            case "trySetPermits":
+                return s.trySetPermits(n);
+            case "addPermits":
+                s.addPermits(n);
+                return VOID;
+            case "acquire":
+                s.acquire(n);
+                return VOID;
+            case "tryAcquire":
+                return a.length < 2 ? s.tryAcquire(n) : s.tryAcquire(n, Duration.ofMillis(a[1]));
+            case "release":
+                s.release(n);
+                return VOID;
+            case "availablePermits":
+                return s.availablePermits();
+            case "drainPermits":
+                return s.drainPermits();
+            case "cycle":
+                RAtomicLong inside = redisson.getAtomicLong(r.name + ":inside");
+                long most = 0;
+                for (int i = 0; i < n; i++) {
+                    s.acquire();
+                    most = Math.max(most, inside.incrementAndGet());
+                    Thread.sleep(a[1]);
+                    inside.decrementAndGet();
+                    s.release();
+                }
+                return most;
+            default:
+                throw new IllegalArgumentException("unknown semaphore op " + r.op);
+        }
+    }
+
+    private Object permits(Request r) throws Exception {
+        RPermitExpirableSemaphore s = (RPermitExpirableSemaphore) family.computeIfAbsent(
+                "pes " + r.name, k -> redisson.getPermitExpirableSemaphore(r.name));
+        switch (r.op) {
+            case "trySetPermits":
+                return s.trySetPermits(Math.toIntExact(r.longs()[0]));
+            case "acquire":
+                return "id:" + (r.raw.length == 0 ? s.acquire()
+                        : s.acquire(r.longs()[0], TimeUnit.MILLISECONDS));
+            case "tryAcquire": {
+                long[] a = r.longs();
+                String id = a.length < 2 ? s.tryAcquire(a[0], TimeUnit.MILLISECONDS)
+                        : s.tryAcquire(a[0], a[1], TimeUnit.MILLISECONDS);
+                return id == null ? null : "id:" + id;
+            }
+            case "release":
+                s.release(r.raw[0]);
+                return VOID;
+            case "tryRelease":
+                return s.tryRelease(r.raw[0]);
+            case "updateLeaseTime":
+                return s.updateLeaseTime(r.raw[0], Long.parseLong(r.raw[1]), TimeUnit.MILLISECONDS);
+            case "availablePermits":
+                return s.availablePermits();
+            default:
+                throw new IllegalArgumentException("unknown pes op " + r.op);
+        }
+    }
+
+    private Object latch(Request r) throws Exception {
+        RCountDownLatch l = (RCountDownLatch) family.computeIfAbsent("latch " + r.name,
+                k -> redisson.getCountDownLatch(r.name));
+        long[] a = r.longs();
+        switch (r.op) {
+            case "trySetCount":
+                return l.trySetCount(a[0]);
+            case "countDown":
+                l.countDown();
+                return VOID;
+            case "getCount":
+                return l.getCount();
+            case "await":
+                if (a.length == 0) {
+                    l.await();
+                    return VOID;
+                }
+                return l.await(a[0], TimeUnit.MILLISECONDS);
+            default:
+                throw new IllegalArgumentException("unknown latch op " + r.op);
+        }
+    }
+
     private static RFencedLock fenced(RLock lock) {
         if (!(lock instanceof RFencedLock)) {
             throw new IllegalArgumentException("not a fenced lock");
@@ -302,6 +450,16 @@ public final class Driver {
             case "fenced" -> redisson.getFencedLock(name);
             case "read" -> redisson.getReadWriteLock(name).readLock();
             case "write" -> redisson.getReadWriteLock(name).writeLock();
+            case "multi" -> new RedissonMultiLock(Arrays.stream(name.split(","))
+                    .map(redisson::getLock).toArray(RLock[]::new));
+            case "red" -> {
+                List<RLock> all = new ArrayList<>();
+                all.add(redisson.getLock(name));
+                for (RedissonClient other : others) {
+                    all.add(other.getLock(name));
+                }
+                yield new RedissonRedLock(all.toArray(new RLock[0]));
+            }
             default -> throw new IllegalArgumentException("unknown lock kind " + kind);
         });
     }
@@ -318,6 +476,9 @@ public final class Driver {
         }
         unthreaded.shutdownNow();
         redisson.shutdown(0, 2, TimeUnit.SECONDS);
+        for (RedissonClient other : others) {
+            other.shutdown(0, 2, TimeUnit.SECONDS);
+        }
     }
 
     private static java.util.concurrent.ThreadFactory daemon(String name) {
@@ -356,7 +517,7 @@ public final class Driver {
         final String op;
         final String kind;
         final String name;
-        final long[] args;
+        final String[] raw;
 
         Request(String id, String thread, String op, String kind, String name, String[] args) {
             this.id = id;
@@ -364,7 +525,12 @@ public final class Driver {
             this.op = op;
             this.kind = kind;
             this.name = name.equals("-") ? null : hexToText(name);
-            this.args = Arrays.stream(args).mapToLong(Long::parseLong).toArray();
+            this.raw = args;
+        }
+
+        /** The arguments as numbers (every op but the pes ops that take a permit id). */
+        long[] longs() {
+            return Arrays.stream(raw).mapToLong(Long::parseLong).toArray();
         }
     }
 }

@@ -1,0 +1,62 @@
+/* What the lock family beyond locks shares (semaphore.c, expirable.c, countdown.c): an object on
+ * one name of one client with its keys, its script calls, and the wait for a pub/sub message. */
+#ifndef RL_FAMILY_H
+#define RL_FAMILY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "client.h"
+#include "kind.h"
+#include "names.h"
+
+typedef struct rl_named {
+    rl_client *client;
+    const char *what; /* "semaphore", ... for messages */
+    char *name;
+    size_t name_len;
+    char *channel; /* where its waiters listen */
+    size_t channel_len;
+    char *aux; /* a second key (the permit-expirable semaphore's timeout ZSET), else NULL */
+    size_t aux_len;
+} rl_named;
+
+/* Checks the name, copies it and takes a reference on the client; the caller makes the channel
+ * (and aux) next, and calls rl_named_destroy on any failure. */
+rl_status rl_named_init(rl_named *o, rl_client *client, const char *what, const void *name,
+                        size_t name_len, rl_error *err);
+void rl_named_destroy(rl_named *o);
+
+/* For messages: the name, cut short and printable (out: RL_NAME_SHOWN_MAX bytes). */
+const char *rl_named_shown(const rl_named *o, char *out);
+
+/* EVALSHA of script `id` with `nkeys` keys among args, on a pooled connection (as rl_kind_run).
+ * `wrote` says which answers are writes, for replica sync (NULL: none). */
+rl_status rl_named_run(const rl_named *o, rl_script_id id, int nkeys, const rl_arg *args, int nargs,
+                       int idempotent, rl_reply_test wrote, redisReply **reply, rl_error *err);
+/* A write whose replica sync failed is done on the master all the same: it is reported as an
+ * RL_EVENT_SYNC_FAILED event and RL_OK is answered. */
+rl_status rl_named_write(const rl_named *o, rl_script_id id, int nkeys, const rl_arg *args,
+                         int nargs, redisReply **reply, rl_error *err);
+
+/* GET of the name as an integer (0 when it does not exist). */
+rl_status rl_named_get_count(const rl_named *o, int64_t *out, rl_error *err);
+/* An integer answer (a decimal string too; nil is 0), or RL_ERR_SERVER. */
+rl_status rl_named_integer(const rl_named *o, const redisReply *reply, const char *call,
+                           int64_t *out, rl_error *err);
+
+/* One try of a wait: RL_OK (done), RL_NOT_ACQUIRED (not yet; *hint_ms: try again after this long
+ * even if no message comes, -1: only on a message) or a failure. */
+typedef rl_status (*rl_attempt_fn)(void *arg, int64_t *hint_ms, rl_error *err);
+
+/* Tries; when that answers RL_NOT_ACQUIRED and wait_ms is not 0, listens on `channel` (`every`:
+ * each message wakes every local waiter), tries again once subscribed and after each message or
+ * hint, until done, the wait runs out (RL_NOT_ACQUIRED), the hook aborts or a failure. */
+rl_status rl_wait_for(rl_client *client, const char *channel, size_t channel_len, int every,
+                      rl_attempt_fn attempt, void *arg, int64_t wait_ms, rl_wait_hook hook,
+                      void *hook_userdata, rl_error *err);
+
+/* A wait below RL_WAIT_FOREVER or beyond RL_MAX_LEASE_MS is refused. */
+rl_status rl_check_wait(int64_t wait_ms, rl_error *err);
+
+#endif

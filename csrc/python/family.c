@@ -1,0 +1,63 @@
+/* What the family's types share: the Ctrl-C-aware wait hook, name and client arguments, and
+ * their registration in the module. */
+#include "binding.h"
+
+static int is_main_thread(void) {
+    PyObject *threading = PyImport_ImportModule("threading");
+    PyObject *main = threading ? PyObject_CallMethod(threading, "main_thread", NULL) : NULL;
+    PyObject *ident = main ? PyObject_GetAttrString(main, "ident") : NULL;
+    int is_main = ident && PyLong_AsUnsignedLong(ident) == PyThread_get_thread_ident();
+    Py_XDECREF(ident);
+    Py_XDECREF(main);
+    Py_XDECREF(threading);
+    PyErr_Clear();
+    return is_main;
+}
+
+/* Between wait slices (~50 ms): only the main thread runs Python's signal handlers, so only it
+ * takes the GIL to run them; a handler that raises (KeyboardInterrupt) ends the wait. */
+int rlpy_wait_hook(void *userdata) {
+    rlpy_wait *w = userdata;
+    if (w->role == 2) return 0;
+    PyEval_RestoreThread(w->thread_state);
+    if (!w->role) w->role = is_main_thread() ? 1 : 2;
+    int abort = w->role == 1 && PyErr_CheckSignals() < 0;
+    w->thread_state = PyEval_SaveThread();
+    return abort;
+}
+
+int rlpy_name_bytes(PyObject *name, const char **bytes, Py_ssize_t *len) {
+    if (PyUnicode_Check(name)) {
+        *bytes = PyUnicode_AsUTF8AndSize(name, len);
+        return *bytes ? 0 : -1;
+    }
+    if (PyBytes_Check(name)) {
+        *bytes = PyBytes_AS_STRING(name);
+        *len = PyBytes_GET_SIZE(name);
+        return 0;
+    }
+    PyErr_Format(PyExc_TypeError, "a name must be str or bytes, not %.100s",
+                 Py_TYPE(name)->tp_name);
+    return -1;
+}
+
+rl_client *rlpy_open_client(PyObject *client) {
+    rl_client *core = ((rlpy_client *)client)->client;
+    if (!core) PyErr_SetString(rlpy_error_class(RL_ERR_CLOSED), "the client is closed");
+    return core;
+}
+
+int rlpy_family_add_types(PyObject *m) {
+    static const struct {
+        const char *name;
+        PyTypeObject *type;
+    } types[] = {{"Semaphore", &rlpy_semaphore_type},
+                 {"PermitExpirableSemaphore", &rlpy_expirable_type},
+                 {"CountDownLatch", &rlpy_countdown_type},
+                 {"MultiLock", &rlpy_multilock_type}};
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++)
+        if (PyType_Ready(types[i].type) < 0 ||
+            PyModule_AddObjectRef(m, types[i].name, (PyObject *)types[i].type) < 0)
+            return -1;
+    return PyModule_AddIntConstant(m, "PERMIT_ID_LEN", RL_PERMIT_ID_LEN);
+}

@@ -1,0 +1,216 @@
+/* redlease.Semaphore: Redisson's RSemaphore (the core's rl_semaphore). Permits belong to the
+ * client (any of its threads may give them back); `with sem:` takes and gives back one. */
+#include "binding.h"
+
+typedef struct {
+    PyObject_HEAD rl_semaphore *sem;
+    PyObject *client; /* the redlease._core.Client, kept alive while the semaphore is */
+    PyObject *name;
+    int64_t timeout_ms; /* for `with` and acquire() without a timeout */
+} rlpy_semaphore;
+
+static int semaphore_init(rlpy_semaphore *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"client", "name", "timeout", NULL};
+    PyObject *client, *name, *timeout = NULL;
+    if (self->sem) {
+        PyErr_SetString(PyExc_RuntimeError, "Semaphore.__init__ called twice");
+        return -1;
+    }
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O|$O:Semaphore", keywords, &rlpy_client_type,
+                                     &client, &name, &timeout))
+        return -1;
+    const char *bytes;
+    Py_ssize_t len;
+    int64_t timeout_ms = RL_WAIT_FOREVER;
+    if (rlpy_name_bytes(name, &bytes, &len) < 0 ||
+        (timeout && rlpy_timeout_ms(timeout, "timeout", &timeout_ms) < 0))
+        return -1;
+    rl_client *core = rlpy_open_client(client);
+    if (!core) return -1;
+    rl_error err;
+    if (rl_semaphore_new(core, bytes, (size_t)len, &self->sem, &err) != RL_OK) {
+        rlpy_raise(&err);
+        return -1;
+    }
+    self->client = Py_NewRef(client);
+    self->name = Py_NewRef(name);
+    self->timeout_ms = timeout_ms;
+    return 0;
+}
+
+static void semaphore_dealloc(rlpy_semaphore *self) {
+    rl_semaphore_free(self->sem); /* permits taken stay this client's */
+    Py_XDECREF(self->name);
+    Py_XDECREF(self->client);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int ready(rlpy_semaphore *self) {
+    if (self->sem) return 1;
+    PyErr_SetString(PyExc_RuntimeError, "Semaphore.__init__ was not called");
+    return 0;
+}
+
+/* 1 acquired, 0 not within the wait, -1 exception set. */
+static int acquire(rlpy_semaphore *self, long long permits, int64_t wait_ms) {
+    rlpy_wait w = {NULL, 0};
+    rl_error err;
+    rl_status st;
+    RLPY_WAITING(&w, st = rl_semaphore_acquire(self->sem, permits, wait_ms,
+                                               wait_ms != 0 ? rlpy_wait_hook : NULL, &w, &err));
+    if (st == RL_OK) return 1;
+    if (st == RL_NOT_ACQUIRED) return 0;
+    rlpy_raise(&err);
+    return -1;
+}
+
+static PyObject *semaphore_acquire(rlpy_semaphore *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"permits", "timeout", NULL};
+    long long permits = 1;
+    PyObject *timeout = NULL;
+    if (!ready(self) ||
+        !PyArg_ParseTupleAndKeywords(args, kwargs, "|LO:acquire", keywords, &permits, &timeout))
+        return NULL;
+    int64_t wait_ms = self->timeout_ms;
+    if (timeout && rlpy_timeout_ms(timeout, "timeout", &wait_ms) < 0) return NULL;
+    int got = acquire(self, permits, wait_ms);
+    return got < 0 ? NULL : PyBool_FromLong(got);
+}
+
+static PyObject *status_none(rl_status st, const rl_error *err) {
+    if (st != RL_OK) return rlpy_raise(err);
+    Py_RETURN_NONE;
+}
+
+static PyObject *semaphore_release(rlpy_semaphore *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"permits", NULL};
+    long long permits = 1;
+    if (!ready(self) ||
+        !PyArg_ParseTupleAndKeywords(args, kwargs, "|L:release", keywords, &permits))
+        return NULL;
+    rl_error err;
+    rl_status st;
+    RLPY_UNLOCKED(st = rl_semaphore_release(self->sem, permits, &err));
+    return status_none(st, &err);
+}
+
+static PyObject *semaphore_try_set_permits(rlpy_semaphore *self, PyObject *arg) {
+    long long permits = ready(self) ? PyLong_AsLongLong(arg) : -1;
+    if (PyErr_Occurred()) return NULL;
+    int set = 0;
+    rl_error err;
+    rl_status st;
+    RLPY_UNLOCKED(st = rl_semaphore_try_set_permits(self->sem, permits, &set, &err));
+    return st == RL_OK ? PyBool_FromLong(set) : rlpy_raise(&err);
+}
+
+static PyObject *semaphore_add_permits(rlpy_semaphore *self, PyObject *arg) {
+    long long delta = ready(self) ? PyLong_AsLongLong(arg) : -1;
+    if (PyErr_Occurred()) return NULL;
+    rl_error err;
+    rl_status st;
+    RLPY_UNLOCKED(st = rl_semaphore_add_permits(self->sem, delta, &err));
+    return status_none(st, &err);
+}
+
+static PyObject *semaphore_available_permits(rlpy_semaphore *self, PyObject *unused) {
+    (void)unused;
+    if (!ready(self)) return NULL;
+    int64_t n = 0;
+    rl_error err;
+    rl_status st;
+    RLPY_UNLOCKED(st = rl_semaphore_available(self->sem, &n, &err));
+    return st == RL_OK ? PyLong_FromLongLong(n) : rlpy_raise(&err);
+}
+
+static PyObject *semaphore_drain_permits(rlpy_semaphore *self, PyObject *unused) {
+    (void)unused;
+    if (!ready(self)) return NULL;
+    int64_t n = 0;
+    rl_error err;
+    rl_status st;
+    RLPY_UNLOCKED(st = rl_semaphore_drain(self->sem, &n, &err));
+    return st == RL_OK ? PyLong_FromLongLong(n) : rlpy_raise(&err);
+}
+
+static PyObject *semaphore_enter(rlpy_semaphore *self, PyObject *unused) {
+    (void)unused;
+    if (!ready(self)) return NULL;
+    int got = acquire(self, 1, self->timeout_ms);
+    if (got < 0) return NULL;
+    if (!got)
+        return PyErr_Format(rlpy_error_class(RL_NOT_ACQUIRED),
+                            "semaphore %R: no permit free within %.3f s", self->name,
+                            (double)self->timeout_ms / 1000.0);
+    return Py_NewRef(self);
+}
+
+static PyObject *semaphore_exit(rlpy_semaphore *self, PyObject *args) {
+    (void)args;
+    if (!ready(self)) return NULL;
+    rl_error err;
+    rl_status st;
+    RLPY_UNLOCKED(st = rl_semaphore_release(self->sem, 1, &err));
+    return st == RL_OK ? Py_NewRef(Py_False) : rlpy_raise(&err);
+}
+
+static PyObject *semaphore_get_held(rlpy_semaphore *self, void *unused) {
+    (void)unused;
+    if (!ready(self) || !rlpy_open_client(self->client)) return NULL;
+    return PyLong_FromLongLong(rl_semaphore_held(self->sem));
+}
+
+static PyObject *semaphore_get_name(rlpy_semaphore *self, void *unused) {
+    (void)unused;
+    return ready(self) ? Py_NewRef(self->name) : NULL;
+}
+
+static PyObject *semaphore_repr(rlpy_semaphore *self) {
+    if (!self->sem) return PyUnicode_FromString("<redlease.Semaphore (uninitialised)>");
+    return PyUnicode_FromFormat("<redlease.Semaphore %R held=%lld>", self->name,
+                                (long long)rl_semaphore_held(self->sem));
+}
+
+static PyMethodDef semaphore_methods[] = {
+    {"acquire", (PyCFunction)(void (*)(void))semaphore_acquire, METH_VARARGS | METH_KEYWORDS,
+     "acquire(permits=1, timeout=...) -> bool\n--\n\nTakes `permits` at once, all or none. "
+     "timeout: seconds to wait, -1 forever, 0 one try (left out: the semaphore's). False when "
+     "they were not free in time."},
+    {"release", (PyCFunction)(void (*)(void))semaphore_release, METH_VARARGS | METH_KEYWORDS,
+     "release(permits=1) -> None\n--\n\nGives back permits this client took; NotOwnedError when "
+     "it holds fewer (add_permits() gives permits it did not take)."},
+    {"try_set_permits", (PyCFunction)semaphore_try_set_permits, METH_O,
+     "try_set_permits(permits) -> bool\n--\n\nSets the number of permits when the semaphore "
+     "does not exist yet; False when it exists (left alone)."},
+    {"add_permits", (PyCFunction)semaphore_add_permits, METH_O,
+     "add_permits(permits) -> None\n--\n\nAdds permits (negative: takes some away)."},
+    {"available_permits", (PyCFunction)semaphore_available_permits, METH_NOARGS,
+     "available_permits() -> int\n--\n\nThe permits free now (one round trip)."},
+    {"drain_permits", (PyCFunction)semaphore_drain_permits, METH_NOARGS,
+     "drain_permits() -> int\n--\n\nTakes every free permit; answers how many (they are this "
+     "client's to release)."},
+    {"__enter__", (PyCFunction)semaphore_enter, METH_NOARGS,
+     "Takes one permit within the semaphore's timeout; LockTimeout if none came."},
+    {"__exit__", (PyCFunction)semaphore_exit, METH_VARARGS, "Gives the permit back."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef semaphore_getset[] = {
+    {"held", (getter)semaphore_get_held, NULL,
+     "Permits of this semaphore the client holds (no round trip).", NULL},
+    {"name", (getter)semaphore_get_name, NULL, "The semaphore's name, as given.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject rlpy_semaphore_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "redlease.Semaphore",
+    .tp_doc = "A Redisson RSemaphore; made by Client.semaphore(name, *, timeout=-1).",
+    .tp_basicsize = sizeof(rlpy_semaphore),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)semaphore_init,
+    .tp_dealloc = (destructor)semaphore_dealloc,
+    .tp_repr = (reprfunc)semaphore_repr,
+    .tp_methods = semaphore_methods,
+    .tp_getset = semaphore_getset,
+};

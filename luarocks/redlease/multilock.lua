@@ -1,0 +1,57 @@
+-- Several locks (any kinds, any clients) taken as one by the running coroutine, all or none,
+-- with Redisson's RedissonMultiLock rules; a RedLock takes a majority of locks on independent
+-- servers. Its holds are guards, as a lock's are.
+local args = require "redlease.args"
+local Guard = require "redlease.guard"
+local holds = require "redlease.holds"
+
+local MultiLock = {}
+MultiLock.__index = MultiLock
+local made = 0
+
+function MultiLock.new(core_multi, locks, redlock)
+  made = made + 1
+  return setmetatable({ locks = locks, redlock = redlock, _core = core_multi,
+    _key = "multi:" .. made }, MultiLock)
+end
+
+-- acquire{timeout = seconds (nil: forever, 0: one try), lease = seconds (nil: watchdog),
+-- max_hold = seconds} -> guard | nil, err. A fixed lease is set on each lock once all are taken.
+function MultiLock:acquire(opts)
+  local lease, wait, max_hold = args.acquire("acquire", opts)
+  local hold, err = self._core:acquire(lease, wait, max_hold)
+  if not hold then return nil, err end
+  return Guard.new(hold, self._key)
+end
+
+-- Releases every lock of it the running coroutine holds (through its newest guard).
+function MultiLock:release()
+  local g = holds.newest(self._key)
+  if g then return g:release() end
+  return self._core:release()
+end
+
+-- Acquires, calls fn(...), releases; returns fn's results (as lock:with).
+function MultiLock:with(fn, opts, ...)
+  args.callable("with", fn)
+  local lease, wait, max_hold = args.acquire("with", opts)
+  local hold, err = self._core:acquire(lease, wait, max_hold)
+  if not hold then error(err, 0) end
+  local g = Guard.new(hold, self._key)
+  return (function(done, ...)
+    local released, why = g:release()
+    if not done then error((...), 0) end
+    if not released then error(why, 0) end
+    return ...
+  end)(pcall(fn, ...))
+end
+
+-- Local, no round trip: how many of its locks the running coroutine holds.
+function MultiLock:held() return self._core:held() end
+
+function MultiLock:__tostring()
+  return ("redlease.%s of %d locks"):format(self.redlock and "red_lock" or "multi_lock",
+    #self.locks)
+end
+
+return MultiLock
