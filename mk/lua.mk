@@ -3,6 +3,8 @@
 # both. The binding is also compiled once with the project's warning flags.
 SUITES += lua
 
+# luajit is OpenResty's LuaJIT 2.1 (Debian luajit2, libluajit2-5.1-dev): the one nginx's Lua module
+# runs, so that both can be installed on one machine (scripts/install-deps).
 LUA_INTERPRETERS := lua5.4 luajit
 LUA_ABI_lua5.4 := 5.4
 LUA_ABI_luajit := 5.1
