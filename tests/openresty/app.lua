@@ -17,7 +17,7 @@ local function num(name, default)
 end
 
 local function lock_of(client)
-  local kind, name = var.arg_kind or "lock", var.arg_name
+  local kind, name = var.arg_kind or "lock", ngx.unescape_uri(var.arg_name)
   if kind == "read" or kind == "write" then return client:rw_lock(name)[kind] end
   if kind == "fenced" then return client:fenced_lock(name) end
   if kind == "fair" then return client:fair_lock(name) end
@@ -66,6 +66,105 @@ function app.stats()
   s.pid = ngx.worker.pid()
   s.id = app.client:id()
   out(s)
+end
+
+-- /sequence?name=: the interop suite's wire sequence (tests/interop/test_wire.py).
+function app.sequence()
+  local l = lock_of(app.client)
+  local steps = {}
+  local function step(v, err) steps[#steps + 1] = tostring(v) .. (err and ("(" .. err .. ")") or "") end
+  local g1 = l:acquire { timeout = 0, lease = 10 }
+  local g2 = l:acquire { timeout = 0, lease = 10 }
+  step(g1 and g2 and true)
+  step(l:release())
+  step(l:release())
+  step(l:acquire { timeout = 0 } and true)
+  step(l:force_unlock())
+  step(l:force_unlock())
+  out { steps = table.concat(steps, ",") }
+end
+
+-- /critical?name=&n=&key=: n times acquire, enter (INCR key: anything but 1 means someone else
+-- is inside: INCR key:overlaps), stay 2 ms, leave (DECR key), release.
+function app.critical()
+  local runner = require "redlease.resty.runner"
+  local l = lock_of(app.client)
+  local key, done, overlaps = var.arg_key, 0, 0
+  for _ = 1, num("n", 1) do
+    local g, err = l:acquire { timeout = 60 }
+    if not g then return out { done = done, err = err, pid = ngx.worker.pid() } end
+    if runner.command(app.client, { "INCR", key }) ~= 1 then
+      overlaps = overlaps + 1
+      runner.command(app.client, { "INCR", key .. ":overlaps" })
+    end
+    ngx.sleep(0.002)
+    runner.command(app.client, { "DECR", key })
+    local ok, rerr = g:release()
+    if not ok then return out { done = done, err = rerr, pid = ngx.worker.pid() } end
+    done = done + 1
+  end
+  out { done = done, overlaps = overlaps, pid = ngx.worker.pid() }
+end
+
+-- /many?prefix=&n=&secs=: n light threads, each its own owner, hold prefix..i for secs.
+function app.many()
+  local n, secs, prefix = num("n", 1), num("secs", 1), var.arg_prefix
+  local threads = {}
+  for i = 1, n do
+    threads[i] = ngx.thread.spawn(function()
+      local l = app.client:lock(prefix .. i)
+      local g, err = l:acquire { timeout = 0 }
+      if not g then return "acquire: " .. err end
+      ngx.sleep(secs)
+      local ok, rerr = g:release()
+      return ok and "ok" or "release: " .. rerr
+    end)
+  end
+  local ok_count, first_err = 0, nil
+  for i = 1, n do
+    local _, r = ngx.thread.wait(threads[i])
+    if r == "ok" then ok_count = ok_count + 1 else first_err = first_err or r end
+  end
+  out { ok = ok_count, err = first_err }
+end
+
+-- /leak_error?name=: takes the lock and fails without releasing it.
+function app.leak_error()
+  local g = assert(lock_of(app.client):acquire { timeout = 0, lease = num("lease") })
+  ngx.ctx.guard = g -- reachable from the request only
+  error("the handler failed while holding " .. var.arg_name)
+end
+
+-- /leak_sleep?name=: takes the lock and sleeps (the client aborts meanwhile).
+function app.leak_sleep()
+  assert(lock_of(app.client):acquire { timeout = 0 })
+  ngx.say("holding")
+  ngx.flush(true)
+  ngx.sleep(num("secs", 60))
+end
+
+-- /gc: a full collection in this worker.
+function app.gc()
+  collectgarbage()
+  collectgarbage()
+  out { pid = ngx.worker.pid() }
+end
+
+-- Phase probes: a bad argument, then a one-try acquire, each said in the error log as
+-- "PROBE-ARG <where> <error>" and "PROBE-CALL <where> <result>".
+function app.probe(where, url)
+  local client = url and redlease.connect(url) or app.client
+  local l = client:lock("probe:" .. where)
+  local _, msg = pcall(l.acquire, l, { timeout = "soon" })
+  ngx.log(ngx.ERR, "PROBE-ARG ", where, " ", tostring(msg))
+  local _, msg2 = pcall(client.lock, client, 42)
+  ngx.log(ngx.ERR, "PROBE-ARG ", where, " ", tostring(msg2))
+  local g, err = l:acquire { timeout = 0 }
+  ngx.log(ngx.ERR, "PROBE-CALL ", where, " ", g and "acquired" or tostring(err))
+  if g then
+    local ok, rerr = g:release()
+    ngx.log(ngx.ERR, "PROBE-RELEASE ", where, " ", tostring(ok or rerr))
+  end
 end
 
 return app
