@@ -24,18 +24,20 @@ LOCATIONS = """
 """
 
 
-def init_worker(watchdog=1.5, extra=""):
-    opts = f"watchdog_timeout = {watchdog}" + (", " + extra if extra else "")
-    return f'  init_worker_by_lua_block {{ require("app").init("{{redis}}", {{ {opts} }}) }}\n'
+def init_worker(watchdog=1.5, code=""):
+    return (f'  init_worker_by_lua_block {{ require("app").init("{{redis}}", '
+            f'{{ watchdog_timeout = {watchdog} }}) {code} }}\n')
 
 
 @pytest.fixture
 def make_nginx(server, request):
-    """make_nginx(workers=1, watchdog=1.5, http="", locations="", main="", start=True)."""
+    """make_nginx(workers=1, watchdog=1.5, http="", locations="", main="", start=True,
+    init_worker_code="")."""
     made = []
 
-    def make(workers=1, watchdog=1.5, http="", locations="", main="", start=True, url=None):
-        ng = Nginx(url or server.url, http_block=init_worker(watchdog) + http,
+    def make(workers=1, watchdog=1.5, http="", locations="", main="", start=True, url=None,
+             init_worker_code=""):
+        ng = Nginx(url or server.url, http_block=init_worker(watchdog, init_worker_code) + http,
                    server_block=LOCATIONS + locations, workers=workers, main_block=main)
         made.append(ng)
         return ng.start() if start else ng
