@@ -6,6 +6,10 @@ import argparse
 import json
 import os
 import statistics
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "openresty"))
+from section import section as openresty_section  # noqa: E402
 
 NOT_YET = "not measured yet"
 LUA_NAMES = {"lua5.4": "Lua 5.4", "luajit": "LuaJIT"}
@@ -607,6 +611,8 @@ def write(results, page, img):
           f"{'**flat**' if flat else '**not flat**'} "
           f"({rs['growth_after_warmup_kb']:+,} KiB after the first 10%).\n")
         w(pic("rss.png", "RSS over cycles"))
+
+    w(openresty_section(results))  # bench/openresty/section.py
 
     # failures
     bad = [(n, s) for n, s in R.steps.items() if not s.get("ok")]

@@ -1,7 +1,7 @@
 """A throwaway nginx with the Lua module for the openresty suite: writes conf/nginx.conf into a
 temp dir (a free loopback port, the worktree's Lua modules first on lua_package_path, the error
 log in the dir), runs `nginx -p DIR -c conf/nginx.conf` in the foreground, and stops it by pid.
-``http_block`` and ``server_block`` are nginx config text added to the http {} and server {}
+``lua_dir`` is one more folder of Lua modules; ``http_block`` and ``server_block`` are nginx config text added to the http {} and server {}
 blocks; ``{redis}`` in them is replaced by the Redis URL."""
 
 import http.client
@@ -43,7 +43,7 @@ http {{
   fastcgi_temp_path tmp/fastcgi;
   uwsgi_temp_path tmp/uwsgi;
   scgi_temp_path tmp/scgi;
-  lua_package_path "{lua_dir}/?.lua;{lua_dir}/?/init.lua;{test_dir}/?.lua;{resty_lua}/?.lua;;";
+  lua_package_path "{extra_lua}{lua_dir}/?.lua;{lua_dir}/?/init.lua;{test_dir}/?.lua;{resty_lua}/?.lua;;";
   lua_socket_log_errors off;
 {http_block}
   server {{
@@ -63,7 +63,8 @@ def free_port() -> int:
 
 class Nginx:
     def __init__(self, redis_url: str, http_block: str = "", server_block: str = "",
-                 workers: int = 1, main_block: str = "", log_level: str = "info") -> None:
+                 workers: int = 1, main_block: str = "", log_level: str = "info",
+                 lua_dir: str = "") -> None:
         self.redis_url = redis_url
         self.dir = tempfile.mkdtemp(prefix="redlease-nginx-")
         for sub in ("conf", "logs", "tmp"):
@@ -72,6 +73,7 @@ class Nginx:
         self.workers = workers
         self.blocks = (http_block, server_block, main_block)
         self.log_level = log_level
+        self.extra_lua = f"{lua_dir}/?.lua;" if lua_dir else ""
         self.process: Optional[subprocess.Popen] = None
         self.write_conf()
 
@@ -85,7 +87,7 @@ class Nginx:
                            user="user root;" if os.geteuid() == 0 else "",
                            http_block=h.replace("{redis}", self.redis_url),
                            server_block=s.replace("{redis}", self.redis_url),
-                           main_block=m, log_level=self.log_level)
+                           main_block=m, log_level=self.log_level, extra_lua=self.extra_lua)
         with open(os.path.join(self.dir, "conf", "nginx.conf"), "w") as f:
             f.write(text)
 
