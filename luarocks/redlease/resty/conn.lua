@@ -38,7 +38,8 @@ function conn.open(c)
   local self = setmetatable({ sock = sock, reader = resp.reader(sock), client = c }, Conn)
   if sock:getreusedtimes() == 0 then
     if ep.tls then
-      local session, herr = sock:sslhandshake(nil, ep.host, true)
+      -- false: no session object wanted back (verification and SNI as usual)
+      local session, herr = sock:sslhandshake(false, ep.host, true)
       if not session then
         sock:close()
         return fail(c, "TLS handshake with", herr)

@@ -34,21 +34,24 @@ local Reader = {}
 Reader.__index = Reader
 
 function resp.reader(sock)
-  return setmetatable({ sock = sock, buf = "", pos = 1 }, Reader)
+  return setmetatable({ sock = sock, buf = "", pos = 1, mark = 1 }, Reader)
 end
 
 -- Whether bytes are left unread (a connection with leftovers is not reused).
 function Reader:pending() return self.pos <= #self.buf end
 
+-- Keeps the bytes from the start of the reply being read (self.mark) on.
 local function fill(self)
   local data, err = self.sock:receiveany(65536)
   if not data then return nil, err end
-  if self.pos > #self.buf then
+  local mark = self.mark
+  if mark > #self.buf then
     self.buf = data
   else
-    self.buf = sub(self.buf, self.pos) .. data
+    self.buf = sub(self.buf, mark) .. data
   end
-  self.pos = 1
+  self.pos = self.pos - mark + 1
+  self.mark = 1
   return true
 end
 
@@ -75,10 +78,19 @@ local function exact(self, n)
   return s
 end
 
+local read
+
 -- One reply: a string, a number, a table (array), resp.null, an error object; or nil and the
--- socket's error ("timeout", "closed", ...). A timeout before the reply's first byte leaves the
--- reader as it was; within a reply, the caller must give the connection up.
+-- socket's error ("timeout", "closed", ...). After a timeout the reader is as it was before the
+-- call (the bytes of a partly received reply are kept), so reading again is safe.
 function Reader:read()
+  self.mark = self.pos
+  local v, err = read(self)
+  if v == nil then self.pos = self.mark end
+  return v, err
+end
+
+read = function(self)
   local l, err = line(self)
   if not l then return nil, err end
   local kind, rest = byte(l), sub(l, 2)
@@ -99,7 +111,7 @@ function Reader:read()
     if n < 0 then return resp.null end
     local t = {}
     for i = 1, n do
-      local v, e = self:read()
+      local v, e = read(self)
       if v == nil then return nil, e end
       t[i] = v
     end

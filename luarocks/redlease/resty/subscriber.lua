@@ -109,6 +109,7 @@ local function read_loop(self, c)
     elseif err ~= "timeout" then
       self.last_error = "subscriber connection: " .. tostring(err)
       self.connected = false
+      poke(self) -- the writer closes up at once, and the waiters hear of it
     end
   end
 end
