@@ -33,6 +33,7 @@ function Client.new(ep, o)
       last_round_holds = 0 },
   }, Client)
   self.pool = conn.pool_name(ep)
+  self.connect_opts = { pool = self.pool }
   self.sub = Sub.new(self)
   return self
 end
@@ -69,7 +70,12 @@ end
 
 function Client:owner_of(run)
   identity(self)
-  return self.uuid .. ":" .. run.id
+  local who = run[self] -- the run's owner string for this client, made once
+  if not who or who.uuid ~= self.uuid then
+    who = { uuid = self.uuid, owner = self.uuid .. ":" .. run.id }
+    run[self] = who
+  end
+  return who.owner
 end
 
 -- A fresh unlock request id (32 hex): random per worker, then a counter.

@@ -30,9 +30,9 @@ function conn.open(c)
   sock:settimeouts(c.connect_ms, c.command_ms, c.command_ms)
   local ok, err
   if ep.unix then
-    ok, err = sock:connect("unix:" .. ep.path, { pool = c.pool })
+    ok, err = sock:connect("unix:" .. ep.path, c.connect_opts)
   else
-    ok, err = sock:connect(ep.host, ep.port, { pool = c.pool })
+    ok, err = sock:connect(ep.host, ep.port, c.connect_opts)
   end
   if not ok then return fail(c, "cannot connect to", err) end
   local self = setmetatable({ sock = sock, reader = resp.reader(sock), client = c }, Conn)
@@ -43,6 +43,12 @@ function conn.open(c)
       if not session then
         sock:close()
         return fail(c, "TLS handshake with", herr)
+      end
+      -- A handshake that completes asynchronously can answer success after nginx closed the
+      -- connection for a certificate that failed verification: a closed socket says so here.
+      if not sock:getreusedtimes() then
+        return fail(c, "TLS handshake with",
+          "the connection was closed during the handshake (certificate verification failed?)")
       end
     end
     local parts, n = {}, 0

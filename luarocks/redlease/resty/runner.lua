@@ -14,9 +14,10 @@ local ORDER = { "acquire", "release", "force_unlock", "renew", "fenced_acquire",
   "fair_cancel", "fair_release", "fair_force_unlock", "read_acquire", "write_acquire",
   "read_release", "write_release", "rw_force_unlock" }
 
-local sha = {}
+local sha, head = {}, {}
 for _, name in ipairs(ORDER) do
   sha[name] = (ngx.sha1_bin(texts[name]):gsub(".", function(c) return ("%02x"):format(c:byte()) end))
+  head[name] = "$7\r\nEVALSHA\r\n$40\r\n" .. sha[name] .. "\r\n" -- the fixed start of a call
 end
 runner.sha = sha
 runner.order = ORDER
@@ -45,9 +46,13 @@ function runner.run(client, calls, idempotent)
   local parts = {}
   for i = 1, #calls do
     local call = calls[i]
-    call[1] = sha[call[1]] or error("no script " .. tostring(call[1]))
-    table.insert(call, 1, "EVALSHA")
-    encode(parts, call)
+    local n = #call
+    parts[#parts + 1] = "*" .. (n + 1) .. "\r\n"
+    parts[#parts + 1] = head[call[1]] or error("no script " .. tostring(call[1]))
+    for j = 2, n do
+      local a = tostring(call[j])
+      parts[#parts + 1] = "$" .. #a .. "\r\n" .. a .. "\r\n"
+    end
   end
   local tries = idempotent and 2 or 1
   local replies, err
