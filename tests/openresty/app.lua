@@ -84,6 +84,65 @@ function app.sequence()
   out { steps = table.concat(steps, ",") }
 end
 
+-- /api?name=: the lock API within one request, each check a "name=value" line.
+function app.api()
+  local c = app.client
+  local name = ngx.unescape_uri(var.arg_name)
+  local l = c:lock(name)
+  local r = {}
+  local g1 = assert(l:acquire { timeout = 0 })
+  local g2 = assert(l:acquire { timeout = 0 }) -- the same run re-enters
+  r.hold_count = l:hold_count()
+  r.held = l:held()
+  r.locked = l:locked()
+  local rem = l:remaining()
+  r.remaining_ok = rem > 0 and rem <= 1.5
+  -- a light thread is an owner of its own: it cannot take it, nor release it
+  local t = ngx.thread.spawn(function()
+    local g, err = l:acquire { timeout = 0 }
+    local ok, rerr = l:release()
+    return (g and "acquired" or err:match("^(%w+):")) .. "," .. (ok and "released" or rerr:match("^([%w_]+):"))
+  end)
+  r.thread = select(2, ngx.thread.wait(t))
+  r.release1 = g2:release()
+  r.release1_again = g2:release() -- idempotent
+  r.released_flag = g2:released()
+  r.count_after = l:hold_count()
+  r.release2 = l:release() -- through the newest open guard: g1
+  r.g1_released = g1:released()
+  local ok, err = l:release()
+  r.not_owned = not ok and err:match("^([%w_]+):")
+  r.remaining_free = l:remaining()
+  -- fenced: strictly increasing tokens, reentrant ones too
+  local f = c:fenced_lock(name .. ":fenced")
+  local a, b = assert(f:acquire { timeout = 0 }), assert(f:acquire { timeout = 0 })
+  r.tokens = a.token < b.token and f:token() == b.token
+  b:release(); a:release()
+  r.token_after = tostring(f:token())
+  -- read/write: two readers of this run and a light thread share; a writer waits
+  local rw = c:rw_lock(name .. ":rw")
+  local rg = assert(rw.read:acquire { timeout = 0 })
+  local t2 = ngx.thread.spawn(function()
+    local g = rw.read:acquire { timeout = 0 }
+    local w, werr = rw.write:acquire { timeout = 0 }
+    if g then g:release() end
+    return (g and "read" or "noread") .. "," .. (w and "write" or werr:match("^(%w+):"))
+  end)
+  r.rw_thread = select(2, ngx.thread.wait(t2))
+  r.read_locked = rw.read:locked()
+  rg:release()
+  -- force unlock: the holder learns its hold was lost
+  local victim = assert(l:acquire { timeout = 0, lease = 5 })
+  r.forced = l:force_unlock()
+  local vok, verr = victim:release()
+  r.after_force = not vok and verr:match("^(%w+):") .. ":" .. verr:match("%((%w+)%)$")
+  -- with: results, errors re-raised after the release
+  r.with_result = l:with(function(x, y) return x + y end, { timeout = 1 }, 2, 3)
+  local wok, werr = pcall(l.with, l, function() error("inside") end, { timeout = 1 })
+  r.with_error = not wok and tostring(werr):match("inside") ~= nil and not l:locked()
+  out(r)
+end
+
 -- /critical?name=&n=&key=: n times acquire, enter (INCR key: anything but 1 means someone else
 -- is inside: INCR key:overlaps), stay 2 ms, leave (DECR key), release.
 function app.critical()
