@@ -35,7 +35,8 @@ function conn.open(c)
     ok, err = sock:connect(ep.host, ep.port, c.connect_opts)
   end
   if not ok then return fail(c, "cannot connect to", err) end
-  local self = setmetatable({ sock = sock, reader = resp.reader(sock), client = c }, Conn)
+  local self = setmetatable({ sock = sock, reader = resp.reader(sock), client = c, exchanges = 0 },
+    Conn)
   if sock:getreusedtimes() == 0 then
     if ep.tls then
       -- false: no session object wanted back (verification and SNI as usual)
@@ -79,6 +80,7 @@ end
 -- Sends the encoded parts, reads n replies. Closes the connection on any failure.
 function Conn:raw_exchange(parts, n)
   local sock = self.sock
+  self.exchanges = self.exchanges + 1 -- round trips, for the watchdog's counters
   local ok, err = sock:send(parts)
   if not ok then
     sock:close()

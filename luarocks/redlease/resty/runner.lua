@@ -40,8 +40,8 @@ local function is_noscript(v)
 end
 
 -- calls: a list of {name, nkeys, keys and args...} (name as in ORDER). Runs them pipelined on
--- one connection of client `client`. -> replies | nil, err. `idempotent`: a call that failed
--- on the network is tried once more on a fresh connection.
+-- one connection of client `client`. -> replies | nil, err; and the round trips it took.
+-- `idempotent`: a call that failed on the network is tried once more on a fresh connection.
 function runner.run(client, calls, idempotent)
   local parts = {}
   for i = 1, #calls do
@@ -54,12 +54,12 @@ function runner.run(client, calls, idempotent)
       parts[#parts + 1] = "$" .. #a .. "\r\n" .. a .. "\r\n"
     end
   end
-  local tries = idempotent and 2 or 1
-  local replies, err
-  for _ = 1, tries do
+  local trips, err = 0, nil
+  for _ = 1, idempotent and 2 or 1 do
     local c
     c, err = conn.open(client)
-    if not c then return nil, err end
+    if not c then return nil, err, trips end
+    local replies
     replies, err = c:exchange(parts, #calls)
     if replies then
       local missing = false
@@ -68,24 +68,25 @@ function runner.run(client, calls, idempotent)
         local ok, lerr = load_all(c)
         if not ok then
           c.sock:close()
-          return nil, lerr
+          return nil, lerr, trips + c.exchanges
         end
         replies, err = c:exchange(parts, #calls)
       end
-      if replies then
-        c:done()
-        for i = 1, #calls do
-          local e = is_error(replies[i])
-          if e then
-            local auth = e:sub(1, 6) == "NOAUTH" or e:sub(1, 9) == "WRONGPASS"
-            return nil, (auth and "connection" or "server") .. ": the lock script refused: " .. e
-          end
+    end
+    trips = trips + c.exchanges
+    if replies then
+      c:done()
+      for i = 1, #calls do
+        local e = is_error(replies[i])
+        if e then
+          local auth = e:sub(1, 6) == "NOAUTH" or e:sub(1, 9) == "WRONGPASS"
+          return nil, (auth and "connection" or "server") .. ": the lock script refused: " .. e, trips
         end
-        return replies
       end
+      return replies, nil, trips
     end
   end
-  return nil, err
+  return nil, err, trips
 end
 
 -- One plain command (a list of strings) -> reply | nil, err; retried once (read-only queries).

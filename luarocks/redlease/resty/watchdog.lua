@@ -50,7 +50,7 @@ local function round(client)
   local lease = client.watchdog_ms
   local sent_at = now_ms()
   local batch_calls = calls.renew_batch(batch, lease, PER_CALL)
-  local replies, err = runner.run(client, batch_calls, true)
+  local replies, err, trips = runner.run(client, batch_calls, true)
   ngx.update_time()
   local t = now_ms()
   local renewed = 0
@@ -76,13 +76,13 @@ local function round(client)
   end
   if replies then
     stats.renew_rounds = stats.renew_rounds + 1
-    stats.renew_round_trips = stats.renew_round_trips + 1
+    stats.renew_round_trips = stats.renew_round_trips + trips
     stats.renew_calls = stats.renew_calls + #batch_calls
     stats.renewed_holds = stats.renewed_holds + renewed
     stats.last_round_holds = #batch
     return true
   end
-  stats.renew_round_trips = stats.renew_round_trips + 1
+  stats.renew_round_trips = stats.renew_round_trips + trips
   log(WARN, ("redlease: renewal of %d hold(s) failed, retrying: %s"):format(#batch, tostring(err)))
   return false
 end
