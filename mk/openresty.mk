@@ -15,8 +15,9 @@ $(B)/gen_resty_scripts: tools/gen_resty_scripts.c $(B)/plain/librlcore.a
 resty-scripts: $(B)/gen_resty_scripts
 	$(B)/gen_resty_scripts > $(RESTY_SCRIPTS).tmp && mv $(RESTY_SCRIPTS).tmp $(RESTY_SCRIPTS)
 
-# lua-rocks: the C rock (lua5.4) whose wire the suite compares with the backend's.
-test-openresty: deps python-install lua-rocks $(B)/gen_resty_scripts
+# lua-rocks: the C rock (lua5.4) whose wire the suite compares with the backend's;
+# interop-java: the Redisson driver of tests/interop.
+test-openresty: deps python-install lua-rocks interop-java $(B)/gen_resty_scripts
 	@mkdir -p build/results
 	cd tests/openresty && REDLEASE_RESULTS=$(CURDIR)/build/results/openresty.txt \
 	  REDLEASE_GEN_SCRIPTS=$(CURDIR)/$(B)/gen_resty_scripts \
