@@ -37,7 +37,8 @@ app.out = out
 function app.hold()
   local l = lock_of(app.client)
   local t0 = ngx.now()
-  local g, err = l:acquire { timeout = num("timeout"), lease = num("lease") }
+  local max_hold = num("max_hold")
+  local g, err = l:acquire { timeout = num("timeout"), lease = num("lease"), max_hold = max_hold }
   ngx.update_time()
   if not g then return out { acquired = false, err = err, waited = ngx.now() - t0 } end
   local got = ngx.now()

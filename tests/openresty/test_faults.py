@@ -84,3 +84,20 @@ def test_bad_arguments_and_phases(server, raw, make_nginx):
             assert call.startswith(f"unsupported: acquire cannot reach Redis in the {phase} phase"), call
     assert "PROBE-RELEASE" not in "".join(l for l in log.splitlines() if any(f" {d} " in l for d in disabled))
     assert not [l for l in ng.errors() if "PROBE-" not in l], "no other error"
+
+
+def test_waiters_survive_a_redis_restart(server, raw, make_nginx):
+    # the subscriber reconnects and resubscribes; the waiter then gets the lock its holder
+    # lost with the restart
+    ng = make_nginx(watchdog=1.5)
+    t1, holder = hold_in_background(ng, "/hold?name=again&secs=3")
+    assert wait_for(lambda: raw("EXISTS", "again") == 1, 5)
+    t2, waiter = hold_in_background(ng, "/hold?name=again&timeout=20")
+    assert wait_for(lambda: raw("PUBSUB", "NUMSUB", "redisson_lock__channel:{again}")[1] == 1, 5)
+    server.stop()
+    server.start()
+    t1.join(30)
+    t2.join(30)
+    assert holder["lost"] == "true", holder
+    assert waiter["acquired"] == "true" and waiter["released"] == "true", waiter
+    assert float(waiter["got"]) < float(holder["left"])  # it did not wait for the holder's end

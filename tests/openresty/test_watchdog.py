@@ -53,3 +53,11 @@ def test_1000_holds_one_round_trip_per_round(server, raw, make_nginx):
     assert calls_mid - calls_before == rounds, "Redis ran one EVALSHA per round"
     assert renewed == 1000 * rounds
     assert raw("KEYS", "bulk*") == []
+
+
+def test_max_hold_stops_renewal(server, raw, make_nginx):
+    ng = make_nginx(watchdog=0.6)
+    f = fields(ng.get("/hold?name=capped&max_hold=1&secs=2.5")[1])
+    assert f["lost"] == "true" and f["reason"] == "max_hold", f
+    assert f["release_err"].startswith("lost: ") and "(max_hold)" in f["release_err"], f
+    assert 'lost while held: max_hold' in ng.log()

@@ -226,8 +226,10 @@ function Sub:wait(e, until_ms)
     local secs = wake_at and (wake_at - t) / 1000 or 3600
     if secs > 0 then
       local ok, err = e.sema:wait(secs)
-      if ok then return true end
-      if err ~= "timeout" then return nil, "memory: " .. tostring(err) end
+      -- a wake-up while unsubscribed (the connection was lost) only starts the clock above: the
+      -- waiter tries again once the resubscription wakes it
+      if ok and e.subscribed then return true end
+      if not ok and err ~= "timeout" then return nil, "memory: " .. tostring(err) end
     end
     ngx.update_time()
   end
