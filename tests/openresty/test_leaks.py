@@ -51,3 +51,23 @@ def test_client_abort_releases_the_hold(server, raw, make_nginx):
     assert 'redlease: lock "gone" was still held' in ng.log()
     assert "released it" in ng.log()
     print(f"client abort: hold released {released_after:.1f} s after the abort")
+
+
+ACCESS = """
+    location /leak_access {
+      access_by_lua_block { assert(require("app").client:lock("early"):acquire { timeout = 0 }) }
+      content_by_lua_block { ngx.say("done") }
+    }
+"""
+
+
+def test_access_phase_hold_released_after_its_request(server, raw, make_nginx):
+    # a hold of the access phase lives with its request (a later phase may release its guard);
+    # once the request is over and collected, the watchdog releases it
+    ng = make_nginx(watchdog=WATCHDOG, locations=ACCESS)
+    assert ng.get("/leak_access") == (200, "done\n")
+    taken = time.monotonic()
+    assert raw("EXISTS", "early") == 1
+    assert wait_for(lambda: raw("EXISTS", "early") == 0, 3 * WATCHDOG)
+    print(f"access-phase hold released {time.monotonic() - taken:.1f} s after its request")
+    assert 'redlease: lock "early" was still held (1 hold(s))' in ng.log()

@@ -34,20 +34,25 @@ function owner.run()
   local run = by_phase[p]
   if not run then
     last = last + 1
-    run = { id = last, ref = setmetatable({ ctx = ctx, co = co }, { __mode = "v" }) }
+    run = { id = last, phase = p, ref = setmetatable({ ctx = ctx, co = co }, { __mode = "v" }) }
     by_phase[p] = run
   end
   return run
 end
 
--- Whether a run is over: its coroutine finished (dead: it returned or raised, here or in a later
--- run that reused it) or the collector freed its request or coroutine (the request ended while
--- the coroutine was suspended: ngx.exit from another thread, a client abort, a shutdown).
+-- Whether a run is over: the collector freed its request or its coroutine (the request ended:
+-- normally, or while the coroutine was suspended: ngx.exit from another thread, a client abort,
+-- a shutdown), or its coroutine finished (dead: it returned or raised, here or in a later run
+-- that reused it). A run of the rewrite or access phase lives as long as its request instead:
+-- its guard may be released in a later phase of the same request (through ngx.ctx).
+local LIVES_WITH_REQUEST = { rewrite = true, access = true }
+
 function owner.ended(run)
   local ref = run.ref
   local ctx, co = ref.ctx, ref.co
-  if ctx == nil or co == nil then return true end
-  return status(co) == "dead"
+  if ctx == nil then return true end
+  if LIVES_WITH_REQUEST[run.phase] then return false end
+  return co == nil or status(co) == "dead"
 end
 
 -- Random hex from /dev/urandom (once per worker for the client id; never math.random, whose
