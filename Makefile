@@ -8,42 +8,56 @@ SHELL := /bin/bash
 CC ?= cc
 HIREDIS_CFLAGS := $(shell pkg-config --cflags hiredis 2>/dev/null)
 HIREDIS_LIBS := $(shell pkg-config --libs hiredis 2>/dev/null || echo -lhiredis)
+# TLS (rediss://) on OpenSSL when its headers are there (scripts/install-deps installs them);
+# `make TLS=0` builds without, and rediss:// then answers "unsupported".
+TLS ?= $(shell pkg-config --exists openssl 2>/dev/null && echo 1 || echo 0)
+ifeq ($(TLS),1)
+TLS_CFLAGS := -DRL_WITH_TLS $(shell pkg-config --cflags openssl)
+TLS_LIBS := $(shell pkg-config --libs openssl)
+endif
 WARN := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
 CFLAGS ?= -O2 -g
-ALL_CFLAGS := $(WARN) $(CFLAGS) -fPIC -pthread -Icsrc/core $(HIREDIS_CFLAGS)
-LIBS := $(HIREDIS_LIBS) -pthread
+# The public header is include/redlease.h; only the core (and its white-box tests) see
+# csrc/core's internal headers. Bindings, benchmarks and examples compile with PUBLIC_CFLAGS, so
+# the compiler refuses any reach into the core's internals.
+PUBLIC_CFLAGS := $(WARN) $(CFLAGS) -fPIC -pthread -Iinclude $(HIREDIS_CFLAGS) $(TLS_CFLAGS)
+ALL_CFLAGS := $(PUBLIC_CFLAGS) -Icsrc/core
+LIBS := $(HIREDIS_LIBS) $(TLS_LIBS) -pthread
 
 CORE_SRC := $(wildcard csrc/core/*.c)
 TEST_SRC := $(wildcard tests/c/*.c)
 B := build
 
-# One build tree per flavour: plain, asan (ASan+UBSan, leak checking on), tsan.
-FLAVOURS := plain asan tsan
+# One build tree per flavour: plain, asan (ASan+UBSan, leak checking on), tsan, and notls (the
+# core built without TLS: rediss:// must answer "unsupported").
+FLAVOURS := plain asan tsan notls
 FLAGS_plain :=
+FLAGS_notls := -URL_WITH_TLS
 FLAGS_asan := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 FLAGS_tsan := -O1 -fsanitize=thread
 
 define flavour
-$(B)/$(1)/core/%.o: csrc/core/%.c csrc/core/*.h
+$(B)/$(1)/core/%.o: csrc/core/%.c csrc/core/*.h include/*.h
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(ALL_CFLAGS) $$(FLAGS_$(1)) -c $$< -o $$@
-$(B)/$(1)/tests/%.o: tests/c/%.c tests/c/*.h csrc/core/redlease.h
+$(B)/$(1)/tests/%.o: tests/c/%.c tests/c/*.h include/*.h
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(ALL_CFLAGS) $$(FLAGS_$(1)) -c $$< -o $$@
 $(B)/$(1)/librlcore.a: $(patsubst csrc/core/%.c,$(B)/$(1)/core/%.o,$(CORE_SRC))
-	ar rcs $$@ $$^
+	rm -f $$@ && ar rcs $$@ $$^
 $(B)/$(1)/test_core: $(patsubst tests/c/%.c,$(B)/$(1)/tests/%.o,$(TEST_SRC)) $(B)/$(1)/librlcore.a
 	$$(CC) $$(FLAGS_$(1)) -o $$@ $$^ $$(LIBS)
 endef
 $(foreach f,$(FLAVOURS),$(eval $(call flavour,$(f))))
 
 $(B)/demo: examples/c/demo.c $(B)/plain/librlcore.a
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS)
+	$(CC) $(PUBLIC_CFLAGS) -o $@ $^ $(LIBS)
 
-.PHONY: all deps build demo demo-c test test-c test-asan test-tsan test-hiredis1 bench clean
+.PHONY: all deps build demo demo-c test test-c test-asan test-tsan test-notls test-hiredis1 bench \
+  clean
 
 # Suites run by `make test`, in this order; each binding's mk/*.mk adds its own.
-SUITES := c asan tsan hiredis1
+SUITES := c asan tsan notls hiredis1
 -include mk/*.mk
 all: build
 deps:
@@ -74,6 +88,11 @@ test-tsan: $(B)/tsan/test_core
 	@mkdir -p build/results
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
 	  $(B)/tsan/test_core | tee build/results/c-tsan.txt
+
+# Without TLS, only the tests of what such a build answers to rediss:// and TLS options.
+test-notls: $(B)/notls/test_core
+	@mkdir -p build/results
+	$(B)/notls/test_core url_ tls_bad_options | tee build/results/c-notls.txt
 
 # bench, bench-smoke and the bench programs: mk/bench.mk.
 

@@ -13,9 +13,9 @@ HIREDIS_MISSING = ("redlease: hiredis headers not found; install libhiredis-dev 
                    "(Debian/Ubuntu: apt-get install libhiredis-dev pkg-config)")
 
 
-def pkg_config(*args):
+def pkg_config(*args, package="hiredis"):
     try:
-        out = subprocess.run(["pkg-config", *args, "hiredis"], check=True,
+        out = subprocess.run(["pkg-config", *args, package], check=True,
                              capture_output=True, text=True).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
@@ -36,8 +36,21 @@ def hiredis_flags():
     return cflags, libs
 
 
+def openssl_flags():
+    """TLS (rediss://) on the system's OpenSSL when pkg-config finds it; else a build without TLS,
+    where rediss:// answers "unsupported". REDLEASE_TLS=0 leaves it out on purpose."""
+    if os.environ.get("REDLEASE_TLS") == "0":
+        return [], []
+    cflags = pkg_config("--cflags", package="openssl")
+    libs = pkg_config("--libs", package="openssl")
+    if cflags is None or libs is None:
+        return [], []
+    return ["-DRL_WITH_TLS", *cflags], libs
+
+
 cflags, libs = hiredis_flags()
-extra_compile_args = ["-std=c11", "-D_GNU_SOURCE", "-pthread", *cflags]
+tls_cflags, tls_libs = openssl_flags()
+extra_compile_args = ["-std=c11", "-D_GNU_SOURCE", "-pthread", *cflags, *tls_cflags]
 if os.environ.get("REDLEASE_STRICT"):  # make test: the project's warning flags
     extra_compile_args += ["-Wall", "-Wextra", "-Werror", "-Wshadow",
                            "-Wno-cast-function-type"]
@@ -50,10 +63,11 @@ setup(
         Extension(
             "redlease._core",
             sources=sorted(glob.glob("csrc/core/*.c")) + sorted(glob.glob("csrc/python/*.c")),
-            include_dirs=["csrc/core", "csrc/python"],
-            depends=glob.glob("csrc/core/*.h") + glob.glob("csrc/python/*.h"),
+            include_dirs=["include", "csrc/core", "csrc/python"],
+            depends=(glob.glob("include/*.h") + glob.glob("csrc/core/*.h")
+                     + glob.glob("csrc/python/*.h")),
             extra_compile_args=extra_compile_args,
-            extra_link_args=["-pthread", *libs],
+            extra_link_args=["-pthread", *libs, *tls_libs],
         )
     ],
 )

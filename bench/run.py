@@ -2,7 +2,7 @@
 redis-server, then the page and its plots.
 
     python bench/run.py --out build/bench --page docs/benchmarks.md --img docs/img   (make bench)
-    python bench/run.py --smoke --out build/bench-smoke                            (make bench-smoke)
+    python bench/run.py --smoke --out build/bench-smoke                        (make bench-smoke)
 
 Each measurement is one command that prints one JSON object ({"measure": ..., "rows": [...]});
 its output goes to OUT/raw/<step>.json and its stderr to OUT/logs/<step>.log, and everything to
@@ -89,8 +89,10 @@ def machine():
     return {
         "cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(mem_gib, 1),
         "kernel": platform.release(), "os": os_name,
-        "redis": sh("redis-server", "--version"), "redis_benchmark": sh("redis-benchmark", "--version"),
-        "hiredis": sh("pkg-config", "--modversion", "hiredis"), "cc": sh("cc", "--version").split("\n")[0],
+        "redis": sh("redis-server", "--version"),
+        "redis_benchmark": sh("redis-benchmark", "--version"),
+        "hiredis": sh("pkg-config", "--modversion", "hiredis"),
+        "cc": sh("cc", "--version").split("\n")[0],
         "python": platform.python_version(), "lua": lua,
         "versions": {name: version_of(IMPLS[name].dist) for name in ["redlease"] + PEERS},
         "matplotlib": version_of("matplotlib"), "commit": commit,
@@ -178,8 +180,8 @@ class Harness:
             self.external(redisson, "cycles", cycles=p["cycles"], seconds=p["cycle_seconds"])
         self.paired_limits()
         limits = self.steps.get("limits", {"ok": False})
-        # 1b: 16 threads, and the server's ceiling; the C core with the Python binding's pool
-        # (4 connections) and with one connection per thread
+        # 1b: 16 threads, and the server's ceiling; the C core with a pool of 4 connections and
+        # with one connection per thread (the core's default pool, as the Python rows, is 16)
         for pool in (4, p["parallel_threads"]):
             self.run(f"parallel-c-pool{pool}", "parallel",
                      [self.bins["parallel"], self.url, p["parallel_threads"],
@@ -345,9 +347,11 @@ def main():
     out = os.path.abspath(a.out)
     page = os.path.abspath(a.page or os.path.join(out, "benchmarks.md"))
     img = os.path.abspath(a.img or os.path.join(out, "img"))
-    if a.smoke and os.path.commonpath([page, os.path.join(ROOT, "docs")]) == os.path.join(ROOT, "docs"):
+    docs = os.path.join(ROOT, "docs")
+    if a.smoke and os.path.commonpath([page, docs]) == docs:
         sys.exit("run.py: --smoke never writes docs/")
-    bins = {k: os.path.join(a.bin, "bench_" + k) for k in ("core", "limits", "watchdog", "parallel")}
+    bins = {k: os.path.join(a.bin, "bench_" + k)
+            for k in ("core", "limits", "watchdog", "parallel")}
     bins["bare"] = os.path.join(a.bin, "bench_bare.so")
     size = "smoke" if a.smoke else "full"
     redisson = os.environ.get("BENCH_REDISSON", "").strip()

@@ -12,7 +12,8 @@ def pos(*xs):
 def check_step(name, step, params):
     """Problems with one step's output ([] when sane)."""
     if not step.get("ok"):
-        return [step.get("error", "failed").splitlines()[-1][:200] if step.get("error") else "failed"]
+        error = step.get("error")
+        return [error.splitlines()[-1][:200] if error else "failed"]
     d, m = step["data"], step["measure"]
     rows = d.get("rows", [])
     if m not in ("ceiling",) and not rows:
@@ -72,7 +73,8 @@ def record(results, report_problems, page, img, path=None):
     count("page", report_problems + ([] if os.path.getsize(page) > 1000 else ["page too short"]))
     for plot in ("cycles", "parallel", "handoff", "contended", "watchdog", "gil", "rss"):
         f = os.path.join(img, plot + ".png")
-        count(f"plot {plot}", [] if os.path.exists(f) and os.path.getsize(f) > 1000 else ["missing"])
+        drawn = os.path.exists(f) and os.path.getsize(f) > 1000
+        count(f"plot {plot}", [] if drawn else ["missing"])
     lines.append(f"{passed} passed, {failed} failed")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")

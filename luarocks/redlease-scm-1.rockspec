@@ -1,6 +1,6 @@
 -- Build from a checkout: luarocks make luarocks/redlease-scm-1.rockspec
--- The C core (csrc/core) is compiled into redlease.core; hiredis comes from the system
--- (Debian/Ubuntu: libhiredis-dev).
+-- The C core (csrc/core) is compiled into redlease.core; hiredis and OpenSSL (for rediss://)
+-- come from the system (Debian/Ubuntu: libhiredis-dev libssl-dev).
 rockspec_format = "3.0"
 package = "redlease"
 version = "scm-1"
@@ -28,6 +28,10 @@ external_dependencies = {
    HIREDIS = {
       header = "hiredis/hiredis.h",
       library = "hiredis",
+   },
+   OPENSSL = {
+      header = "openssl/ssl.h",
+      library = "ssl",
    },
 }
 
@@ -64,29 +68,34 @@ build = {
             -- the core: every csrc/core/*.c (tests/lua checks that this list is complete)
             "csrc/core/client.c",
             "csrc/core/clock.c",
+            "csrc/core/contexts.c",
             "csrc/core/conn.c",
             "csrc/core/error.c",
             "csrc/core/events.c",
             "csrc/core/fork.c",
             "csrc/core/holds.c",
+            "csrc/core/kind_fair.c",
+            "csrc/core/kind_fenced.c",
+            "csrc/core/kind_reentrant.c",
+            "csrc/core/kind_rw.c",
             "csrc/core/lock.c",
             "csrc/core/lock_calls.c",
             "csrc/core/names.c",
             "csrc/core/pool.c",
             "csrc/core/random.c",
             "csrc/core/replicas.c",
-            "csrc/core/script_text.c",
             "csrc/core/scripts.c",
-            "csrc/core/sigpipe.c",
+            "csrc/core/sentinel.c",
             "csrc/core/subscriber.c",
             "csrc/core/threads.c",
+            "csrc/core/tls.c",
             "csrc/core/url.c",
             "csrc/core/watchdog.c",
          },
-         defines = { "_GNU_SOURCE" },
-         incdirs = { "csrc/core", "$(HIREDIS_INCDIR)" },
-         libdirs = { "$(HIREDIS_LIBDIR)" },
-         libraries = { "hiredis", "pthread" },
+         defines = { "_GNU_SOURCE", "RL_WITH_TLS" },
+         incdirs = { "include", "csrc/core", "$(HIREDIS_INCDIR)", "$(OPENSSL_INCDIR)" },
+         libdirs = { "$(HIREDIS_LIBDIR)", "$(OPENSSL_LIBDIR)" },
+         libraries = { "hiredis", "ssl", "crypto", "pthread" },
       },
    },
 }

@@ -9,34 +9,44 @@ BENCH_PEERS := redis python-redis-lock pottery matplotlib
 BENCH_BINS := $(B)/bench_core $(B)/bench_limits $(B)/bench_watchdog $(B)/bench_parallel \
   $(B)/bench_bare.so
 
-.PHONY: bench bench-smoke test-bench-smoke bench-deps
+.PHONY: bench bench-smoke test-bench-smoke bench-deps bench-redisson
 
 # The bare hiredis loop (the limit of measure 1) is linked into bench_core and bench_limits, and
 # built as a shared object that the Python benchmarks load with ctypes.
 BARE_LOOP := bench/c/bare_loop.c bench/c/bare_loop.h
 
 $(B)/bench_core: bench/c/bench_core.c $(BARE_LOOP) $(B)/plain/librlcore.a
-	$(CC) $(ALL_CFLAGS) -Ibench/c -o $@ $(filter %.c %.a,$^) $(LIBS)
+	$(CC) $(PUBLIC_CFLAGS) -Ibench/c -o $@ $(filter %.c %.a,$^) $(LIBS)
 
 $(B)/bench_limits: bench/c/bench_limits.c $(BARE_LOOP) $(B)/plain/librlcore.a
-	$(CC) $(ALL_CFLAGS) -Ibench/c -o $@ $(filter %.c %.a,$^) $(LIBS)
+	$(CC) $(PUBLIC_CFLAGS) -Ibench/c -o $@ $(filter %.c %.a,$^) $(LIBS)
 
 $(B)/bench_bare.so: $(BARE_LOOP) $(B)/plain/librlcore.a
-	$(CC) $(ALL_CFLAGS) -shared -o $@ $(filter %.c %.a,$^) $(LIBS)
+	$(CC) $(PUBLIC_CFLAGS) -shared -o $@ $(filter %.c %.a,$^) $(LIBS)
 
 $(B)/bench_parallel: bench/c/bench_parallel.c $(B)/plain/librlcore.a
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS)
+	$(CC) $(PUBLIC_CFLAGS) -o $@ $^ $(LIBS)
 
-# Linked with --wrap around two core functions, to time the watchdog's rounds from outside.
 $(B)/bench_watchdog: bench/c/bench_watchdog.c $(B)/plain/librlcore.a
-	$(CC) $(ALL_CFLAGS) -Wl,--wrap=rl_cond_wait_until -Wl,--wrap=rl_scripts_run -o $@ $^ $(LIBS)
+	$(CC) $(PUBLIC_CFLAGS) -o $@ $^ $(LIBS)
 
-# Redisson's rows: the Java benchmark program of the interop Maven project (Bench.java), run by
-# bench/redisson/run; set BENCH_REDISSON= (empty) to leave those rows out.
+# Redisson's rows: the Java program bench/redisson (Bench.java, its own Maven project), built into
+# build/bench-redisson (the jar, its dependencies in lib/; Maven's output in build.log, shown when
+# the build fails) and run by bench/redisson/run; set BENCH_REDISSON= (empty) to leave those rows
+# out.
 BENCH_REDISSON ?= $(CURDIR)/bench/redisson/run
 export BENCH_REDISSON
+REDISSON_JAR := $(B)/bench-redisson/redlease-bench-redisson.jar
+REDISSON_SOURCES := bench/redisson/pom.xml $(shell find bench/redisson/src -name '*.java')
 
-bench-deps: deps python-install lua-rocks $(BENCH_BINS) $(if $(BENCH_REDISSON),interop-java)
+$(REDISSON_JAR): $(REDISSON_SOURCES)
+	@rm -rf $(B)/bench-redisson && mkdir -p $(B)/bench-redisson
+	mvn -q -B -f bench/redisson/pom.xml -Dbench.out=$(CURDIR)/$(B)/bench-redisson package \
+	  >$(B)/bench-redisson/build.log 2>&1 || { cat $(B)/bench-redisson/build.log; exit 1; }
+
+bench-redisson: $(REDISSON_JAR)
+
+bench-deps: deps python-install lua-rocks $(BENCH_BINS) $(if $(BENCH_REDISSON),bench-redisson)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check $(BENCH_PEERS)
 
 bench: bench-deps

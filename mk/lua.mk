@@ -10,7 +10,7 @@ LUA_ABI_lua5.4 := 5.4
 LUA_ABI_luajit := 5.1
 LUA_INCDIR_lua5.4 := /usr/include/lua5.4
 LUA_INCDIR_luajit := /usr/include/luajit-2.1
-LUA_SOURCES := $(wildcard csrc/lua/*.c csrc/lua/*.h csrc/core/*.c csrc/core/*.h \
+LUA_SOURCES := $(wildcard csrc/lua/*.c csrc/lua/*.h csrc/core/*.c csrc/core/*.h include/*.h \
                  luarocks/*.rockspec luarocks/redlease/*.lua luarocks/redlease/resty/*.lua)
 
 .PHONY: lua-rocks lua-strict lua-valgrind test-lua bench-lua demo-lua
@@ -19,7 +19,7 @@ LUA_SOURCES := $(wildcard csrc/lua/*.c csrc/lua/*.h csrc/core/*.c csrc/core/*.h 
 # and the two builds cannot mix.
 $(B)/lua-%/.built: $(LUA_SOURCES)
 	@rm -rf $(B)/lua-src-$* $(B)/lua-$* && mkdir -p $(B)/lua-src-$*
-	@cp -r csrc luarocks $(B)/lua-src-$*/
+	@cp -r csrc include luarocks $(B)/lua-src-$*/
 	cd $(B)/lua-src-$* && luarocks --lua-version $(LUA_ABI_$*) --tree $(CURDIR)/$(B)/lua-$* \
 	  make luarocks/redlease-scm-1.rockspec LUA_INCDIR=$(LUA_INCDIR_$*) >build.log 2>&1 \
 	  || { cat build.log; exit 1; }
@@ -28,9 +28,9 @@ $(B)/lua-%/.built: $(LUA_SOURCES)
 lua-rocks: $(foreach i,$(LUA_INTERPRETERS),$(B)/lua-$(i)/.built)
 
 # -Wall -Wextra -Werror against each interpreter's headers (luarocks uses its default flags).
-$(B)/lua-strict/%.ok: $(wildcard csrc/lua/*.c csrc/lua/*.h) csrc/core/redlease.h
+$(B)/lua-strict/%.ok: $(wildcard csrc/lua/*.c csrc/lua/*.h) include/redlease.h
 	@mkdir -p $(dir $@)
-	for f in csrc/lua/*.c; do $(CC) $(WARN) -O2 -fPIC -Icsrc/core $(HIREDIS_CFLAGS) \
+	for f in csrc/lua/*.c; do $(CC) $(WARN) -O2 -fPIC -Iinclude $(HIREDIS_CFLAGS) \
 	  -I$(LUA_INCDIR_$*) -c $$f -o $(B)/lua-strict/$*-$$(basename $$f .c).o || exit 1; done
 	@touch $@
 

@@ -8,12 +8,13 @@ import pytest
 
 import redlease
 from redlease.testing import RedisServer
-from testkit import Raw
+from testkit import LostRecorder, Raw
 
 
 @pytest.fixture
 def server():
-    with RedisServer() as s:
+    # DEBUG SLEEP stalls the server for tests of lost replies.
+    with RedisServer(extra_args=["--enable-debug-command", "yes"]) as s:
         yield s
 
 
@@ -26,17 +27,24 @@ def raw(server):
 
 @pytest.fixture
 def make_client(server):
-    """redlease clients on the test's server with any options; all closed after the test."""
+    """redlease clients (on the test's server unless given another URL) with any options; all
+    closed after the test."""
     made = []
 
-    def make(**options):
-        c = redlease.Client(server.url, **options)
+    def make(url=None, **options):
+        c = redlease.Client(url or server.url, **options)
         made.append(c)
         return c
 
     yield make
     for c in made:
         c.close()
+
+
+@pytest.fixture
+def lost():
+    """An on_lost recorder (testkit.LostRecorder)."""
+    return LostRecorder()
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -1,7 +1,8 @@
 """Shared by the pytest suites: a minimal Redis client (to inspect what redlease wrote,
-independently of redlease) and a polling helper."""
+independently of redlease), a polling helper and an on_lost recorder."""
 
 import socket
+import threading
 import time
 from typing import Any, List, Union
 
@@ -74,3 +75,19 @@ def wait_for(predicate, timeout=5.0):
             return True
         time.sleep(0.02)
     return predicate()
+
+
+class LostRecorder:
+    """An on_lost callback that remembers (name, reason, time.monotonic()) and lets a test wait
+    for the first call."""
+
+    def __init__(self) -> None:
+        self.calls: List[Any] = []
+        self.event = threading.Event()
+
+    def __call__(self, name: Any, reason: str) -> None:
+        self.calls.append((name, reason, time.monotonic()))
+        self.event.set()
+
+    def wait(self, timeout: float) -> bool:
+        return self.event.wait(timeout)

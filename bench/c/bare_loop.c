@@ -8,7 +8,7 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "scripts.h"
+#include "redlease.h"
 
 struct bl_conn {
     redisContext *ctx;
@@ -33,8 +33,17 @@ static redisReply *command(bl_conn *c, int argc, const char **argv) {
     return r;
 }
 
-static int load(bl_conn *c, rl_script_id id, char sha[41]) {
-    const char *argv[] = {"SCRIPT", "LOAD", rl_script_text(id)};
+/* The text of the core's script `name` (the same bytes redlease sends). */
+static const char *script(const char *name) {
+    for (int i = 0; rl_script_name(i); i++)
+        if (strcmp(rl_script_name(i), name) == 0) return rl_script_source(i);
+    return NULL;
+}
+
+static int load(bl_conn *c, const char *name, char sha[41]) {
+    const char *text = script(name);
+    if (!text) return -1;
+    const char *argv[] = {"SCRIPT", "LOAD", text};
     redisReply *r = command(c, 3, argv);
     if (!r || r->type != REDIS_REPLY_STRING) return -1;
     snprintf(sha, 41, "%s", r->str);
@@ -53,8 +62,8 @@ bl_conn *bl_open(const char *url) {
     c->ctx = redisConnect(host, atoi(colon + 1));
     if (getrandom(&c->latch_prefix, sizeof c->latch_prefix, 0) != sizeof c->latch_prefix)
         c->latch_prefix = (unsigned long long)time(NULL) ^ (unsigned long long)(size_t)c;
-    if (!c->ctx || c->ctx->err || load(c, RL_SCRIPT_ACQUIRE, c->acq) != 0 ||
-        load(c, RL_SCRIPT_RELEASE, c->rel) != 0) {
+    if (!c->ctx || c->ctx->err || load(c, "acquire", c->acq) != 0 ||
+        load(c, "release", c->rel) != 0) {
         bl_close(c);
         return NULL;
     }
@@ -79,8 +88,8 @@ double bl_scripts(bl_conn *c, int n) {
     const char *owner = "8c6e5a7e-0000-4000-8000-000000000000:1";
     char latch[96];
     const char *a[] = {"EVALSHA", c->acq, "1", name, "30000", owner};
-    const char *r[] = {"EVALSHA", c->rel, "3", name, channel, latch, "0", "30000", owner, "20000",
-                       "publish"};
+    const char *r[] = {"EVALSHA", c->rel,  "3",   name,    channel,  latch,
+                       "0",       "30000", owner, "20000", "publish"};
     double t0 = now_s();
     for (int i = 0; i < n; i++) {
         snprintf(latch, sizeof latch, "redisson_unlock_latch:{bench:bare}:%016llx%016lx",
@@ -97,7 +106,9 @@ double bl_scripts(bl_conn *c, int n) {
     return n / (now_s() - t0);
 }
 
-const char *bl_sha(bl_conn *c, int release) { return release ? c->rel : c->acq; }
+const char *bl_sha(bl_conn *c, int release) {
+    return release ? c->rel : c->acq;
+}
 
 void bl_close(bl_conn *c) {
     if (!c) return;

@@ -43,7 +43,8 @@ static double ping_rate(const char *url, int n) {
     redisContext *c = redisConnect(host, port);
     if (!c || c->err) return 0;
     double t0 = now_s();
-    for (int i = 0; i < n; i++) freeReplyObject(redisCommand(c, "PING"));
+    for (int i = 0; i < n; i++)
+        freeReplyObject(redisCommand(c, "PING"));
     double rate = n / (now_s() - t0);
     redisFree(c);
     return rate;
@@ -83,7 +84,8 @@ static void set_turn(handoff *h, int turn) {
 
 static void await_turn(handoff *h, int turn) {
     pthread_mutex_lock(&h->mu);
-    while (h->turn != turn) pthread_cond_wait(&h->changed, &h->mu);
+    while (h->turn != turn)
+        pthread_cond_wait(&h->changed, &h->mu);
     pthread_mutex_unlock(&h->mu);
 }
 
@@ -92,7 +94,8 @@ static void *handoff_waiter(void *arg) {
     rl_error e;
     for (int i = 0; i < h->rounds; i++) {
         await_turn(h, 2 * i + 1);
-        if (rl_lock_acquire(h->lock, 2, 10000, RL_WAIT_FOREVER, NULL, NULL, &e) != RL_OK) die("wait", &e);
+        if (rl_lock_acquire(h->lock, 2, 10000, RL_WAIT_FOREVER, NULL, NULL, &e) != RL_OK)
+            die("wait", &e);
         h->acquired_at[i] = now_s();
         if (rl_lock_release(h->lock, 2, &e) != RL_OK) die("release", &e);
         set_turn(h, 2 * i + 2);
@@ -116,19 +119,21 @@ static double median_of(const double *v, int n) {
 
 static void print_list(const char *key, const double *v, int n) {
     printf(", \"%s\": [", key);
-    for (int i = 0; i < n; i++) printf("%s%.4f", i ? ", " : "", v[i]);
+    for (int i = 0; i < n; i++)
+        printf("%s%.4f", i ? ", " : "", v[i]);
     printf("]");
 }
 
 /* One row of measure 1: median rate, the bursts' rates and, when given, the median of the
  * paired ratios to the bare loop and to two PINGs. */
-static void print_row(const char *impl, const char *label, const double *rate, const double *of_bare,
-                      const double *of_ping, int n, int last) {
+static void print_row(const char *impl, const char *label, const double *rate,
+                      const double *of_bare, const double *of_ping, int n, int last) {
     printf("  {\"impl\": \"%s\", \"label\": \"%s\", \"cycles_per_s\": %.1f", impl, label,
            median_of(rate, n));
     print_list("rounds_cycles_per_s", rate, n);
     if (of_bare) {
-        printf(", \"of_bare\": %.4f, \"of_ping\": %.4f", median_of(of_bare, n), median_of(of_ping, n));
+        printf(", \"of_bare\": %.4f, \"of_ping\": %.4f", median_of(of_bare, n),
+               median_of(of_ping, n));
         print_list("rounds_of_bare", of_bare, n);
     }
     printf("}%s\n", last ? "]," : ",");
@@ -152,10 +157,14 @@ int main(int argc, char **argv) {
 
     cycle_rate(a, 200, 10000); /* warm up: connection and script load */
     double ping, fixed, watchdog;
-    double *r_ping = calloc((size_t)bursts, sizeof(double)), *r_bare = calloc((size_t)bursts, sizeof(double)),
-           *r_fixed = calloc((size_t)bursts, sizeof(double)), *r_wd = calloc((size_t)bursts, sizeof(double)),
-           *q_fixed = calloc((size_t)bursts, sizeof(double)), *q_wd = calloc((size_t)bursts, sizeof(double)),
-           *p_fixed = calloc((size_t)bursts, sizeof(double)), *p_wd = calloc((size_t)bursts, sizeof(double));
+    double *r_ping = calloc((size_t)bursts, sizeof(double)),
+           *r_bare = calloc((size_t)bursts, sizeof(double)),
+           *r_fixed = calloc((size_t)bursts, sizeof(double)),
+           *r_wd = calloc((size_t)bursts, sizeof(double)),
+           *q_fixed = calloc((size_t)bursts, sizeof(double)),
+           *q_wd = calloc((size_t)bursts, sizeof(double)),
+           *p_fixed = calloc((size_t)bursts, sizeof(double)),
+           *p_wd = calloc((size_t)bursts, sizeof(double));
     if (json) {
         bl_conn *bare = bl_open(url);
         if (!bare) die("bare loop", NULL);
@@ -190,7 +199,8 @@ int main(int argc, char **argv) {
                watchdog, watchdog / (ping / 2));
     }
 
-    handoff h = {.rounds = rounds, .mu = PTHREAD_MUTEX_INITIALIZER, .changed = PTHREAD_COND_INITIALIZER};
+    handoff h = {
+        .rounds = rounds, .mu = PTHREAD_MUTEX_INITIALIZER, .changed = PTHREAD_COND_INITIALIZER};
     h.released_at = calloc((size_t)rounds, sizeof(double));
     h.acquired_at = calloc((size_t)rounds, sizeof(double));
     rl_lock *la;
@@ -200,7 +210,8 @@ int main(int argc, char **argv) {
     pthread_create(&t, NULL, handoff_waiter, &h);
     struct timespec settle = {0, 2000000}; /* let the waiter subscribe and sleep */
     for (int i = 0; i < rounds; i++) {
-        if (rl_lock_acquire(la, 1, 10000, RL_WAIT_FOREVER, NULL, NULL, &e) != RL_OK) die("acquire", &e);
+        if (rl_lock_acquire(la, 1, 10000, RL_WAIT_FOREVER, NULL, NULL, &e) != RL_OK)
+            die("acquire", &e);
         set_turn(&h, 2 * i + 1);
         nanosleep(&settle, NULL);
         h.released_at[i] = now_s();
@@ -209,18 +220,22 @@ int main(int argc, char **argv) {
     }
     pthread_join(t, NULL);
     double *lat = calloc((size_t)rounds, sizeof(double));
-    for (int i = 0; i < rounds; i++) lat[i] = (h.acquired_at[i] - h.released_at[i]) * 1e3;
+    for (int i = 0; i < rounds; i++)
+        lat[i] = (h.acquired_at[i] - h.released_at[i]) * 1e3;
     qsort(lat, (size_t)rounds, sizeof(double), cmp_double);
     if (json) {
         printf("{\"measure\": \"core\", \"cycles\": %d, \"bursts\": %d,\n \"rows\": [\n", cycles,
                bursts);
-        print_row("redlease-c-fixed", "redlease C, fixed lease", r_fixed, q_fixed, p_fixed, bursts, 0);
+        print_row("redlease-c-fixed", "redlease C, fixed lease", r_fixed, q_fixed, p_fixed, bursts,
+                  0);
         print_row("redlease-c", "redlease C, watchdog", r_wd, q_wd, p_wd, bursts, 0);
-        print_row("bare-scripts", "bare script loop (beside the C rows)", r_bare, NULL, NULL, bursts, 0);
+        print_row("bare-scripts", "bare script loop (beside the C rows)", r_bare, NULL, NULL,
+                  bursts, 0);
         print_row("ping", "two PINGs (beside the C rows)", r_ping, NULL, NULL, bursts, 1);
         printf(" \"handoff\": {\"impl\": \"redlease-c\", \"label\": \"redlease C (two clients, "
                "one process)\", \"latencies_ms\": [");
-        for (int i = 0; i < rounds; i++) printf("%s%.4f", i ? ", " : "", lat[i]);
+        for (int i = 0; i < rounds; i++)
+            printf("%s%.4f", i ? ", " : "", lat[i]);
         printf("]}}\n");
     } else {
         printf("hand-off latency over %d, ms: median %.3f  p90 %.3f  p99 %.3f  max %.3f\n", rounds,

@@ -12,11 +12,9 @@
  *   - malloc accounting (mallinfo2: in-use bytes plus mmapped blocks) per lock handle and per
  *     hold, taken right after a round ended, when no round buffer is alive.
  *
- * The round's timing needs no change to the core: the program is linked with
- * -Wl,--wrap=rl_cond_wait_until -Wl,--wrap=rl_scripts_run. The watchdog thread sleeps in
- * rl_cond_wait_until between rounds; a round is the span from its last wake-up to its next
- * sleep, on a thread that called the renewal script in between. CPU time is that thread's
- * CLOCK_THREAD_CPUTIME_ID over the same span.
+ * The round's timing comes from the core's own statistics (rl_client_stats: the latest round's
+ * wall, CPU and network time, measured on the watchdog thread), sampled every millisecond by a
+ * thread of this program; a round is recorded when the count of rounds moves.
  *
  * Prints one JSON object. Usage: bench_watchdog REDIS_URL watchdog_timeout_ms periods N... */
 #include <hiredis/hiredis.h>
@@ -30,18 +28,11 @@
 #include <time.h>
 
 #include "redlease.h"
-#include "scripts.h"
 
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double thread_cpu_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 static double process_cpu_ms(void) {
@@ -61,12 +52,12 @@ static void die(const char *what, const char *detail) {
     exit(1);
 }
 
-/* ---- rounds, seen through the linker's --wrap ---------------------------------------------- */
+/* ---- rounds, seen through the core's statistics ----------------------------------------- */
 
 typedef struct round_rec {
     double start, end, net_ms, cpu_ms;
     size_t holds, calls;
-    long long heap_after; /* mallinfo2 when the round ended */
+    long long heap_after; /* mallinfo2 right after the round was seen to end */
 } round_rec;
 
 #define MAX_ROUNDS 4096
@@ -74,45 +65,37 @@ static round_rec rounds_log[MAX_ROUNDS];
 static size_t nrounds;
 static pthread_mutex_t rounds_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static __thread int tl_in_round;
-static __thread double tl_wake, tl_wake_cpu;
-static __thread round_rec tl_round;
+typedef struct sampler {
+    rl_client *client;
+    atomic_int stop;
+    pthread_t thread;
+} sampler;
 
-int __real_rl_cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mutex, int64_t until_ms);
-int __wrap_rl_cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mutex, int64_t until_ms) {
-    if (tl_in_round) {
-        tl_in_round = 0;
-        tl_round.end = now_s();
-        tl_round.cpu_ms = thread_cpu_ms() - tl_wake_cpu;
-        tl_round.heap_after = heap_bytes();
+static void *sample_rounds(void *arg) {
+    sampler *sm = arg;
+    rl_stats seen;
+    rl_client_stats(sm->client, &seen);
+    while (!atomic_load(&sm->stop)) {
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+        rl_stats now;
+        rl_client_stats(sm->client, &now);
+        if (now.renew_rounds == seen.renew_rounds) continue;
+        double end = now_s();
+        round_rec r = {.start = end - (double)now.last_round_us / 1e6,
+                       .end = end,
+                       .net_ms = (double)now.last_round_net_us / 1e3,
+                       .cpu_ms = (double)now.last_round_cpu_us / 1e3,
+                       .holds = now.last_round_holds,
+                       .calls = (size_t)((now.renew_calls - seen.renew_calls) /
+                                         (now.renew_rounds - seen.renew_rounds)),
+                       .heap_after = heap_bytes()};
         pthread_mutex_lock(&rounds_mu);
-        if (nrounds < MAX_ROUNDS) rounds_log[nrounds++] = tl_round;
+        if (nrounds < MAX_ROUNDS) rounds_log[nrounds++] = r;
         pthread_mutex_unlock(&rounds_mu);
+        seen = now;
     }
-    int rc = __real_rl_cond_wait_until(cond, mutex, until_ms);
-    tl_wake = now_s();
-    tl_wake_cpu = thread_cpu_ms();
-    return rc;
-}
-
-rl_status __real_rl_scripts_run(rl_scripts *scripts, rl_conn *conn, const rl_config *cfg,
-                                int64_t timeout_ms, rl_script_id id, size_t n, rl_cmd *cmds,
-                                redisReply **replies, int idempotent, rl_error *err);
-rl_status __wrap_rl_scripts_run(rl_scripts *scripts, rl_conn *conn, const rl_config *cfg,
-                                int64_t timeout_ms, rl_script_id id, size_t n, rl_cmd *cmds,
-                                redisReply **replies, int idempotent, rl_error *err) {
-    if (id != RL_SCRIPT_RENEW)
-        return __real_rl_scripts_run(scripts, conn, cfg, timeout_ms, id, n, cmds, replies,
-                                     idempotent, err);
-    size_t holds = 0;
-    for (size_t i = 0; i < n; i++) holds += (size_t)(cmds[i].argc - RL_SCRIPT_ARGV_HEAD - 1) / 3;
-    tl_round = (round_rec){.start = tl_wake, .holds = holds, .calls = n};
-    tl_in_round = 1;
-    double t0 = now_s();
-    rl_status st = __real_rl_scripts_run(scripts, conn, cfg, timeout_ms, id, n, cmds, replies,
-                                         idempotent, err);
-    tl_round.net_ms = (now_s() - t0) * 1e3;
-    return st;
+    return NULL;
 }
 
 /* ---- one size ------------------------------------------------------------------------------ */
@@ -195,6 +178,9 @@ static void run_size(const char *url, size_t n, int64_t timeout_ms, int periods,
     rl_error e;
     if (rl_client_new(url, &o, &client, &e) != RL_OK) die("client", e.message);
     long long heap_client = heap_bytes();
+    sampler sm = {.client = client};
+    atomic_init(&sm.stop, 0);
+    pthread_create(&sm.thread, NULL, sample_rounds, &sm);
     char name[64];
     for (size_t i = 0; i < n; i++) {
         int len = snprintf(name, sizeof name, "bench:wd:%zu", i);
@@ -209,7 +195,8 @@ static void run_size(const char *url, size_t n, int64_t timeout_ms, int periods,
         slices[t] = (slice){locks, n * (size_t)t / THREADS, n * (size_t)(t + 1) / THREADS};
         pthread_create(&threads[t], NULL, acquire_slice, &slices[t]);
     }
-    for (int t = 0; t < THREADS; t++) pthread_join(threads[t], NULL);
+    for (int t = 0; t < THREADS; t++)
+        pthread_join(threads[t], NULL);
     double acquired_at = now_s();
 
     /* One round over all n first (it may open the watchdog's connection), then the window. */
@@ -248,7 +235,8 @@ static void run_size(const char *url, size_t n, int64_t timeout_ms, int periods,
     rl_client_stats(client, &s1);
 
     size_t lost = 0;
-    for (size_t i = 0; i < n; i++) lost += rl_lock_lost(locks[i], 1, NULL) != 0;
+    for (size_t i = 0; i < n; i++)
+        lost += rl_lock_lost(locks[i], 1, NULL) != 0;
     size_t live = live_keys(rc, n);
 
     /* full rounds of the window: started after every hold was taken, renewing all n */
@@ -276,11 +264,14 @@ static void run_size(const char *url, size_t n, int64_t timeout_ms, int periods,
            "   \"round_ms\": [",
            first ? "" : ",\n", n, acquired_at - t0, window_s, periods, (unsigned long long)rounds,
            full);
-    for (size_t i = 0; i < full; i++) printf("%s%.3f", i ? ", " : "", dur[i]);
+    for (size_t i = 0; i < full; i++)
+        printf("%s%.3f", i ? ", " : "", dur[i]);
     printf("], \"round_cpu_ms\": [");
-    for (size_t i = 0; i < full; i++) printf("%s%.3f", i ? ", " : "", cpu[i]);
+    for (size_t i = 0; i < full; i++)
+        printf("%s%.3f", i ? ", " : "", cpu[i]);
     printf("], \"round_net_ms\": [");
-    for (size_t i = 0; i < full; i++) printf("%s%.3f", i ? ", " : "", net[i]);
+    for (size_t i = 0; i < full; i++)
+        printf("%s%.3f", i ? ", " : "", net[i]);
     printf("],\n   \"round_ms_median\": %.3f, \"round_cpu_ms_median\": %.3f, "
            "\"round_net_ms_median\": %.3f,\n",
            median(dur, full), median(cpu, full), median(net, full));
@@ -300,7 +291,10 @@ static void run_size(const char *url, size_t n, int64_t timeout_ms, int periods,
     free(cpu);
     free(net);
 
-    for (size_t i = 0; i < n; i++) rl_lock_free(locks[i]);
+    atomic_store(&sm.stop, 1);
+    pthread_join(sm.thread, NULL);
+    for (size_t i = 0; i < n; i++)
+        rl_lock_free(locks[i]);
     rl_client_free(client); /* holds are not released: the flush below drops them */
     free(locks);
     freeReplyObject(redisCommand(rc, "FLUSHALL"));
@@ -316,7 +310,8 @@ int main(int argc, char **argv) {
     printf("{\"measure\": \"watchdog\", \"watchdog_timeout_ms\": %lld, \"period_ms\": %lld, "
            "\"acquire_threads\": %d, \"rows\": [\n",
            (long long)timeout_ms, (long long)(timeout_ms / 3), THREADS);
-    for (int i = 4; i < argc; i++) run_size(url, (size_t)atoll(argv[i]), timeout_ms, periods, i == 4);
+    for (int i = 4; i < argc; i++)
+        run_size(url, (size_t)atoll(argv[i]), timeout_ms, periods, i == 4);
     printf("\n]}\n");
     return 0;
 }

@@ -31,7 +31,9 @@ if arg[3] == "json" then
     '{"impl": "lua-with", "label": "%s, lock:with (watchdog)", "cycles_per_s": %.1f}]}')
     :format(label, cycles, label, f, label, w, label, l))
 else
-  local function show(what, one) print(("%-18s %-40s %8.0f"):format(label, what, rate(cycles, one))) end
+  local function show(what, one)
+    print(("%-18s %-40s %8.0f"):format(label, what, rate(cycles, one)))
+  end
   show("acquire+release cycles/s, fixed lease:", fixed)
   show("acquire+release cycles/s, watchdog mode:", watchdog)
   show("lock:with cycles/s, watchdog mode:", with)

@@ -11,6 +11,7 @@ the fewest and most acquisitions of one worker. Prints one JSON object.
 """
 
 import argparse
+import itertools
 import json
 import os
 import subprocess
@@ -83,7 +84,7 @@ def run(url, impl_name, workers, procs, seconds):
             sys.exit(f"a worker process failed ({c.returncode})")
         notes.update({int(w): v for w, v in json.loads(out).items()})
     order = sorted((t, w) for w, ts in notes.items() for t in ts if t < end)
-    handoffs = sum(1 for a, b in zip(order, order[1:]) if a[1] != b[1])
+    handoffs = sum(1 for a, b in itertools.pairwise(order) if a[1] != b[1])
     per_worker = [sum(1 for t in notes[w] if t < end) for w in sorted(notes)]
     cls = IMPLS[impl_name]
     return {"impl": cls.name, "label": cls.label, "version": version_of(cls.dist),

@@ -131,7 +131,7 @@ def paired(url, names, cycles, bursts, seconds):
         before = bare(n)
         limits["ping"].append(two_pings)
         limits["bare-scripts"].append(before)
-        for name, impl, lock in zip(names, impls, locks):
+        for name, impl, lock in zip(names, impls, locks, strict=True):
             rate = one_thread(impl, n, seconds / bursts, lock)["cycles_per_s"]
             after = bare(n)
             rates[name].append(rate)
@@ -139,7 +139,7 @@ def paired(url, names, cycles, bursts, seconds):
             of_ping[name].append(rate / two_pings)
             before = after
     rows = []
-    for name, impl in zip(names, impls):
+    for name, impl in zip(names, impls, strict=True):
         cls = IMPLS[name]
         rows.append({"impl": cls.name, "label": cls.label, "version": version_of(cls.dist),
                      "threads": 1, "cycles_per_s": statistics.median(rates[name]),

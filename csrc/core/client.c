@@ -22,13 +22,38 @@ void rl_options_init(rl_options *o) {
     o->fair_wait_ms = 300000;
 }
 
+int rl_tls_supported(void) {
+    return rl_tls_available();
+}
+
+static int uses_tls_options(const rl_options *o) {
+    return o->tls_ca_file || o->tls_ca_dir || o->tls_cert_file || o->tls_key_file ||
+           o->tls_server_name || o->tls_insecure_skip_verify;
+}
+
+/* The client's own copies of the option strings (the caller's may go away). */
+static int copy_strings(rl_client *c, rl_options *o) {
+    const char **fields[RL_CLIENT_STRINGS] = {
+        &o->tls_ca_file,     &o->tls_ca_dir,    &o->tls_cert_file,    &o->tls_key_file,
+        &o->tls_server_name, &o->sentinel_user, &o->sentinel_password};
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
+        if (!*fields[i]) continue;
+        if (!(c->strings[i] = strdup(*fields[i]))) return -1;
+        *fields[i] = c->strings[i];
+    }
+    return 0;
+}
+
 static rl_status check_options(const rl_options *o, rl_error *err) {
-    if (o->connect_timeout_ms <= 0) return rl_fail(err, RL_ERR_ARGUMENT, "connect_timeout must be > 0");
-    if (o->command_timeout_ms <= 0) return rl_fail(err, RL_ERR_ARGUMENT, "command_timeout must be > 0");
+    if (o->connect_timeout_ms <= 0)
+        return rl_fail(err, RL_ERR_ARGUMENT, "connect_timeout must be > 0");
+    if (o->command_timeout_ms <= 0)
+        return rl_fail(err, RL_ERR_ARGUMENT, "command_timeout must be > 0");
     if (o->watchdog_timeout_ms < 3 || o->watchdog_timeout_ms > RL_MAX_LEASE_MS)
         return rl_fail(err, RL_ERR_ARGUMENT, "watchdog_timeout must be from 3 ms to 2^40 ms");
     if (o->latch_ttl_ms <= 0) return rl_fail(err, RL_ERR_ARGUMENT, "latch_ttl must be > 0");
-    if (o->max_hold_ms < 0) return rl_fail(err, RL_ERR_ARGUMENT, "max_hold must be >= 0 (0 = none)");
+    if (o->max_hold_ms < 0)
+        return rl_fail(err, RL_ERR_ARGUMENT, "max_hold must be >= 0 (0 = none)");
     if (o->sync_replicas < 0) return rl_fail(err, RL_ERR_ARGUMENT, "sync_replicas must be >= 0");
     if (o->sync_timeout_ms <= 0) return rl_fail(err, RL_ERR_ARGUMENT, "sync_timeout must be > 0");
     if (o->sync_replicas > 0 && o->sync_timeout_ms >= o->watchdog_timeout_ms)
@@ -42,27 +67,57 @@ static rl_status check_options(const rl_options *o, rl_error *err) {
     return RL_OK;
 }
 
-rl_status rl_client_new(const char *url, const rl_options *options, rl_client **out, rl_error *err) {
+/* Frees a client whose making failed before its pool (everything else may be missing). */
+static void discard(rl_client *c) {
+    for (size_t i = 0; i < RL_CLIENT_STRINGS; i++)
+        free(c->strings[i]);
+    free(c->shown_url);
+    rl_sentinel_free(c->cfg.sentinel);
+    rl_tls_context_free(c->cfg.tls);
+    rl_endpoint_free(&c->cfg.endpoint);
+    rl_config_destroy(&c->cfg);
+    free(c);
+}
+
+/* Sentinel named a new master: cut short every call in progress on the old one (the pool's idle
+ * connections notice at their next use). */
+static void master_moved(void *userdata) {
+    rl_client *c = userdata;
+    rl_pool_interrupt(&c->pool);
+    rl_conn_interrupt(&c->watchdog.conn);
+    rl_conn_interrupt(&c->sub.conn);
+}
+
+rl_status rl_client_new(const char *url, const rl_options *options, rl_client **out,
+                        rl_error *err) {
     rl_error_clear(err);
     if (!out) return rl_fail(err, RL_ERR_ARGUMENT, "out must not be NULL");
     *out = NULL;
     rl_options o;
-    if (options) o = *options;
-    else rl_options_init(&o);
+    if (options)
+        o = *options;
+    else
+        rl_options_init(&o);
     rl_status st = check_options(&o, err);
     if (st != RL_OK) return st;
     rl_client *c = calloc(1, sizeof *c);
     if (!c) return rl_fail(err, RL_ERR_MEMORY, "out of memory");
+    rl_config_init(&c->cfg);
     st = rl_endpoint_parse(url, &c->cfg.endpoint, err);
+    if (st == RL_OK && uses_tls_options(&o) && !c->cfg.endpoint.tls)
+        st = rl_fail(err, RL_ERR_ARGUMENT, "the tls_* options need a rediss:// URL");
+    if (st == RL_OK && c->cfg.endpoint.tls)
+        st = rl_tls_context_new(&o, c->cfg.endpoint.host, &c->cfg.tls, err);
+    if (st == RL_OK && c->cfg.endpoint.sentinels)
+        st = rl_sentinel_new(&c->cfg, &c->cfg.sentinel, err);
+    if (st == RL_OK && (!(c->shown_url = rl_url_redacted(url)) || copy_strings(c, &o) != 0 ||
+                        rl_pool_init(&c->pool, o.pool_size, &c->cfg) != 0))
+        st = rl_fail(err, RL_ERR_MEMORY, "out of memory");
     if (st != RL_OK) {
-        free(c);
+        discard(c);
         return st;
     }
-    if (rl_pool_init(&c->pool, o.pool_size) != 0) {
-        rl_endpoint_free(&c->cfg.endpoint);
-        free(c);
-        return rl_fail(err, RL_ERR_MEMORY, "out of memory");
-    }
+    if (c->cfg.sentinel) rl_sentinel_on_moved(c->cfg.sentinel, master_moved, c);
     c->cfg.options = o;
     rl_random_uuid(c->id);
     atomic_init(&c->refs, 1);
@@ -70,7 +125,7 @@ rl_status rl_client_new(const char *url, const rl_options *options, rl_client **
     atomic_init(&c->fork_generation, rl_fork_generation());
     pthread_mutex_init(&c->mu, NULL);
     rl_holds_init(&c->holds);
-    rl_watchdog_init(&c->watchdog);
+    rl_watchdog_init(&c->watchdog, &c->cfg);
     rl_scripts_init(&c->scripts);
     rl_sub_init(&c->sub, &c->cfg);
     rl_events_init(&c->events, o.on_event, o.event_userdata);
@@ -88,11 +143,19 @@ static void destroy(rl_client *c) {
     rl_sub_destroy(&c->sub);
     rl_events_destroy(&c->events);
     rl_endpoint_free(&c->cfg.endpoint);
+    rl_sentinel_free(c->cfg.sentinel);
+    rl_tls_context_free(c->cfg.tls);
+    rl_config_destroy(&c->cfg);
     pthread_mutex_destroy(&c->mu);
+    for (size_t i = 0; i < RL_CLIENT_STRINGS; i++)
+        free(c->strings[i]);
+    free(c->shown_url);
     free(c);
 }
 
-void rl_client_ref(rl_client *c) { atomic_fetch_add(&c->refs, 1); }
+void rl_client_ref(rl_client *c) {
+    atomic_fetch_add(&c->refs, 1);
+}
 
 void rl_client_unref(rl_client *c) {
     if (atomic_fetch_sub(&c->refs, 1) == 1) destroy(c);
@@ -107,9 +170,15 @@ void rl_client_free(rl_client *c) {
     uint64_t generation = rl_fork_generation();
     if (atomic_load(&c->fork_generation) != generation) reset_after_fork(c, generation);
     if (atomic_exchange(&c->closed, 1) == 0) {
-        rl_watchdog_stop(c);
-        rl_sub_stop(&c->sub);
+        /* Promptly, whatever the network does: no connection opens any more, every call in
+         * progress on a socket is cut short and every waiter is woken (they answer "closed"),
+         * and only then are the threads joined. */
+        atomic_store(&c->cfg.closing, 1);
+        rl_sentinel_stop(c->cfg.sentinel); /* no more moves reported */
         rl_pool_close(&c->pool);
+        rl_pool_interrupt(&c->pool);
+        rl_sub_stop(&c->sub);
+        rl_watchdog_stop(c);
         rl_events_stop(&c->events);
     }
     rl_client_unref(c);
@@ -133,6 +202,7 @@ static void reset_after_fork(rl_client *c, uint64_t generation) {
         pthread_mutex_lock(&c->events.mu);
         rl_events_forget_after_fork(&c->events);
         pthread_mutex_unlock(&c->events.mu);
+        if (c->cfg.sentinel) rl_sentinel_forget_after_fork(c->cfg.sentinel);
         atomic_store(&c->fork_generation, generation);
     }
     pthread_mutex_unlock(&c->mu);
@@ -151,7 +221,20 @@ rl_status rl_client_enter(rl_client *c, rl_error *err) {
     return RL_OK;
 }
 
-void rl_client_leave(rl_client *c) { rl_client_unref(c); }
+void rl_client_leave(rl_client *c) {
+    rl_client_unref(c);
+}
+
+void rl_client_options(rl_client *c, rl_options *out) {
+    if (c)
+        *out = c->cfg.options;
+    else
+        rl_options_init(out);
+}
+
+const char *rl_client_url(rl_client *c) {
+    return c ? c->shown_url : "";
+}
 
 const char *rl_client_id(rl_client *c) {
     if (rl_client_enter(c, NULL) == RL_OK) rl_client_leave(c);
@@ -173,17 +256,21 @@ void rl_client_hold_lost(rl_client *c, rl_hold *h, rl_lost_reason reason) {
     rl_events_push(&c->events, RL_EVENT_LOST, h->name, h->name_len, h->context, reason, 1, message);
 }
 
-rl_status rl_client_script(rl_client *c, rl_script_id id, int argc, const char **argv,
-                           size_t *lens, redisReply **reply, int idempotent,
-                           const rl_cmd *then_send, rl_reply_test wrote, rl_error *err) {
+rl_status rl_client_script(rl_client *c, rl_script_id id, int argc, const char **argv, size_t *lens,
+                           redisReply **reply, int idempotent, const rl_cmd *then_send,
+                           rl_reply_test wrote, rl_error *err) {
     rl_conn *conn = rl_pool_take(&c->pool);
     if (!conn) return rl_fail(err, RL_ERR_CLOSED, "the client is closed");
     rl_cmd cmd = {argc, argv, lens};
-    rl_status st = rl_scripts_run(&c->scripts, conn, &c->cfg, c->cfg.options.command_timeout_ms,
-                                  id, 1, &cmd, reply, idempotent, err);
-    if (st == RL_OK && then_send) rl_conn_send_only(conn, then_send);
+    conn->readonly = 0;
+    rl_status st = rl_scripts_run(&c->scripts, conn, c->cfg.options.command_timeout_ms, id, 1, &cmd,
+                                  reply, idempotent, err);
+    if (st == RL_ERR_CONNECTION && conn->readonly) /* refused, not run: once more, at the master */
+        st = rl_scripts_run(&c->scripts, conn, c->cfg.options.command_timeout_ms, id, 1, &cmd,
+                            reply, idempotent, err);
+    if (st == RL_OK && then_send) rl_conn_defer(conn, then_send);
     if (st == RL_OK && wrote && wrote(*reply)) {
-        st = rl_replicas_sync(conn, &c->cfg, err);
+        st = rl_replicas_sync(conn, err);
         if (st != RL_OK && st != RL_ERR_REPLICA) { /* the caller sees a plain failure */
             freeReplyObject(*reply);
             *reply = NULL;
@@ -198,8 +285,8 @@ rl_status rl_client_command(rl_client *c, int argc, const char **argv, size_t *l
     rl_conn *conn = rl_pool_take(&c->pool);
     if (!conn) return rl_fail(err, RL_ERR_CLOSED, "the client is closed");
     rl_cmd cmd = {argc, argv, lens};
-    rl_status st = rl_conn_exchange(conn, &c->cfg, c->cfg.options.command_timeout_ms, 1, &cmd,
-                                    reply, 1, err);
+    rl_status st =
+        rl_conn_exchange(conn, c->cfg.options.command_timeout_ms, 1, &cmd, reply, 1, err);
     rl_pool_give(&c->pool, conn);
     if (st == RL_OK && (*reply)->type == REDIS_REPLY_ERROR) {
         st = rl_fail_reply(err, argv[0], *reply);
@@ -218,22 +305,33 @@ void rl_client_stats(rl_client *c, rl_stats *out) {
     out->renew_calls = c->watchdog.calls;
     out->renewed_holds = c->watchdog.renewed;
     out->last_round_holds = c->watchdog.last_round_holds;
+    out->renew_failed_rounds = c->watchdog.failed_rounds;
+    out->renew_round_us = c->watchdog.round_us;
+    out->renew_round_cpu_us = c->watchdog.round_cpu_us;
+    out->last_round_us = c->watchdog.last_round_us;
+    out->last_round_cpu_us = c->watchdog.last_round_cpu_us;
+    out->last_round_net_us = c->watchdog.last_round_net_us;
     out->watchdog_running = c->watchdog.running;
     pthread_mutex_unlock(&c->mu);
     out->subscriptions = rl_sub_count(&c->sub);
     rl_client_leave(c);
 }
 
-/* Lock order, here and everywhere: c->mu before events.mu; the others are never nested. */
+/* Lock order, here and everywhere: c->mu before events.mu; cfg.fd_mu last (a connection's socket
+ * changes under it, inside pool.mu or sub.mu); the others are never nested. */
 void rl_client_before_fork(rl_client *c) {
     pthread_mutex_lock(&c->mu);
     pthread_mutex_lock(&c->events.mu);
     pthread_mutex_lock(&c->pool.mu);
     pthread_mutex_lock(&c->scripts.mu);
     pthread_mutex_lock(&c->sub.mu);
+    pthread_mutex_lock(&c->cfg.fd_mu);
+    rl_sentinel_lock(c->cfg.sentinel);
 }
 
 void rl_client_after_fork_parent(rl_client *c) {
+    rl_sentinel_unlock(c->cfg.sentinel);
+    pthread_mutex_unlock(&c->cfg.fd_mu);
     pthread_mutex_unlock(&c->sub.mu);
     pthread_mutex_unlock(&c->scripts.mu);
     pthread_mutex_unlock(&c->pool.mu);
@@ -249,6 +347,7 @@ void rl_client_after_fork_child(rl_client *c) {
     rl_cond_init(&c->pool.freed);
     rl_cond_init(&c->events.more);
     rl_cond_init(&c->sub.thread_wake);
-    for (rl_sub_entry *e = c->sub.entries; e; e = e->next) rl_cond_init(&e->changed);
+    for (rl_sub_entry *e = c->sub.entries; e; e = e->next)
+        rl_cond_init(&e->changed);
     rl_client_after_fork_parent(c);
 }

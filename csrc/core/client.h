@@ -12,16 +12,20 @@
 #include "pool.h"
 #include "redlease.h"
 #include "scripts.h"
+#include "sentinel.h"
 #include "subscriber.h"
 #include "watchdog.h"
 
 struct rl_client {
     rl_config cfg;
-    char id[37];             /* UUID; replaced in a forked child */
-    atomic_int refs;         /* the owner's reference, each lock, each call in progress */
+    char id[37];     /* UUID; replaced in a forked child */
+    char *shown_url; /* the URL without its password */
+#define RL_CLIENT_STRINGS 7
+    char *strings[RL_CLIENT_STRINGS]; /* copies of the options' strings */
+    atomic_int refs;                  /* the owner's reference, each lock, each call in progress */
     atomic_int closed;
     _Atomic uint64_t fork_generation; /* rl_fork_generation() when `id` and the state were made */
-    pthread_mutex_t mu;       /* guards holds and watchdog; never held during network I/O */
+    pthread_mutex_t mu;               /* guards holds and watchdog; never held during network I/O */
     rl_holds holds;
     rl_watchdog watchdog;
     rl_pool pool;
@@ -45,13 +49,14 @@ size_t rl_client_owner(rl_client *c, uint64_t context, char *out);
 typedef int (*rl_reply_test)(const redisReply *reply);
 
 /* Runs one call of a script on a pooled connection. argv/lens have RL_SCRIPT_ARGV_HEAD free
- * slots first. When `then_send` is set it is sent, without waiting, after Redis answered. When
+ * slots first. When `then_send` is set it is queued, after Redis answered, to go out with the
+ * next exchange on the same connection (its reply is not waited for). When
  * `wrote` says the answer is a write, replica sync runs on the same connection (RL_ERR_REPLICA,
  * with *reply still set, when no connected replica acknowledged it; any other failure leaves no
  * reply). */
-rl_status rl_client_script(rl_client *c, rl_script_id id, int argc, const char **argv,
-                           size_t *lens, redisReply **reply, int idempotent,
-                           const rl_cmd *then_send, rl_reply_test wrote, rl_error *err);
+rl_status rl_client_script(rl_client *c, rl_script_id id, int argc, const char **argv, size_t *lens,
+                           redisReply **reply, int idempotent, const rl_cmd *then_send,
+                           rl_reply_test wrote, rl_error *err);
 
 /* Runs one plain read-only command on a pooled connection. */
 rl_status rl_client_command(rl_client *c, int argc, const char **argv, size_t *lens,

@@ -1,15 +1,25 @@
 #include "clock.h"
 
-int64_t rl_now_ms(void) {
+static int64_t clock_us(clockid_t clock) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    clock_gettime(clock, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64_t rl_now_ms(void) {
+    return clock_us(CLOCK_MONOTONIC) / 1000;
+}
+
+int64_t rl_now_us(void) {
+    return clock_us(CLOCK_MONOTONIC);
+}
+
+int64_t rl_thread_cpu_us(void) {
+    return clock_us(CLOCK_THREAD_CPUTIME_ID);
 }
 
 int64_t rl_epoch_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return clock_us(CLOCK_REALTIME) / 1000;
 }
 
 int rl_cond_init(pthread_cond_t *cond) {

@@ -7,6 +7,8 @@
 #include <time.h>
 
 int64_t rl_now_ms(void);
+int64_t rl_now_us(void);
+int64_t rl_thread_cpu_us(void); /* CPU time of the calling thread */
 
 /* Wall-clock time in ms since the epoch: only for the fair lock's queue deadlines, which every
  * client of a lock (Redisson too) compares with its own clock. */

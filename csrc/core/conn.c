@@ -2,167 +2,533 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "error.h"
-#include "sigpipe.h"
+#include "sentinel.h"
 
-static struct timeval to_timeval(int64_t ms) {
-    struct timeval tv = {.tv_sec = (time_t)(ms / 1000), .tv_usec = (suseconds_t)((ms % 1000) * 1000)};
-    return tv;
+#define READ_CHUNK 16384
+#define OUT_BUFFER_KEPT 65536 /* a bigger output buffer is freed once sent */
+#define KEEPALIVE_IDLE_S 15   /* as hiredis: probe an idle peer after 15 s, every 5 s, 3 times */
+#define KEEPALIVE_INTERVAL_S 5
+#define KEEPALIVE_PROBES 3
+
+void rl_config_init(rl_config *cfg) {
+    pthread_mutex_init(&cfg->fd_mu, NULL);
+    atomic_init(&cfg->closing, 0);
+}
+
+void rl_config_destroy(rl_config *cfg) {
+    pthread_mutex_destroy(&cfg->fd_mu);
 }
 
 void rl_config_describe(const rl_config *cfg, char *out, size_t size) {
     const rl_endpoint *ep = &cfg->endpoint;
-    if (ep->is_unix) snprintf(out, size, "%s", ep->host);
-    else if (strchr(ep->host, ':')) snprintf(out, size, "[%s]:%d", ep->host, ep->port);
-    else snprintf(out, size, "%s:%d", ep->host, ep->port);
+    if (ep->is_unix)
+        snprintf(out, size, "%s", ep->host);
+    else if (strchr(ep->host, ':'))
+        snprintf(out, size, "[%s]:%d", ep->host, ep->port);
+    else
+        snprintf(out, size, "%s:%d", ep->host, ep->port);
 }
 
-static rl_status io_failure(rl_conn *conn, const rl_config *cfg, rl_error *err, const char *what) {
+void rl_conn_init(rl_conn *conn, rl_config *cfg) {
+    memset(conn, 0, sizeof *conn);
+    conn->cfg = cfg;
+    conn->fd = -1;
+}
+
+static void set_why(rl_conn *conn, const char *text) {
+    size_t n = strlen(text);
+    if (n >= sizeof conn->why) n = sizeof conn->why - 1;
+    memcpy(conn->why, text, n);
+    conn->why[n] = '\0';
+}
+
+static void set_why_errno(rl_conn *conn, int error) {
+    char buf[80];
+    if (error == EAGAIN || error == EWOULDBLOCK)
+        set_why(conn, "timed out");
+    else
+        set_why(conn, strerror_r(error, buf, sizeof buf));
+}
+
+/* ---- the socket: set, closed and interrupted under cfg->fd_mu ------------------------------ */
+
+/* Publishes a new socket unless the client is closing (then -1: the caller closes fd). */
+static int publish_fd(rl_conn *conn, int fd) {
+    pthread_mutex_lock(&conn->cfg->fd_mu);
+    int closing = atomic_load(&conn->cfg->closing);
+    if (!closing) conn->fd = fd;
+    pthread_mutex_unlock(&conn->cfg->fd_mu);
+    return closing ? -1 : 0;
+}
+
+static void close_socket(rl_conn *conn) {
+    rl_tls_free(conn->tls);
+    conn->tls = NULL;
+    if (conn->fd < 0) return;
+    pthread_mutex_lock(&conn->cfg->fd_mu);
+    close(conn->fd);
+    conn->fd = -1;
+    pthread_mutex_unlock(&conn->cfg->fd_mu);
+}
+
+void rl_conn_interrupt(rl_conn *conn) {
+    pthread_mutex_lock(&conn->cfg->fd_mu);
+    /* shutdown, not close: the owner may be blocked on the socket, and its number must not be
+     * reused under it. A connect in progress is cut short too. */
+    if (conn->fd >= 0) shutdown(conn->fd, SHUT_RDWR);
+    pthread_mutex_unlock(&conn->cfg->fd_mu);
+}
+
+static void forget_buffers(rl_conn *conn) {
+    conn->tls = NULL;
+    conn->reader = NULL;
+    conn->out = NULL;
+    conn->out_len = conn->out_cap = 0;
+    conn->deferred = 0;
+}
+
+void rl_conn_close(rl_conn *conn) {
+    close_socket(conn);
+    if (conn->reader) redisReaderFree(conn->reader);
+    free(conn->out);
+    forget_buffers(conn);
+}
+
+void rl_conn_abandon(rl_conn *conn) {
+    if (conn->fd >= 0) close(conn->fd); /* the only thread of a forked child: no lock needed */
+    conn->fd = -1;
+    forget_buffers(conn);
+}
+
+/* ---- opening ------------------------------------------------------------------------------- */
+
+static int set_timeout(rl_conn *conn, int64_t ms) {
+    struct timeval tv = {.tv_sec = (time_t)(ms / 1000),
+                         .tv_usec = (suseconds_t)((ms % 1000) * 1000)};
+    if (setsockopt(conn->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0 ||
+        setsockopt(conn->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) != 0) {
+        set_why_errno(conn, errno);
+        return -1;
+    }
+    conn->timeout_ms = ms;
+    return 0;
+}
+
+static int wait_connected(int fd, int64_t deadline) {
+    for (;;) {
+        int64_t left = deadline - rl_now_ms();
+        struct pollfd p = {.fd = fd, .events = POLLOUT};
+        int rc = poll(&p, 1, left <= 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left);
+        if (rc == 0) errno = ETIMEDOUT;
+        if (rc == 0 || (rc < 0 && errno != EINTR)) return -1;
+        if (rc < 0) continue;
+        int error = 0;
+        socklen_t len = sizeof error;
+        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) != 0) return -1;
+        if (error == 0 && (p.revents & (POLLHUP | POLLERR))) error = ECONNABORTED; /* interrupted */
+        errno = error;
+        return error ? -1 : 0;
+    }
+}
+
+/* One connect() within the deadline; 0 with conn->fd set, or -1 with the reason in conn->why. */
+static int connect_to(rl_conn *conn, int family, const struct sockaddr *addr, socklen_t len,
+                      int64_t deadline) {
+    int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        set_why_errno(conn, errno);
+        return -1;
+    }
+    if (publish_fd(conn, fd) != 0) {
+        close(fd);
+        set_why(conn, "the client is closed");
+        return -1;
+    }
+    int rc = connect(fd, addr, len);
+    if (rc != 0 && errno == EINPROGRESS) rc = wait_connected(fd, deadline);
+    if (rc != 0) {
+        set_why_errno(conn, errno);
+        close_socket(conn);
+        return -1;
+    }
+    return 0;
+}
+
+static int connect_tcp(rl_conn *conn, const char *host, int port_number, int64_t deadline) {
+    char port[8];
+    snprintf(port, sizeof port, "%d", port_number);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *found = NULL;
+    int rc = getaddrinfo(host, port, &hints, &found);
+    if (rc != 0) {
+        set_why(conn, gai_strerror(rc));
+        return -1;
+    }
+    rc = -1;
+    for (struct addrinfo *a = found; a && rc != 0 && !atomic_load(&conn->cfg->closing);
+         a = a->ai_next)
+        rc = connect_to(conn, a->ai_family, a->ai_addr, a->ai_addrlen, deadline);
+    freeaddrinfo(found);
+    return rc;
+}
+
+static int connect_unix(rl_conn *conn, const char *path, int64_t deadline) {
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    size_t len = strlen(path);
+    if (len >= sizeof addr.sun_path) {
+        set_why(conn, "the socket path is too long");
+        return -1;
+    }
+    memcpy(addr.sun_path, path, len + 1);
+    return connect_to(conn, AF_UNIX, (const struct sockaddr *)&addr, sizeof addr, deadline);
+}
+
+/* Blocking mode (with the send/receive timeout), no delay, keepalive. */
+static int configure(rl_conn *conn, int64_t timeout_ms) {
+    int flags = fcntl(conn->fd, F_GETFL);
+    if (flags < 0 || fcntl(conn->fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+        set_why_errno(conn, errno);
+        return -1;
+    }
+    if (!conn->is_unix) {
+        int on = 1, idle = KEEPALIVE_IDLE_S, interval = KEEPALIVE_INTERVAL_S,
+            probes = KEEPALIVE_PROBES;
+        setsockopt(conn->fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+        setsockopt(conn->fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+        setsockopt(conn->fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+        setsockopt(conn->fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+        setsockopt(conn->fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes);
+    }
+    return set_timeout(conn, timeout_ms);
+}
+
+static rl_status failure(rl_conn *conn, rl_error *err, const char *what) {
     char where[160];
-    rl_config_describe(cfg, where, sizeof where);
-    const char *detail = conn->ctx && conn->ctx->err ? conn->ctx->errstr : "connection closed";
-    if (conn->ctx && conn->ctx->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK))
-        detail = "timed out";
-    rl_status st = rl_fail(err, RL_ERR_CONNECTION, "%s %s: %s", what, where, detail);
+    if (conn->where[0])
+        snprintf(where, sizeof where, "%s", conn->where);
+    else
+        rl_config_describe(conn->cfg, where, sizeof where);
+    rl_status st = atomic_load(&conn->cfg->closing)
+                       ? rl_fail(err, RL_ERR_CLOSED, "the client is closed")
+                       : rl_fail(err, RL_ERR_CONNECTION, "%s %s: %s", what, where, conn->why);
+    if (conn->cfg->sentinel && conn->must_be_master)
+        rl_sentinel_doubt(conn->cfg->sentinel, conn->epoch);
     rl_conn_close(conn);
     return st;
 }
 
-void rl_conn_close(rl_conn *conn) {
-    if (conn->ctx) redisFree(conn->ctx);
-    conn->ctx = NULL;
-    conn->owed_replies = 0;
+static rl_status exchange_once(rl_conn *conn, size_t n, const rl_cmd *cmds, redisReply **replies,
+                               int *maybe_sent, rl_error *err);
+
+static int is_master(const redisReply *role) {
+    return role->type == REDIS_REPLY_ARRAY && role->elements > 0 &&
+           role->element[0]->type == REDIS_REPLY_STRING &&
+           strcmp(role->element[0]->str, "master") == 0;
 }
 
-void rl_conn_abandon(rl_conn *conn) {
-    if (conn->ctx && conn->ctx->fd >= 0) close(conn->ctx->fd);
-    conn->ctx = NULL;
-    conn->owed_replies = 0;
-}
-
-/* Reads one reply, with SIGPIPE kept away (hiredis flushes pending writes first). */
-static int get_reply(redisContext *ctx, redisReply **reply) {
-    rl_sigpipe_guard guard;
-    rl_sigpipe_block(&guard);
-    void *r = NULL;
-    int rc = redisGetReply(ctx, &r);
-    rl_sigpipe_restore(&guard);
-    *reply = r;
-    return rc;
-}
-
-static rl_status handshake(rl_conn *conn, const rl_config *cfg, rl_error *err) {
-    const rl_endpoint *ep = &cfg->endpoint;
-    const char *argv[3];
-    size_t lens[3];
+/* AUTH and SELECT as the target says, and ROLE for a Sentinel's master: one round trip. */
+static rl_status handshake(rl_conn *conn, const rl_target *t, rl_error *err) {
+    const char *auth[3], *select[2] = {"SELECT", NULL}, *role[1] = {"ROLE"};
+    size_t auth_lens[3], select_lens[2], role_lens[1] = {4};
     char db[16];
-    int n = 0;
-    if (ep->password) {
-        argv[n++] = "AUTH";
-        if (ep->user) argv[n++] = ep->user;
-        argv[n++] = ep->password;
-        for (int i = 0; i < n; i++) lens[i] = strlen(argv[i]);
-        redisAppendCommandArgv(conn->ctx, n, argv, lens);
+    rl_cmd cmds[3];
+    size_t n = 0, auth_at = 9, role_at = 9;
+    int argc = 0;
+    if (t->password) {
+        auth[argc++] = "AUTH";
+        if (t->user) auth[argc++] = t->user;
+        auth[argc++] = t->password;
+        for (int i = 0; i < argc; i++)
+            auth_lens[i] = strlen(auth[i]);
+        auth_at = n;
+        cmds[n++] = (rl_cmd){argc, auth, auth_lens};
     }
-    if (ep->db != 0) {
-        snprintf(db, sizeof db, "%d", ep->db);
-        const char *sel[2] = {"SELECT", db};
-        size_t sel_lens[2] = {6, strlen(db)};
-        redisAppendCommandArgv(conn->ctx, 2, sel, sel_lens);
+    if (t->db != 0) {
+        snprintf(db, sizeof db, "%d", t->db);
+        select[1] = db;
+        select_lens[0] = 6, select_lens[1] = strlen(db);
+        cmds[n++] = (rl_cmd){2, select, select_lens};
     }
-    int expected = (ep->password ? 1 : 0) + (ep->db != 0 ? 1 : 0);
-    for (int i = 0; i < expected; i++) {
-        redisReply *reply;
-        if (get_reply(conn->ctx, &reply) != REDIS_OK) return io_failure(conn, cfg, err, "handshake with");
-        int is_auth = ep->password && i == 0;
-        if (reply->type == REDIS_REPLY_ERROR) {
-            rl_status st = rl_fail(err, RL_ERR_CONNECTION, "%s refused: %.*s",
-                                   is_auth ? "authentication" : "SELECT", (int)reply->len, reply->str);
-            freeReplyObject(reply);
+    if (t->must_be_master) {
+        role_at = n;
+        cmds[n++] = (rl_cmd){1, role, role_lens};
+    }
+    if (n == 0) return RL_OK;
+    redisReply *replies[3] = {NULL, NULL, NULL};
+    int maybe_sent;
+    rl_status st = exchange_once(conn, n, cmds, replies, &maybe_sent, err);
+    if (st != RL_OK) return st;
+    for (size_t i = 0; i < n && st == RL_OK; i++) {
+        if (replies[i]->type == REDIS_REPLY_ERROR)
+            st = rl_fail(err, RL_ERR_CONNECTION, "%s refused: %.*s",
+                         i == auth_at   ? "authentication"
+                         : i == role_at ? "ROLE"
+                                        : "SELECT",
+                         (int)replies[i]->len, replies[i]->str);
+        else if (i == role_at && !is_master(replies[i]))
+            st = rl_fail(err, RL_ERR_CONNECTION, "%s is no master (a failover under way?)",
+                         conn->where);
+    }
+    for (size_t i = 0; i < n; i++)
+        freeReplyObject(replies[i]);
+    if (st != RL_OK) {
+        if (conn->cfg->sentinel && t->must_be_master)
+            rl_sentinel_doubt(conn->cfg->sentinel, t->epoch);
+        rl_conn_close(conn);
+    }
+    return st;
+}
+
+rl_status rl_conn_open_to(rl_conn *conn, const rl_target *t, int64_t timeout_ms, rl_error *err) {
+    rl_conn_close(conn);
+    if (atomic_load(&conn->cfg->closing))
+        return rl_fail(err, RL_ERR_CLOSED, "the client is closed");
+    conn->is_unix = t->is_unix;
+    conn->epoch = t->epoch;
+    conn->must_be_master = t->must_be_master;
+    if (t->is_unix)
+        snprintf(conn->where, sizeof conn->where, "%s", t->host);
+    else if (strchr(t->host, ':'))
+        snprintf(conn->where, sizeof conn->where, "[%s]:%d", t->host, t->port);
+    else
+        snprintf(conn->where, sizeof conn->where, "%s:%d", t->host, t->port);
+    conn->reader = redisReaderCreate();
+    if (!conn->reader) return rl_fail(err, RL_ERR_MEMORY, "out of memory opening a connection");
+    int64_t deadline = rl_now_ms() + conn->cfg->options.connect_timeout_ms;
+    int rc = t->is_unix ? connect_unix(conn, t->host, deadline)
+                        : connect_tcp(conn, t->host, t->port, deadline);
+    if (rc != 0) return failure(conn, err, "cannot connect to");
+    if (conn->cfg->tls) { /* the TLS handshake within what is left of the connect timeout */
+        int64_t left = deadline - rl_now_ms();
+        if (configure(conn, left > 0 ? left : 1) != 0)
+            return failure(conn, err, "cannot configure the connection to");
+        conn->tls = rl_tls_connect(conn->cfg->tls, conn->fd, t->host, conn->why, sizeof conn->why);
+        if (!conn->tls) return failure(conn, err, "cannot connect to");
+    }
+    if (configure(conn, timeout_ms) != 0)
+        return failure(conn, err, "cannot configure the connection to");
+    return handshake(conn, t, err);
+}
+
+rl_status rl_conn_open(rl_conn *conn, int64_t timeout_ms, rl_error *err) {
+    const rl_endpoint *ep = &conn->cfg->endpoint;
+    rl_target t = {.host = ep->host,
+                   .port = ep->port,
+                   .is_unix = ep->is_unix,
+                   .user = ep->user,
+                   .password = ep->password,
+                   .db = ep->db};
+    char master[256];
+    if (conn->cfg->sentinel) {
+        rl_status st =
+            rl_sentinel_master(conn->cfg->sentinel, master, sizeof master, &t.port, &t.epoch, err);
+        if (st != RL_OK) {
             rl_conn_close(conn);
             return st;
         }
-        freeReplyObject(reply);
+        t.host = master;
+        t.must_be_master = 1;
     }
-    return RL_OK;
+    return rl_conn_open_to(conn, &t, timeout_ms, err);
 }
 
-rl_status rl_conn_open(rl_conn *conn, const rl_config *cfg, int64_t timeout_ms, rl_error *err) {
-    rl_conn_close(conn);
-    const rl_endpoint *ep = &cfg->endpoint;
-    struct timeval connect_tv = to_timeval(cfg->options.connect_timeout_ms);
-    redisContext *ctx = ep->is_unix ? redisConnectUnixWithTimeout(ep->host, connect_tv)
-                                    : redisConnectWithTimeout(ep->host, ep->port, connect_tv);
-    if (!ctx) return rl_fail(err, RL_ERR_MEMORY, "out of memory opening a connection");
-    conn->ctx = ctx;
-    if (ctx->err) return io_failure(conn, cfg, err, "cannot connect to");
-    if (redisSetTimeout(ctx, to_timeval(timeout_ms)) != REDIS_OK)
-        return io_failure(conn, cfg, err, "cannot set timeouts on");
-    conn->timeout_ms = timeout_ms;
-    if (!ep->is_unix) redisEnableKeepAlive(ctx);
-    int flags = fcntl(ctx->fd, F_GETFD);
-    if (flags >= 0) fcntl(ctx->fd, F_SETFD, flags | FD_CLOEXEC);
-    return handshake(conn, cfg, err);
+/* ---- commands out, replies in -------------------------------------------------------------- */
+
+static int reserve(rl_conn *conn, size_t more) {
+    if (conn->out_len + more <= conn->out_cap) return 0;
+    size_t cap = conn->out_cap ? conn->out_cap : 256;
+    while (cap < conn->out_len + more)
+        cap *= 2;
+    char *grown = realloc(conn->out, cap);
+    if (!grown) return -1;
+    conn->out = grown;
+    conn->out_cap = cap;
+    return 0;
 }
 
-/* Before a command is written: reads the replies still owed for commands sent without waiting,
- * as far as they have arrived (never blocking), and checks that an idle connection was not closed
- * by the server. Returns 0 when the connection is fit to write to. */
+/* "<prefix><decimal>\r\n" */
+static char *put_header(char *p, char prefix, size_t value) {
+    char digits[24];
+    int n = 0;
+    do
+        digits[n++] = (char)('0' + value % 10);
+    while ((value /= 10) > 0);
+    *p++ = prefix;
+    while (n > 0)
+        *p++ = digits[--n];
+    *p++ = '\r';
+    *p++ = '\n';
+    return p;
+}
+
+int rl_conn_append(rl_conn *conn, const rl_cmd *cmd) {
+    size_t need = 24;
+    for (int i = 0; i < cmd->argc; i++)
+        need += cmd->lens[i] + 26;
+    if (reserve(conn, need) != 0) {
+        set_why(conn, "out of memory formatting a command");
+        return -1;
+    }
+    char *p = put_header(conn->out + conn->out_len, '*', (size_t)cmd->argc);
+    for (int i = 0; i < cmd->argc; i++) {
+        p = put_header(p, '$', cmd->lens[i]);
+        memcpy(p, cmd->argv[i], cmd->lens[i]);
+        p += cmd->lens[i];
+        *p++ = '\r';
+        *p++ = '\n';
+    }
+    conn->out_len = (size_t)(p - conn->out);
+    return 0;
+}
+
+/* Sends the whole output buffer; *sent tells how much the kernel took. */
+static int flush_counting(rl_conn *conn, size_t *sent) {
+    size_t off = 0;
+    int rc = 0;
+    while (off < conn->out_len) {
+        ssize_t n = conn->tls ? rl_tls_send(conn->tls, conn->out + off, conn->out_len - off,
+                                            conn->why, sizeof conn->why)
+                              : send(conn->fd, conn->out + off, conn->out_len - off, MSG_NOSIGNAL);
+        if (n > 0) {
+            off += (size_t)n;
+        } else if (n < 0 && errno == EINTR && !conn->tls) {
+            continue;
+        } else {
+            if (!conn->tls) set_why_errno(conn, n < 0 ? errno : EPIPE); /* TLS wrote its why */
+            rc = -1;
+            break;
+        }
+    }
+    *sent = off;
+    conn->out_len = 0;
+    if (conn->out_cap > OUT_BUFFER_KEPT) {
+        free(conn->out);
+        conn->out = NULL;
+        conn->out_cap = 0;
+    }
+    return rc;
+}
+
+int rl_conn_flush(rl_conn *conn) {
+    size_t sent;
+    return flush_counting(conn, &sent);
+}
+
+int rl_conn_receive(rl_conn *conn, int wait) {
+    char buf[READ_CHUNK];
+    for (;;) {
+        ssize_t n = conn->tls
+                        ? rl_tls_recv(conn->tls, buf, sizeof buf, wait, conn->why, sizeof conn->why)
+                        : recv(conn->fd, buf, sizeof buf, wait ? 0 : MSG_DONTWAIT);
+        if (n > 0) {
+            if (redisReaderFeed(conn->reader, buf, (size_t)n) == REDIS_OK) return 0;
+            set_why(conn, "out of memory reading a reply");
+            return -1;
+        }
+        if (n < 0 && errno == EINTR && !conn->tls) continue;
+        if (n < 0 && !wait && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0; /* nothing */
+        if (n == 0)
+            set_why(conn, "the server closed the connection");
+        else if (!conn->tls)
+            set_why_errno(conn, errno);
+        return -1;
+    }
+}
+
+size_t rl_conn_buffered(rl_conn *conn) {
+    return conn->tls ? rl_tls_pending(conn->tls) : 0;
+}
+
+int rl_conn_next_reply(rl_conn *conn, redisReply **reply) {
+    void *r = NULL;
+    if (redisReaderGetReply(conn->reader, &r) != REDIS_OK) {
+        set_why(conn, conn->reader->errstr[0] ? conn->reader->errstr : "protocol error");
+        return -1;
+    }
+    *reply = r;
+    return 0;
+}
+
+static int read_reply(rl_conn *conn, redisReply **reply) {
+    for (;;) {
+        if (rl_conn_next_reply(conn, reply) != 0) return -1;
+        if (*reply) return 0;
+        if (rl_conn_receive(conn, 1) != 0) return -1;
+    }
+}
+
+/* Before writing to a connection that sat idle: anything readable (the server's close, an error,
+ * bytes nobody asked for) means it is not fit; nothing has been written then. */
 static int fit_for_writing(rl_conn *conn) {
-    struct pollfd p = {.fd = conn->ctx->fd, .events = POLLIN};
-    if (poll(&p, 1, 0) == 0) return 1; /* nothing arrived: alive, owed replies still in flight */
-    if (conn->owed_replies == 0) return 0; /* data or EOF nobody asked for */
-    if (redisBufferRead(conn->ctx) != REDIS_OK) return 0;
-    void *owed;
-    while (conn->owed_replies > 0) {
-        if (redisGetReplyFromReader(conn->ctx, &owed) != REDIS_OK) return 0;
-        if (!owed) break;
-        freeReplyObject(owed);
-        conn->owed_replies--;
-    }
-    return 1;
+    if (rl_conn_buffered(conn) > 0) return 0;
+    /* Opened to a master that is no more (Sentinel): reopen to the new one. */
+    if (conn->cfg->sentinel && conn->must_be_master &&
+        conn->epoch != rl_sentinel_epoch(conn->cfg->sentinel))
+        return 0;
+    struct pollfd p = {.fd = conn->fd, .events = POLLIN};
+    if (poll(&p, 1, 0) == 0) return 1;
+    /* TLS: what arrived may be housekeeping (session tickets), not the server's close. */
+    return conn->tls && rl_tls_idle_check(conn->tls);
 }
 
-/* One attempt. *maybe_sent tells whether the commands may have reached the server. Replies still
- * owed are read after ours are written, so they cost no extra round trip. */
-static rl_status exchange_once(rl_conn *conn, const rl_config *cfg, size_t n, const rl_cmd *cmds,
-                               redisReply **replies, int *maybe_sent, rl_error *err) {
+/* One attempt. *maybe_sent tells whether any of these commands may have reached the server. */
+static rl_status exchange_once(rl_conn *conn, size_t n, const rl_cmd *cmds, redisReply **replies,
+                               int *maybe_sent, rl_error *err) {
     *maybe_sent = 0;
     if (!fit_for_writing(conn)) {
-        rl_conn_close(conn);
-        return rl_fail(err, RL_ERR_CONNECTION, "stale connection");
+        set_why(conn, "the server closed the idle connection");
+        return failure(conn, err, "stale connection to");
     }
+    size_t ours_from = conn->out_len; /* deferred commands go first */
     for (size_t i = 0; i < n; i++) {
-        if (redisAppendCommandArgv(conn->ctx, cmds[i].argc, cmds[i].argv, cmds[i].lens) != REDIS_OK) {
-            rl_conn_close(conn);
+        if (rl_conn_append(conn, &cmds[i]) != 0) {
+            conn->out_len = ours_from;
             return rl_fail(err, RL_ERR_MEMORY, "out of memory formatting a command");
         }
     }
-    *maybe_sent = 1;
+    size_t sent;
+    int rc = flush_counting(conn, &sent);
+    *maybe_sent = sent > ours_from;
+    if (rc != 0) return failure(conn, err, "lost connection to");
     conn->exchanges++;
-    while (conn->owed_replies > 0) {
-        redisReply *owed;
-        if (get_reply(conn->ctx, &owed) != REDIS_OK) return io_failure(conn, cfg, err, "lost connection to");
-        freeReplyObject(owed);
-        conn->owed_replies--;
+    for (; conn->deferred > 0; conn->deferred--) {
+        redisReply *dropped;
+        if (read_reply(conn, &dropped) != 0) return failure(conn, err, "lost connection to");
+        freeReplyObject(dropped);
     }
     for (size_t i = 0; i < n; i++) {
-        if (get_reply(conn->ctx, &replies[i]) != REDIS_OK) {
+        if (read_reply(conn, &replies[i]) != 0) {
             for (size_t j = 0; j < i; j++) {
                 freeReplyObject(replies[j]);
                 replies[j] = NULL;
             }
-            return io_failure(conn, cfg, err, "lost connection to");
+            return failure(conn, err, "lost connection to");
         }
     }
     return RL_OK;
+}
+
+rl_status rl_conn_lost_master(rl_conn *conn, rl_error *err) {
+    rl_status st =
+        rl_fail(err, RL_ERR_CONNECTION, "%s is no longer the master (READONLY)", conn->where);
+    if (conn->cfg->sentinel) rl_sentinel_doubt(conn->cfg->sentinel, conn->epoch);
+    rl_conn_close(conn);
+    conn->readonly = 1;
+    return st;
 }
 
 rl_status rl_fail_reply(rl_error *err, const char *what, const redisReply *r) {
@@ -174,38 +540,27 @@ rl_status rl_fail_reply(rl_error *err, const char *what, const redisReply *r) {
                    text);
 }
 
-rl_status rl_conn_exchange(rl_conn *conn, const rl_config *cfg, int64_t timeout_ms, size_t n,
-                           const rl_cmd *cmds, redisReply **replies, int idempotent,
-                           rl_error *err) {
+rl_status rl_conn_exchange(rl_conn *conn, int64_t timeout_ms, size_t n, const rl_cmd *cmds,
+                           redisReply **replies, int idempotent, rl_error *err) {
     rl_status st = RL_ERR_CONNECTION;
+    int64_t deadline = rl_now_ms() + timeout_ms; /* the retry stays within the caller's time */
     for (int attempt = 0; attempt < 2; attempt++) {
-        if (!conn->ctx) {
-            st = rl_conn_open(conn, cfg, timeout_ms, err);
+        int64_t left = attempt == 0 ? timeout_ms : deadline - rl_now_ms();
+        if (left <= 0) return st;
+        if (conn->fd < 0) {
+            st = rl_conn_open(conn, left, err);
             if (st != RL_OK) return st;
-        } else if (conn->timeout_ms != timeout_ms) { /* e.g. WAIT, longer than other commands */
-            if (redisSetTimeout(conn->ctx, to_timeval(timeout_ms)) != REDIS_OK)
-                return io_failure(conn, cfg, err, "cannot set timeouts on");
-            conn->timeout_ms = timeout_ms;
+        } else if (conn->timeout_ms != left && set_timeout(conn, left) != 0) {
+            return failure(conn, err, "cannot set timeouts on");
         }
         int maybe_sent;
-        st = exchange_once(conn, cfg, n, cmds, replies, &maybe_sent, err);
+        st = exchange_once(conn, n, cmds, replies, &maybe_sent, err);
         if (st != RL_ERR_CONNECTION) return st;
         if (maybe_sent && !idempotent) return st;
     }
     return st;
 }
 
-void rl_conn_send_only(rl_conn *conn, const rl_cmd *cmd) {
-    if (!conn->ctx) return;
-    if (redisAppendCommandArgv(conn->ctx, cmd->argc, cmd->argv, cmd->lens) != REDIS_OK) {
-        rl_conn_close(conn);
-        return;
-    }
-    rl_sigpipe_guard guard;
-    rl_sigpipe_block(&guard);
-    int done = 0, rc = REDIS_OK;
-    while (!done && rc == REDIS_OK) rc = redisBufferWrite(conn->ctx, &done);
-    rl_sigpipe_restore(&guard);
-    if (rc != REDIS_OK) rl_conn_close(conn);
-    else conn->owed_replies++;
+void rl_conn_defer(rl_conn *conn, const rl_cmd *cmd) {
+    if (conn->fd >= 0 && rl_conn_append(conn, cmd) == 0) conn->deferred++;
 }

@@ -1,24 +1,49 @@
-/* One Redis connection: opening it (timeouts, keepalive, AUTH, SELECT), pipelined exchanges, and
- * the rule for when a failed exchange may be retried on a fresh connection. */
+/* One Redis connection on a socket the core owns: opening it (connect timeout, keepalive, AUTH,
+ * SELECT), pipelined exchanges, and the rule for when a failed exchange may be retried on a fresh
+ * connection. Commands are formatted here (RESP) and sent with MSG_NOSIGNAL, so a peer that hung
+ * up never raises SIGPIPE and no signal mask is touched per call; replies are parsed by hiredis's
+ * RESP reader. A connection belongs to one thread at a time; rl_conn_interrupt is the one call
+ * another thread may make on it. */
 #ifndef RL_CONN_H
 #define RL_CONN_H
 
 #include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "redlease.h"
+#include "tls.h"
 #include "url.h"
 
+/* What every connection of one client shares: where to connect, the options, and closing. */
 typedef struct rl_config {
     rl_endpoint endpoint;
     rl_options options;
+    pthread_mutex_t fd_mu; /* a connection's socket is set, closed and interrupted under it */
+    atomic_int closing;    /* the client is closing: no connection opens any more */
+    rl_tls_context *tls;   /* rediss://: every connection speaks TLS; NULL: plain */
+    struct rl_sentinel *sentinel; /* redis+sentinel://: who the master is; NULL: the endpoint */
 } rl_config;
 
 typedef struct rl_conn {
-    redisContext *ctx; /* NULL when closed */
-    int owed_replies;  /* replies of commands sent without waiting, read before the next exchange */
+    rl_config *cfg;
+    int fd;      /* -1 when closed */
+    rl_tls *tls; /* the TLS session on fd, or NULL */
+    int is_unix;
+    int must_be_master; /* opened to the master a Sentinel named */
+    uint64_t epoch;     /* ... in this Sentinel epoch */
+    char where[128];    /* host:port or the socket path, for messages */
+    int readonly;       /* the last call met READONLY (rl_conn_lost_master) */
+    redisReader *reader;
+    char *out; /* formatted commands not sent yet */
+    size_t out_len, out_cap;
+    int deferred;       /* commands at the start of `out` whose replies nobody waits for: they
+                           go out with the next exchange and their replies are read and dropped */
     uint64_t exchanges; /* round trips made, for statistics */
-    int64_t timeout_ms; /* the socket's read/write timeout now */
+    int64_t timeout_ms; /* the socket's send/receive timeout now */
+    char why[96];       /* the last I/O failure, for messages */
 } rl_conn;
 
 /* One command: argc arguments (binary-safe). */
@@ -28,26 +53,69 @@ typedef struct rl_cmd {
     size_t *lens;
 } rl_cmd;
 
-/* (Re)opens conn: connect with the connect timeout, set the command timeout (timeout_ms), TCP
- * keepalive, close-on-exec, then AUTH and SELECT as the URL says. */
-rl_status rl_conn_open(rl_conn *conn, const rl_config *cfg, int64_t timeout_ms, rl_error *err);
-void rl_conn_close(rl_conn *conn);
+void rl_config_init(rl_config *cfg);
+void rl_config_destroy(rl_config *cfg);
 
-/* Closes the socket without touching hiredis state another thread may have been using when the
- * process forked; the context's memory is given up. */
+/* A closed connection of cfg's client. */
+void rl_conn_init(rl_conn *conn, rl_config *cfg);
+
+/* Where a connection goes: a host and port (or a unix socket path in host), its AUTH and SELECT;
+ * the master a Sentinel named must also answer ROLE as master. */
+typedef struct rl_target {
+    const char *host;
+    int port;
+    int is_unix;
+    const char *user, *password;
+    int db;
+    int must_be_master;
+    uint64_t epoch; /* the Sentinel epoch that named this master */
+} rl_target;
+
+/* (Re)opens conn to the client's server (for Sentinel: the master now): connect within the
+ * connect timeout, TLS when the URL says so, the send/receive timeout (timeout_ms), TCP keepalive
+ * and no-delay, then AUTH and SELECT as the URL says. RL_ERR_CLOSED once the client is closing. */
+rl_status rl_conn_open(rl_conn *conn, int64_t timeout_ms, rl_error *err);
+/* The same to a given target (a sentinel, say). */
+rl_status rl_conn_open_to(rl_conn *conn, const rl_target *target, int64_t timeout_ms,
+                          rl_error *err);
+void rl_conn_close(rl_conn *conn); /* frees everything; the connection can be opened again */
+
+/* Closes the socket without touching reader state another thread may have been using when the
+ * process forked; that memory is given up. */
 void rl_conn_abandon(rl_conn *conn);
 
-/* Sends n commands in one write and reads their n replies into replies[] (to be freed with
- * freeReplyObject). On a connection error the connection is closed. When `idempotent` is set, or
- * when nothing can have reached the server yet, the exchange is retried once on a fresh
- * connection. Error replies are returned as replies, not as failures. */
-rl_status rl_conn_exchange(rl_conn *conn, const rl_config *cfg, int64_t timeout_ms, size_t n,
-                           const rl_cmd *cmds, redisReply **replies, int idempotent,
-                           rl_error *err);
+/* From any thread: makes every blocking call on conn's socket (connect, send, receive) return
+ * at once with an error. Used when the client closes; the owner then closes the connection. */
+void rl_conn_interrupt(rl_conn *conn);
 
-/* Sends one command without waiting for its reply (read and dropped before the next exchange).
- * Best effort: a failure only closes the connection. */
-void rl_conn_send_only(rl_conn *conn, const rl_cmd *cmd);
+/* Sends n commands in one write (after any deferred ones) and reads their n replies into
+ * replies[] (to be freed with freeReplyObject). On a connection error the connection is closed.
+ * When `idempotent` is set, or when nothing can have reached the server yet, the exchange is
+ * retried once on a fresh connection, within the same timeout_ms. Error replies are returned as
+ * replies, not as failures. */
+rl_status rl_conn_exchange(rl_conn *conn, int64_t timeout_ms, size_t n, const rl_cmd *cmds,
+                           redisReply **replies, int idempotent, rl_error *err);
+
+/* Queues a command whose reply nobody waits for: it goes out with the next exchange on this
+ * connection, costing no write of its own; dropped if the connection closes first. */
+void rl_conn_defer(rl_conn *conn, const rl_cmd *cmd);
+
+/* The pieces of an exchange, for the subscriber's own loop. append formats a command into the
+ * output buffer (-1: out of memory); flush sends it all; receive reads what has arrived (with
+ * `wait`, waiting up to the timeout when nothing has; without, never blocking); next_reply takes
+ * one parsed reply (*reply NULL when none is complete). Each returns 0 or -1 with the reason in
+ * conn->why; on -1 close the connection. buffered: bytes received but not yet seen by a poll() of
+ * the socket (decrypted TLS data): read them before polling. */
+int rl_conn_append(rl_conn *conn, const rl_cmd *cmd);
+int rl_conn_flush(rl_conn *conn);
+int rl_conn_receive(rl_conn *conn, int wait);
+int rl_conn_next_reply(rl_conn *conn, redisReply **reply);
+size_t rl_conn_buffered(rl_conn *conn);
+
+/* The server answered READONLY: it is no longer the master (nothing was written). The connection
+ * is closed, a Sentinel client asks its sentinels again, and `readonly` is set so that the caller
+ * may try once more on a fresh connection. Returns RL_ERR_CONNECTION. */
+rl_status rl_conn_lost_master(rl_conn *conn, rl_error *err);
 
 /* Fails with an error reply from Redis: RL_ERR_CONNECTION when it asks for authentication
  * (NOAUTH, WRONGPASS: a configuration problem, as a refused AUTH), RL_ERR_SERVER else. */

@@ -11,6 +11,7 @@ rl_status rl_fail(rl_error *err, rl_status status, const char *fmt, ...) {
         va_end(ap);
         err->status = status;
         err->lost_reason = RL_LOST_NONE;
+        err->hold_kept = 0;
     }
     return status;
 }
@@ -27,35 +28,54 @@ void rl_error_clear(rl_error *err) {
         err->status = RL_OK;
         err->message[0] = '\0';
         err->lost_reason = RL_LOST_NONE;
+        err->hold_kept = 0;
     }
 }
 
 const char *rl_status_name(rl_status status) {
     switch (status) {
-    case RL_OK: return "ok";
-    case RL_NOT_ACQUIRED: return "not_acquired";
-    case RL_NOT_OWNED: return "not_owned";
-    case RL_LOST: return "lost";
-    case RL_ABORTED: return "aborted";
-    case RL_ERR_ARGUMENT: return "argument";
-    case RL_ERR_CONNECTION: return "connection";
-    case RL_ERR_SERVER: return "server";
-    case RL_ERR_CLOSED: return "closed";
-    case RL_ERR_MEMORY: return "memory";
-    case RL_ERR_UNSUPPORTED: return "unsupported";
-    case RL_ERR_REPLICA: return "replica";
+    case RL_OK:
+        return "ok";
+    case RL_NOT_ACQUIRED:
+        return "not_acquired";
+    case RL_NOT_OWNED:
+        return "not_owned";
+    case RL_LOST:
+        return "lost";
+    case RL_ABORTED:
+        return "aborted";
+    case RL_ERR_ARGUMENT:
+        return "argument";
+    case RL_ERR_CONNECTION:
+        return "connection";
+    case RL_ERR_SERVER:
+        return "server";
+    case RL_ERR_CLOSED:
+        return "closed";
+    case RL_ERR_MEMORY:
+        return "memory";
+    case RL_ERR_UNSUPPORTED:
+        return "unsupported";
+    case RL_ERR_REPLICA:
+        return "replica";
     }
     return "unknown";
 }
 
 const char *rl_lost_reason_name(rl_lost_reason reason) {
     switch (reason) {
-    case RL_LOST_NONE: return "none";
-    case RL_LOST_EXPIRED: return "expired";
-    case RL_LOST_DELETED: return "deleted";
-    case RL_LOST_OWNER_CHANGED: return "owner_changed";
-    case RL_LOST_UNREACHABLE: return "unreachable";
-    case RL_LOST_MAX_HOLD: return "max_hold";
+    case RL_LOST_NONE:
+        return "none";
+    case RL_LOST_EXPIRED:
+        return "expired";
+    case RL_LOST_DELETED:
+        return "deleted";
+    case RL_LOST_OWNER_CHANGED:
+        return "owner_changed";
+    case RL_LOST_UNREACHABLE:
+        return "unreachable";
+    case RL_LOST_MAX_HOLD:
+        return "max_hold";
     }
     return "unknown";
 }

@@ -36,7 +36,8 @@ static void *deliver_main(void *arg) {
     rl_events *ev = arg;
     pthread_mutex_lock(&ev->mu);
     for (;;) {
-        while (!ev->head && !ev->stop) pthread_cond_wait(&ev->more, &ev->mu);
+        while (!ev->head && !ev->stop)
+            pthread_cond_wait(&ev->more, &ev->mu);
         if (!ev->head) break; /* stopping with nothing left */
         rl_event_item *item = ev->head;
         ev->head = item->next;
@@ -72,8 +73,10 @@ void rl_events_push(rl_events *ev, rl_event_kind kind, const void *name, size_t 
         free(item);
         return;
     }
-    if (ev->tail) ev->tail->next = item;
-    else ev->head = item;
+    if (ev->tail)
+        ev->tail->next = item;
+    else
+        ev->head = item;
     ev->tail = item;
     if (!ev->thread_started)
         ev->thread_started = rl_thread_start(&ev->thread, deliver_main, ev) == 0;

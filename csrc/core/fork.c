@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 
 #include "client.h"
 
@@ -14,23 +15,30 @@ static pthread_once_t handlers_once = PTHREAD_ONCE_INIT;
  * the state a child inherits; the core never holds them during network I/O, so this is brief. */
 static void prepare(void) {
     pthread_mutex_lock(&registry_mu);
-    for (rl_client *c = registry; c; c = c->registry_next) rl_client_before_fork(c);
+    for (rl_client *c = registry; c; c = c->registry_next)
+        rl_client_before_fork(c);
 }
 
 static void parent(void) {
-    for (rl_client *c = registry; c; c = c->registry_next) rl_client_after_fork_parent(c);
+    for (rl_client *c = registry; c; c = c->registry_next)
+        rl_client_after_fork_parent(c);
     pthread_mutex_unlock(&registry_mu);
 }
 
 static void child(void) {
     atomic_fetch_add(&generation, 1);
-    for (rl_client *c = registry; c; c = c->registry_next) rl_client_after_fork_child(c);
+    for (rl_client *c = registry; c; c = c->registry_next)
+        rl_client_after_fork_child(c);
     pthread_mutex_unlock(&registry_mu);
 }
 
-static void install_handlers(void) { pthread_atfork(prepare, parent, child); }
+static void install_handlers(void) {
+    pthread_atfork(prepare, parent, child);
+}
 
-uint64_t rl_fork_generation(void) { return atomic_load(&generation); }
+uint64_t rl_fork_generation(void) {
+    return atomic_load(&generation);
+}
 
 void rl_fork_register(rl_client *c) {
     pthread_once(&handlers_once, install_handlers);
@@ -42,10 +50,26 @@ void rl_fork_register(rl_client *c) {
     pthread_mutex_unlock(&registry_mu);
 }
 
+size_t rl_clients_entered(rl_client ***out) {
+    *out = NULL;
+    pthread_mutex_lock(&registry_mu);
+    size_t n = 0, cap = 0;
+    for (rl_client *c = registry; c; c = c->registry_next)
+        cap++;
+    rl_client **clients = cap ? malloc(cap * sizeof *clients) : NULL;
+    for (rl_client *c = registry; clients && c; c = c->registry_next)
+        if (rl_client_enter(c, NULL) == RL_OK) clients[n++] = c;
+    pthread_mutex_unlock(&registry_mu);
+    *out = clients;
+    return n;
+}
+
 void rl_fork_unregister(rl_client *c) {
     pthread_mutex_lock(&registry_mu);
-    if (c->registry_prev) c->registry_prev->registry_next = c->registry_next;
-    else if (registry == c) registry = c->registry_next;
+    if (c->registry_prev)
+        c->registry_prev->registry_next = c->registry_next;
+    else if (registry == c)
+        registry = c->registry_next;
     if (c->registry_next) c->registry_next->registry_prev = c->registry_prev;
     c->registry_prev = c->registry_next = NULL;
     pthread_mutex_unlock(&registry_mu);

@@ -6,12 +6,15 @@
 static uint64_t hash_of(const void *name, size_t len, rl_lock_kind kind, uint64_t context) {
     const unsigned char *p = name;
     uint64_t h = 1469598103934665603ULL ^ (uint64_t)kind; /* FNV-1a */
-    for (size_t i = 0; i < len; i++) h = (h ^ p[i]) * 1099511628211ULL;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ p[i]) * 1099511628211ULL;
     h ^= context + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
     return h;
 }
 
-void rl_holds_init(rl_holds *holds) { memset(holds, 0, sizeof *holds); }
+void rl_holds_init(rl_holds *holds) {
+    memset(holds, 0, sizeof *holds);
+}
 
 void rl_holds_clear(rl_holds *holds) {
     for (size_t b = 0; b < holds->nbuckets; b++) {
@@ -27,14 +30,13 @@ void rl_holds_clear(rl_holds *holds) {
     rl_holds_init(holds);
 }
 
-rl_hold *rl_holds_find(const rl_holds *holds, const void *name, size_t name_len,
-                       rl_lock_kind kind, uint64_t context) {
+rl_hold *rl_holds_find(const rl_holds *holds, const void *name, size_t name_len, rl_lock_kind kind,
+                       uint64_t context) {
     if (holds->nbuckets == 0) return NULL;
     uint64_t hash = hash_of(name, name_len, kind, context);
     for (rl_hold *h = holds->buckets[hash & (holds->nbuckets - 1)]; h; h = h->bucket_next)
         if (h->hash == hash && h->context == context && h->kind == kind &&
-            h->name_len == name_len &&
-            memcmp(h->name, name, name_len) == 0)
+            h->name_len == name_len && memcmp(h->name, name, name_len) == 0)
             return h;
     return NULL;
 }
@@ -90,7 +92,8 @@ rl_hold *rl_holds_add(rl_holds *holds, const void *name, size_t name_len, rl_loc
 void rl_holds_remove(rl_holds *holds, rl_hold *hold) {
     rl_holds_unwatch(holds, hold);
     rl_hold **p = &holds->buckets[hold->hash & (holds->nbuckets - 1)];
-    while (*p != hold) p = &(*p)->bucket_next;
+    while (*p != hold)
+        p = &(*p)->bucket_next;
     *p = hold->bucket_next;
     holds->count--;
     free(hold->retry_id);
@@ -109,8 +112,10 @@ void rl_holds_watch(rl_holds *holds, rl_hold *hold) {
 
 void rl_holds_unwatch(rl_holds *holds, rl_hold *hold) {
     if (!hold->watched) return;
-    if (hold->watch_prev) hold->watch_prev->watch_next = hold->watch_next;
-    else holds->watch_head = hold->watch_next;
+    if (hold->watch_prev)
+        hold->watch_prev->watch_next = hold->watch_next;
+    else
+        holds->watch_head = hold->watch_next;
     if (hold->watch_next) hold->watch_next->watch_prev = hold->watch_prev;
     hold->watched = 0;
     hold->watch_prev = hold->watch_next = NULL;

@@ -27,12 +27,13 @@ typedef struct rl_hold {
     unsigned watched : 1;    /* on the watchdog list */
     unsigned releasing : 1;  /* a release is in flight: the watchdog leaves it alone */
     unsigned in_round : 1;   /* part of the renewal round on the wire: must not be freed */
-    unsigned release_failed : 1;
-    char *retry_id;           /* after a failed release: its request id (malloc'd), reused by
-                                 the retry so that the unlock latch answers it; else NULL */
-    const char *owner;        /* the hash field: owner, or owner:write for a write hold */
+    unsigned release_failed : 1; /* its last release failed on the network: settle it first */
+    unsigned freed : 1;          /* lost, and already removed from Redis by a release */
+    char *retry_id;              /* after a failed release: its request id (malloc'd), reused by
+                                    the retry so that the unlock latch answers it; else NULL */
+    const char *owner;           /* the hash field: owner, or owner:write for a write hold */
     size_t owner_len;
-    const char *read_keys;    /* read holds: prefix of the hold keys (prefix:1..count), else "" */
+    const char *read_keys; /* read holds: prefix of the hold keys (prefix:1..count), else "" */
     size_t read_keys_len;
     size_t name_len;
     char name[]; /* name_len bytes + NUL */
@@ -49,9 +50,10 @@ typedef struct rl_holds {
 void rl_holds_init(rl_holds *holds);
 void rl_holds_clear(rl_holds *holds); /* frees every hold */
 
-rl_hold *rl_holds_find(const rl_holds *holds, const void *name, size_t name_len,
-                       rl_lock_kind kind, uint64_t context);
-/* Adds an empty hold (count 0); NULL when out of memory. read_keys may be NULL (not a read hold). */
+rl_hold *rl_holds_find(const rl_holds *holds, const void *name, size_t name_len, rl_lock_kind kind,
+                       uint64_t context);
+/* Adds an empty hold (count 0); NULL when out of memory. read_keys may be NULL (not a read hold).
+ */
 rl_hold *rl_holds_add(rl_holds *holds, const void *name, size_t name_len, rl_lock_kind kind,
                       uint64_t context, const char *owner, const char *read_keys,
                       size_t read_keys_len);

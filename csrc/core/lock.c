@@ -1,7 +1,8 @@
 /* Every lock kind's flow (Redisson RLock, RFencedLock, RFairLock, RReadWriteLock): acquire with
  * waiting, release through the unlock latch, force unlock and the server-side queries; the
- * kinds' own keys and scripts are in lock_calls.c. The local hold table is updated in the same critical
- * section that reads each Redis answer, so renewal starts and stops exactly with the hold. */
+ * kinds' own keys and scripts are in lock_calls.c. The local hold table is updated in the same
+ * critical section that reads each Redis answer, so renewal starts and stops exactly with the hold.
+ */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +19,8 @@
 static void lock_strings(rl_lock *l, char **strings[LOCK_STRINGS], size_t lens[LOCK_STRINGS]) {
     char **s[LOCK_STRINGS] = {&l->name,      &l->channel,       &l->latch_prefix, &l->token_key,
                               &l->queue_key, &l->deadlines_key, &l->key_base};
-    size_t n[LOCK_STRINGS] = {l->name_len,      l->channel_len,       l->latch_prefix_len,
-                              l->token_key_len, l->queue_key_len,     l->deadlines_key_len,
+    size_t n[LOCK_STRINGS] = {l->name_len,      l->channel_len,   l->latch_prefix_len,
+                              l->token_key_len, l->queue_key_len, l->deadlines_key_len,
                               l->key_base_len};
     memcpy(strings, s, sizeof s);
     memcpy(lens, n, sizeof n);
@@ -55,7 +56,8 @@ void rl_lock_free(rl_lock *l) {
         char **strings[LOCK_STRINGS];
         size_t lens[LOCK_STRINGS];
         lock_strings(l, strings, lens);
-        for (int i = 0; i < LOCK_STRINGS; i++) free(*strings[i]);
+        for (int i = 0; i < LOCK_STRINGS; i++)
+            free(*strings[i]);
     }
     if (l->client) rl_client_unref(l->client);
     free(l);
@@ -71,7 +73,8 @@ rl_status rl_lock_new_kind(rl_client *c, rl_lock_kind kind, const void *name, si
     rl_error_clear(err);
     if (!out) return rl_fail(err, RL_ERR_ARGUMENT, "out must not be NULL");
     *out = NULL;
-    if (!name || name_len == 0) return rl_fail(err, RL_ERR_ARGUMENT, "a lock name must not be empty");
+    if (!name || name_len == 0)
+        return rl_fail(err, RL_ERR_ARGUMENT, "a lock name must not be empty");
     if (kind < RL_LOCK_REENTRANT || kind > RL_LOCK_WRITE)
         return rl_fail(err, RL_ERR_ARGUMENT, "unknown lock kind %d", (int)kind);
     rl_status st = rl_client_enter(c, err);
@@ -98,7 +101,9 @@ rl_status rl_lock_new_kind(rl_client *c, rl_lock_kind kind, const void *name, si
     return RL_OK;
 }
 
-rl_lock_kind rl_lock_kind_of(const rl_lock *l) { return l ? l->kind : RL_LOCK_REENTRANT; }
+rl_lock_kind rl_lock_kind_of(const rl_lock *l) {
+    return l ? l->kind : RL_LOCK_REENTRANT;
+}
 
 const char *rl_lock_name(const rl_lock *l, size_t *len) {
     if (len) *len = l ? l->name_len : 0;
@@ -126,6 +131,7 @@ typedef struct attempt {
     int64_t lease;  /* ms sent as the lease: the caller's, or the watchdog timeout */
     int64_t window; /* fair locks: how long a queued place is kept */
     int64_t token;  /* fenced locks: the token of the acquire */
+    int reentered;  /* Redis answered that this owner already held it */
     int64_t sent_at;
 } attempt;
 
@@ -137,7 +143,7 @@ typedef struct attempt {
 static rl_status try_once(rl_lock *l, attempt *a, int queue, int64_t *wait_hint, rl_error *err) {
     a->sent_at = rl_now_ms();
     rl_status st = rl_lock_call_acquire(l, a->owner, a->owner_len, a->lease, queue, a->window,
-                                        wait_hint, &a->token, err);
+                                        wait_hint, &a->token, &a->reentered, err);
     if (st == RL_NOT_ACQUIRED && l->kind == RL_LOCK_FAIR && *wait_hint < FAIR_RECHECK_MS)
         *wait_hint = FAIR_RECHECK_MS;
     return st;
@@ -175,13 +181,27 @@ static rl_status wait_and_retry(rl_lock *l, attempt *a, int64_t deadline, int64_
 static rl_status record_hold(rl_lock *l, uint64_t context, const attempt *a, int64_t lease_ms,
                              int64_t max_hold_ms, rl_error *err) {
     rl_client *c = l->client;
-    char field[RL_OWNER_MAX];
+    char field[RL_OWNER_MAX], shown[RL_NAME_SHOWN_MAX];
     size_t read_keys_len = 0;
     char *read_keys = rl_lock_read_keys(l, a->owner, a->owner_len, &read_keys_len);
     rl_lock_field(l, a->owner, a->owner_len, field);
     rl_status st = RL_OK;
     pthread_mutex_lock(&c->mu);
     rl_hold *h = rl_holds_find(&c->holds, l->name, l->name_len, l->kind, context);
+    if (h && h->count > 0 && !h->lost && !a->reentered)
+        /* Redis granted it afresh: the hold this context had was gone (deleted, expired) before
+         * the watchdog could tell. */
+        rl_client_hold_lost(c, h,
+                            rl_now_ms() >= h->confirmed_until ? RL_LOST_EXPIRED : RL_LOST_DELETED);
+    if (h && h->lost) {
+        /* The hold was lost while this acquire was on the wire: what Redis granted now is not
+         * part of a hold that is renewed. Take it back; the caller must release first. */
+        rl_lost_reason reason = h->lost;
+        pthread_mutex_unlock(&c->mu);
+        free(read_keys);
+        rl_lock_call_undo_acquire(l, a->owner, a->owner_len, a->lease);
+        return rl_fail_lost(err, reason, "; release it first", printable(l, shown));
+    }
     if (!h && (l->kind != RL_LOCK_READ || read_keys))
         h = rl_holds_add(&c->holds, l->name, l->name_len, l->kind, context, field, read_keys,
                          read_keys_len);
@@ -193,13 +213,18 @@ static rl_status record_hold(rl_lock *l, uint64_t context, const attempt *a, int
         h->count++;
         h->token = a->token;
         h->confirmed_until = a->sent_at + a->lease;
-        if (lease_ms == RL_LEASE_WATCHDOG) h->watchdog = 1;
-        else h->lease_ms = lease_ms;
-        if (h->watchdog && !h->watched && !h->release_failed && rl_watchdog_watch(c, h) != 0) {
+        if (lease_ms == RL_LEASE_WATCHDOG)
+            h->watchdog = 1;
+        else
+            h->lease_ms = lease_ms;
+        int watch = h->watchdog && !h->watched ? rl_watchdog_watch(c, h) : RL_WATCH_OK;
+        if (watch != RL_WATCH_OK) {
             /* Told "not acquired", the caller will not release: forget the hold locally and let
              * Redis expire it by its lease. */
             if (--h->count <= 0) rl_holds_remove(&c->holds, h);
-            st = rl_fail(err, RL_ERR_MEMORY, "cannot start the watchdog thread");
+            st = watch == RL_WATCH_STOPPED
+                     ? rl_fail(err, RL_ERR_CLOSED, "the client is closed")
+                     : rl_fail(err, RL_ERR_MEMORY, "cannot start the watchdog thread");
         }
     }
     pthread_mutex_unlock(&c->mu);
@@ -224,6 +249,20 @@ rl_status rl_lock_acquire(rl_lock *l, uint64_t context, int64_t lease_ms, int64_
     return rl_lock_acquire_with(l, context, &o, err);
 }
 
+static rl_status release_one(rl_lock *l, rl_hold *h, int settling, rl_error *err);
+
+/* Before an acquire (client mutex held): this context's hold must be healthy, and a release of
+ * it that failed on the network is settled first (the same request again, answered from its
+ * unlock latch if Redis did it), so that the acquire starts from what Redis holds and the new
+ * hold is renewed. */
+static rl_status check_hold_before_acquire(rl_lock *l, uint64_t context, rl_error *err) {
+    char shown[RL_NAME_SHOWN_MAX];
+    rl_hold *h = rl_holds_find(&l->client->holds, l->name, l->name_len, l->kind, context);
+    if (h && h->lost) return rl_fail_lost(err, h->lost, "; release it first", printable(l, shown));
+    if (h && h->release_failed) return release_one(l, h, 1, err);
+    return RL_OK;
+}
+
 rl_status rl_lock_acquire_with(rl_lock *l, uint64_t context, const rl_acquire_options *o,
                                rl_error *err) {
     rl_error_clear(err);
@@ -245,13 +284,9 @@ rl_status rl_lock_acquire_with(rl_lock *l, uint64_t context, const rl_acquire_op
     a.owner_len = rl_client_owner(c, context, a.owner);
 
     pthread_mutex_lock(&c->mu);
-    rl_hold *h = rl_holds_find(&c->holds, l->name, l->name_len, l->kind, context);
-    rl_lost_reason lost = h ? h->lost : RL_LOST_NONE;
+    st = check_hold_before_acquire(l, context, err);
     pthread_mutex_unlock(&c->mu);
-    if (lost) {
-        st = rl_fail_lost(err, lost, "; release it first", printable(l, shown));
-        goto out;
-    }
+    if (st != RL_OK) goto out;
 
     a.lease = lease_ms > 0 ? lease_ms : c->cfg.options.watchdog_timeout_ms;
     a.window = wait_ms > 0 ? wait_ms : c->cfg.options.fair_wait_ms;
@@ -264,9 +299,11 @@ rl_status rl_lock_acquire_with(rl_lock *l, uint64_t context, const rl_acquire_op
      * abort, an error even on the first try, which may have queued it before failing). */
     if (st != RL_OK && wait_ms != 0 && l->kind == RL_LOCK_FAIR)
         rl_lock_call_leave_queue(l, a.owner, a.owner_len, a.window);
-    int64_t max_hold = o->max_hold_ms == 0 ? c->cfg.options.max_hold_ms
-                       : o->max_hold_ms > 0 ? o->max_hold_ms : 0;
-    if (st == RL_OK) st = record_hold(l, context, &a, lease_ms, max_hold, err);
+    int64_t max_hold = o->max_hold_ms == 0  ? c->cfg.options.max_hold_ms
+                       : o->max_hold_ms > 0 ? o->max_hold_ms
+                                            : 0;
+    if (st == RL_OK)
+        st = record_hold(l, context, &a, lease_ms, max_hold, err);
     else if (st == RL_NOT_ACQUIRED)
         rl_fail(err, RL_NOT_ACQUIRED, "lock \"%s\" is held by another owner", printable(l, shown));
 out:
@@ -279,40 +316,129 @@ static void drop_one(rl_client *c, rl_hold *h) {
     if (--h->count <= 0) rl_holds_remove(&c->holds, h);
 }
 
-rl_status rl_lock_release(rl_lock *l, uint64_t context, rl_error *err) {
-    rl_error_clear(err);
-    if (!l) return rl_fail(err, RL_ERR_ARGUMENT, "lock must not be NULL");
-    rl_client *c = l->client;
-    rl_status st = rl_client_enter(c, err);
-    if (st != RL_OK) return st;
-    char shown[RL_NAME_SHOWN_MAX], request_id[2 * RL_REQUEST_ID_BYTES + 1];
+static int64_t release_lease(const rl_client *c, const rl_hold *h) {
+    return h->watchdog ? c->cfg.options.watchdog_timeout_ms : h->lease_ms;
+}
 
-    pthread_mutex_lock(&c->mu);
-    rl_hold *h = rl_holds_find(&c->holds, l->name, l->name_len, l->kind, context);
-    if (!h || h->count <= 0) {
-        pthread_mutex_unlock(&c->mu);
-        st = rl_fail(err, RL_NOT_OWNED, "lock \"%s\" is not held by this context", printable(l, shown));
-        goto out;
+/* Whether another local hold of this context counts in the same Redis field (a context using
+ * the reentrant, fenced and fair kinds on one name): Redis then counts them together. */
+static int field_shared(rl_client *c, const rl_hold *h) {
+    for (int kind = RL_LOCK_REENTRANT; kind <= RL_LOCK_WRITE; kind++) {
+        if (kind == (int)h->kind || (kind == RL_LOCK_WRITE) != (h->kind == RL_LOCK_WRITE)) continue;
+        rl_hold *other =
+            rl_holds_find(&c->holds, h->name, h->name_len, (rl_lock_kind)kind, h->context);
+        if (other && other->count > 0) return 1;
     }
-    h->releasing = 1;
-    rl_watchdog_wait_out_round(c, h); /* no renewal of this hold may follow the release */
-    if (h->lost) {
-        rl_lost_reason reason = h->lost;
+    return 0;
+}
+
+/* Removes every count of h's owner from Redis (client mutex held; dropped for the network).
+ * Returns how many releases Redis answered "still held". */
+static int release_fully(rl_lock *l, rl_hold *h) {
+    rl_client *c = l->client;
+    int64_t lease = release_lease(c, h);
+    pthread_mutex_unlock(&c->mu);
+    int still_held = 0;
+    rl_error ignored;
+    rl_lock_call_release_fully(l, h->owner, h->owner_len, lease, &still_held, &ignored);
+    pthread_mutex_lock(&c->mu);
+    return still_held;
+}
+
+/* The last local hold was released and Redis answered "still held": it counts more holds of
+ * this owner than this client knows (an acquire whose answer was lost on the network). Left
+ * alone, they would shut every other owner out for as long as this context keeps using the
+ * lock. Remove them, and say so. */
+static void release_stray_holds(rl_lock *l, rl_hold *h) {
+    rl_client *c = l->client;
+    int still_held = release_fully(l, h);
+    char message[240], shown[RL_NAME_SHOWN_MAX];
+    snprintf(message, sizeof message,
+             "lock \"%s\": Redis held %d more hold(s) of this owner than this client knew (an "
+             "acquire whose answer was lost); released them",
+             printable(l, shown), still_held + 1);
+    rl_events_push(&c->events, RL_EVENT_STRAY_HOLDS, l->name, l->name_len, h->context, RL_LOST_NONE,
+                   (size_t)still_held + 1, message);
+}
+
+/* Release of a hold already lost: nothing to renew, but when the loss came from this side
+ * (max_hold, or Redis unreachable until the lease ran out) the key may still be this owner's:
+ * it is freed now instead of blocking others until it expires. */
+static rl_status release_lost(rl_lock *l, rl_hold *h, rl_error *err) {
+    rl_client *c = l->client;
+    char shown[RL_NAME_SHOWN_MAX];
+    rl_lost_reason reason = h->lost;
+    if (!h->freed && (reason == RL_LOST_MAX_HOLD || reason == RL_LOST_UNREACHABLE)) {
+        h->freed = 1;
+        release_fully(l, h);
+    }
+    h->releasing = 0;
+    drop_one(c, h);
+    return rl_fail_lost(err, reason, " while held", printable(l, shown));
+}
+
+/* What Redis answered to a release of h (client mutex held). */
+static rl_status apply_release(rl_lock *l, rl_hold *h, const redisReply *reply, int settling,
+                               rl_error *err) {
+    rl_client *c = l->client;
+    char shown[RL_NAME_SHOWN_MAX];
+    if (reply->type == REDIS_REPLY_NIL) {
+        if (settling && h->count <= 1) { /* already released, its latch expired since */
+            rl_holds_remove(&c->holds, h);
+            return RL_OK;
+        }
+        rl_lost_reason reason =
+            rl_now_ms() >= h->confirmed_until ? RL_LOST_EXPIRED : RL_LOST_DELETED;
+        rl_client_hold_lost(c, h, reason);
         h->releasing = 0;
         drop_one(c, h);
-        pthread_mutex_unlock(&c->mu);
-        st = rl_fail_lost(err, reason, " while held", printable(l, shown));
-        goto out;
+        return rl_fail_lost(err, reason, " while held", printable(l, shown));
     }
-    if (h->retry_id) memcpy(request_id, h->retry_id, sizeof request_id);
-    else rl_random_hex(request_id, RL_REQUEST_ID_BYTES);
-    int64_t lease = h->watchdog ? c->cfg.options.watchdog_timeout_ms : h->lease_ms;
+    if (reply->type != REDIS_REPLY_INTEGER) {
+        h->releasing = 0;
+        rl_fail(err, RL_ERR_SERVER, "unexpected answer to release (type %d)", reply->type);
+        if (err) err->hold_kept = 1;
+        return RL_ERR_SERVER;
+    }
+    free(h->retry_id);
+    h->retry_id = NULL;
+    int was_failed = h->release_failed;
+    h->release_failed = 0;
+    if (h->count <= 1) {
+        if (reply->integer == 0 && !field_shared(c, h)) release_stray_holds(l, h);
+        rl_holds_remove(&c->holds, h); /* no hold of this context is left */
+        return RL_OK;
+    }
+    h->count--;
+    h->releasing = 0;
+    if (reply->integer == 1) {
+        /* Redis had no other hold of this owner: the ones this client still counts are gone. */
+        rl_client_hold_lost(c, h, RL_LOST_DELETED);
+    } else if (was_failed && h->watchdog) { /* a retried release went through: renew the rest */
+        rl_watchdog_watch(c, h);
+    }
+    return RL_OK;
+}
+
+/* Releases one hold of h in Redis and updates the local table (client mutex held; dropped for
+ * the network). `settling`: an acquire settles this context's failed release. h may be freed. */
+static rl_status release_one(rl_lock *l, rl_hold *h, int settling, rl_error *err) {
+    rl_client *c = l->client;
+    char request_id[2 * RL_REQUEST_ID_BYTES + 1];
+    h->releasing = 1;
+    rl_watchdog_wait_out_round(c, h); /* no renewal of this hold may follow the release */
+    if (h->lost) return release_lost(l, h, err);
+    if (h->retry_id)
+        memcpy(request_id, h->retry_id, sizeof request_id);
+    else
+        rl_random_hex(request_id, RL_REQUEST_ID_BYTES);
+    int64_t lease = release_lease(c, h);
     const char *field = h->owner; /* immutable while this context holds the lock */
     size_t field_len = h->owner_len;
     pthread_mutex_unlock(&c->mu);
 
     redisReply *reply = NULL;
-    st = rl_lock_call_release(l, field, field_len, lease, request_id, 1, &reply, err);
+    rl_status st = rl_lock_call_release(l, field, field_len, lease, request_id, 1, &reply, err);
     if (st == RL_ERR_REPLICA) { /* released on the master all the same */
         report_unsynced(l, "release", err);
         rl_error_clear(err);
@@ -320,38 +446,39 @@ rl_status rl_lock_release(rl_lock *l, uint64_t context, rl_error *err) {
     }
 
     pthread_mutex_lock(&c->mu);
-    h->releasing = 0;
     if (st != RL_OK) {
         /* Stop renewing now, whatever Redis did: the key then expires within one lease. The
-         * request id is kept so that calling release again retries this same release (out of
-         * memory, the retry gets a new id: a release already done then answers "lost"). */
+         * request id is kept so that the next release (or acquire) of this context retries this
+         * same release (out of memory, the retry gets a new id: a release already done then
+         * answers "lost"). */
         if (!h->retry_id && (h->retry_id = malloc(sizeof request_id)))
             memcpy(h->retry_id, request_id, sizeof request_id);
         h->release_failed = 1;
+        h->releasing = 0;
         rl_holds_unwatch(&c->holds, h);
-    } else if (reply->type == REDIS_REPLY_NIL) {
-        rl_lost_reason reason = rl_now_ms() >= h->confirmed_until ? RL_LOST_EXPIRED : RL_LOST_DELETED;
-        rl_client_hold_lost(c, h, reason);
-        drop_one(c, h);
-        st = rl_fail_lost(err, reason, " while held", printable(l, shown));
-    } else if (reply->type == REDIS_REPLY_INTEGER) {
-        free(h->retry_id);
-        h->retry_id = NULL;
-        if (reply->integer == 1 || h->count <= 1) {
-            rl_holds_remove(&c->holds, h); /* no hold of this context is left */
-        } else {
-            h->count--;
-            if (h->release_failed) { /* a retried release went through: renew what remains */
-                h->release_failed = 0;
-                if (h->watchdog) rl_watchdog_watch(c, h);
-            }
-        }
-    } else {
-        st = rl_fail(err, RL_ERR_SERVER, "unexpected answer to release (type %d)", reply->type);
+        if (err) err->hold_kept = 1;
+        return st;
     }
-    pthread_mutex_unlock(&c->mu);
+    st = apply_release(l, h, reply, settling, err);
     freeReplyObject(reply);
-out:
+    return st;
+}
+
+rl_status rl_lock_release(rl_lock *l, uint64_t context, rl_error *err) {
+    rl_error_clear(err);
+    if (!l) return rl_fail(err, RL_ERR_ARGUMENT, "lock must not be NULL");
+    rl_client *c = l->client;
+    rl_status st = rl_client_enter(c, err);
+    if (st != RL_OK) return st;
+    char shown[RL_NAME_SHOWN_MAX];
+    pthread_mutex_lock(&c->mu);
+    rl_hold *h = rl_holds_find(&c->holds, l->name, l->name_len, l->kind, context);
+    if (!h || h->count <= 0)
+        st = rl_fail(err, RL_NOT_OWNED, "lock \"%s\" is not held by this context",
+                     printable(l, shown));
+    else
+        st = release_one(l, h, 0, err);
+    pthread_mutex_unlock(&c->mu);
     rl_client_leave(c);
     return st;
 }
@@ -393,55 +520,83 @@ static rl_status query(rl_lock *l, const char *cmd, uint64_t context, enum query
     return st;
 }
 
-static rl_status integer_query(rl_lock *l, const char *cmd, uint64_t context,
-                               enum query_field what, int64_t *out, rl_error *err) {
+static rl_status integer_query(rl_lock *l, const char *cmd, uint64_t context, enum query_field what,
+                               int64_t *out, rl_error *err) {
     redisReply *reply = NULL;
     rl_status st = query(l, cmd, context, what, &reply, err);
     if (st != RL_OK) return st;
-    if (reply->type == REDIS_REPLY_INTEGER) *out = reply->integer;
-    else if (reply->type == REDIS_REPLY_NIL) *out = 0;
-    else if (reply->type == REDIS_REPLY_STRING) *out = strtoll(reply->str, NULL, 10);
-    else st = rl_fail(err, RL_ERR_SERVER, "unexpected answer to %s (type %d)", cmd, reply->type);
+    if (reply->type == REDIS_REPLY_INTEGER)
+        *out = reply->integer;
+    else if (reply->type == REDIS_REPLY_NIL)
+        *out = 0;
+    else if (reply->type == REDIS_REPLY_STRING)
+        *out = strtoll(reply->str, NULL, 10);
+    else
+        st = rl_fail(err, RL_ERR_SERVER, "unexpected answer to %s (type %d)", cmd, reply->type);
     freeReplyObject(reply);
     return st;
 }
 
-rl_status rl_lock_is_locked(rl_lock *l, int *locked, rl_error *err) {
-    if (l && (l->kind == RL_LOCK_READ || l->kind == RL_LOCK_WRITE)) {
-        /* Each side of a read/write lock is locked when the lock is in its mode. */
-        redisReply *reply = NULL;
-        rl_status st = query(l, "HGET", 0, MODE_FIELD, &reply, err);
-        if (st != RL_OK) return st;
-        const char *mode = l->kind == RL_LOCK_READ ? "read" : "write";
-        if (locked) *locked = reply->type == REDIS_REPLY_STRING && strcmp(reply->str, mode) == 0;
-        freeReplyObject(reply);
-        return RL_OK;
-    }
+static rl_status is_in_mode(rl_lock *l, int64_t *out, rl_error *err) {
+    /* Each side of a read/write lock is locked when the lock is in its mode. */
+    redisReply *reply = NULL;
+    rl_status st = query(l, "HGET", 0, MODE_FIELD, &reply, err);
+    if (st != RL_OK) return st;
+    const char *mode = l->kind == RL_LOCK_READ ? "read" : "write";
+    *out = reply->type == REDIS_REPLY_STRING && strcmp(reply->str, mode) == 0;
+    freeReplyObject(reply);
+    return RL_OK;
+}
+
+rl_status rl_lock_query(rl_lock *l, rl_query what, uint64_t context, int64_t *out, rl_error *err) {
     int64_t n = 0;
-    rl_status st = integer_query(l, "EXISTS", 0, NO_FIELD, &n, err);
-    if (st == RL_OK && locked) *locked = n > 0;
+    rl_status st;
+    switch (what) {
+    case RL_QUERY_LOCKED:
+        if (l && (l->kind == RL_LOCK_READ || l->kind == RL_LOCK_WRITE)) {
+            st = is_in_mode(l, &n, err);
+        } else {
+            st = integer_query(l, "EXISTS", 0, NO_FIELD, &n, err);
+            n = n > 0;
+        }
+        break;
+    case RL_QUERY_HELD:
+        st = integer_query(l, "HEXISTS", context, OWNER_FIELD, &n, err);
+        n = n > 0;
+        break;
+    case RL_QUERY_HOLD_COUNT:
+        st = integer_query(l, "HGET", context, OWNER_FIELD, &n, err);
+        break;
+    case RL_QUERY_REMAINING:
+        st = integer_query(l, "PTTL", 0, NO_FIELD, &n, err);
+        break;
+    default:
+        return rl_fail(err, RL_ERR_ARGUMENT, "unknown query %d", (int)what);
+    }
+    if (st == RL_OK && out) *out = n;
+    return st;
+}
+
+rl_status rl_lock_is_locked(rl_lock *l, int *locked, rl_error *err) {
+    int64_t n = 0;
+    rl_status st = rl_lock_query(l, RL_QUERY_LOCKED, 0, &n, err);
+    if (st == RL_OK && locked) *locked = (int)n;
     return st;
 }
 
 rl_status rl_lock_is_held(rl_lock *l, uint64_t context, int *held, rl_error *err) {
     int64_t n = 0;
-    rl_status st = integer_query(l, "HEXISTS", context, OWNER_FIELD, &n, err);
-    if (st == RL_OK && held) *held = n > 0;
+    rl_status st = rl_lock_query(l, RL_QUERY_HELD, context, &n, err);
+    if (st == RL_OK && held) *held = (int)n;
     return st;
 }
 
 rl_status rl_lock_hold_count(rl_lock *l, uint64_t context, int64_t *count, rl_error *err) {
-    int64_t n = 0;
-    rl_status st = integer_query(l, "HGET", context, OWNER_FIELD, &n, err);
-    if (st == RL_OK && count) *count = n;
-    return st;
+    return rl_lock_query(l, RL_QUERY_HOLD_COUNT, context, count, err);
 }
 
 rl_status rl_lock_remaining(rl_lock *l, int64_t *pttl_ms, rl_error *err) {
-    int64_t n = 0;
-    rl_status st = integer_query(l, "PTTL", 0, NO_FIELD, &n, err);
-    if (st == RL_OK && pttl_ms) *pttl_ms = n;
-    return st;
+    return rl_lock_query(l, RL_QUERY_REMAINING, 0, pttl_ms, err);
 }
 
 /* Local state: the hold of (lock, context) under the client mutex. */

@@ -45,13 +45,14 @@ char *rl_lock_read_keys(const rl_lock *lock, const char *owner, size_t owner_len
 /* The channel a waiter of `owner` listens on (malloc'd, or NULL when out of memory). */
 char *rl_lock_wait_channel(const rl_lock *lock, const char *owner, size_t owner_len, size_t *len);
 
-/* One acquire attempt for `owner`. RL_OK: acquired (*token set for fenced locks). RL_NOT_ACQUIRED:
+/* One acquire attempt for `owner`. RL_OK: acquired (*token set for fenced locks; *reentered: this
+ * owner already held it in Redis, else it was taken afresh). RL_NOT_ACQUIRED:
  * held by others, *wait_hint_ms = how long it may stay so (-1: unknown). `queue` (fair locks):
  * join the wait queue, keeping the place for `wait_window_ms`. An acquire the replicas did not
  * acknowledge is undone (RL_ERR_REPLICA). */
 rl_status rl_lock_call_acquire(rl_lock *lock, const char *owner, size_t owner_len, int64_t lease,
                                int queue, int64_t wait_window_ms, int64_t *wait_hint_ms,
-                               int64_t *token, rl_error *err);
+                               int64_t *token, int *reentered, rl_error *err);
 
 /* Fair locks: leave the wait queue (best effort; a dead waiter's place ends with its window). */
 void rl_lock_call_leave_queue(rl_lock *lock, const char *owner, size_t owner_len,
@@ -61,8 +62,17 @@ void rl_lock_call_leave_queue(rl_lock *lock, const char *owner, size_t owner_len
  * nil = not held, 0 = still held, 1 = released. RL_ERR_REPLICA with *reply when replicas did not
  * acknowledge it. */
 rl_status rl_lock_call_release(rl_lock *lock, const char *field, size_t field_len, int64_t lease,
-                               const char *request_id, int sync, redisReply **reply,
-                               rl_error *err);
+                               const char *request_id, int sync, redisReply **reply, rl_error *err);
+
+/* Takes back an acquire of `owner` that must not stand (one release under a fresh latch). */
+void rl_lock_call_undo_acquire(rl_lock *lock, const char *owner, size_t owner_len, int64_t lease);
+
+/* Removes every count of hash field `field` from Redis: releases, each under a fresh latch, until
+ * Redis answers "released" or "not held" (at most RL_RELEASE_FULLY_MAX). *still_held counts the
+ * releases answered "still held". */
+#define RL_RELEASE_FULLY_MAX 100
+rl_status rl_lock_call_release_fully(rl_lock *lock, const char *field, size_t field_len,
+                                     int64_t lease, int *still_held, rl_error *err);
 
 /* Force unlock; *deleted = 1 when it was held. */
 rl_status rl_lock_call_force_unlock(rl_lock *lock, int *deleted, rl_error *err);

@@ -24,7 +24,8 @@ char *rl_name_prefixed(const char *p, const void *name, size_t name_len, size_t 
 const char *rl_name_shown(const void *name, size_t name_len, char out[RL_NAME_SHOWN_MAX]) {
     const unsigned char *bytes = name;
     size_t n = name_len < 60 ? name_len : 60;
-    for (size_t i = 0; i < n; i++) out[i] = bytes[i] >= 32 && bytes[i] < 127 ? (char)bytes[i] : '?';
+    for (size_t i = 0; i < n; i++)
+        out[i] = bytes[i] >= 32 && bytes[i] < 127 ? (char)bytes[i] : '?';
     strcpy(out + n, name_len > 60 ? "..." : "");
     return out;
 }

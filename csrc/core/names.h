@@ -1,4 +1,4 @@
-/* Redis key and channel names derived from a lock name, exactly as PROTOCOL.md (and Redisson)
+/* Redis key and channel names derived from a lock name, exactly as docs/protocol.md (and Redisson)
  * spell them. */
 #ifndef RL_NAMES_H
 #define RL_NAMES_H

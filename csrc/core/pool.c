@@ -4,7 +4,7 @@
 
 #include "clock.h"
 
-int rl_pool_init(rl_pool *pool, int size) {
+int rl_pool_init(rl_pool *pool, int size, rl_config *cfg) {
     pool->size = size;
     pool->closed = 0;
     pool->conns = calloc((size_t)size, sizeof *pool->conns);
@@ -14,13 +14,16 @@ int rl_pool_init(rl_pool *pool, int size) {
         free(pool->busy);
         return -1;
     }
+    for (int i = 0; i < size; i++)
+        rl_conn_init(&pool->conns[i], cfg);
     pthread_mutex_init(&pool->mu, NULL);
     rl_cond_init(&pool->freed);
     return 0;
 }
 
 void rl_pool_destroy(rl_pool *pool) {
-    for (int i = 0; i < pool->size; i++) rl_conn_close(&pool->conns[i]);
+    for (int i = 0; i < pool->size; i++)
+        rl_conn_close(&pool->conns[i]);
     free(pool->conns);
     free(pool->busy);
     pthread_mutex_destroy(&pool->mu);
@@ -38,7 +41,7 @@ rl_conn *rl_pool_take(rl_pool *pool) {
         int pick = -1;
         for (int i = 0; i < pool->size; i++) {
             if (pool->busy[i]) continue;
-            if (pool->conns[i].ctx) {
+            if (pool->conns[i].fd >= 0) {
                 pick = i;
                 break;
             }
@@ -70,10 +73,19 @@ void rl_pool_close(rl_pool *pool) {
     pthread_mutex_unlock(&pool->mu);
 }
 
+void rl_pool_interrupt(rl_pool *pool) {
+    pthread_mutex_lock(&pool->mu);
+    for (int i = 0; i < pool->size; i++)
+        if (pool->busy[i]) rl_conn_interrupt(&pool->conns[i]);
+    pthread_mutex_unlock(&pool->mu);
+}
+
 void rl_pool_forget_after_fork(rl_pool *pool) {
     for (int i = 0; i < pool->size; i++) {
-        if (pool->busy[i]) rl_conn_abandon(&pool->conns[i]); /* its thread is gone mid-exchange */
-        else rl_conn_close(&pool->conns[i]);
+        if (pool->busy[i])
+            rl_conn_abandon(&pool->conns[i]); /* its thread is gone mid-exchange */
+        else
+            rl_conn_close(&pool->conns[i]);
         pool->busy[i] = 0;
     }
 }

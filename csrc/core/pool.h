@@ -16,8 +16,8 @@ typedef struct rl_pool {
     unsigned char *busy;
 } rl_pool;
 
-int rl_pool_init(rl_pool *pool, int size); /* 0 on success */
-void rl_pool_destroy(rl_pool *pool);       /* every connection must have been given back */
+int rl_pool_init(rl_pool *pool, int size, rl_config *cfg); /* 0 on success */
+void rl_pool_destroy(rl_pool *pool); /* every connection must have been given back */
 
 /* Blocks until a connection is free; NULL once the pool is closed. */
 rl_conn *rl_pool_take(rl_pool *pool);
@@ -25,6 +25,9 @@ void rl_pool_give(rl_pool *pool, rl_conn *conn);
 
 /* Closes idle connections now and the busy ones as they come back; take() answers NULL. */
 void rl_pool_close(rl_pool *pool);
+
+/* Cuts short every exchange in progress (the client is closing). */
+void rl_pool_interrupt(rl_pool *pool);
 
 /* In a forked child: drop every connection without a word to the server. */
 void rl_pool_forget_after_fork(rl_pool *pool);

@@ -22,16 +22,20 @@ static void random_bytes(unsigned char *buf, size_t n) {
     int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
     while (fd >= 0 && got < n) {
         ssize_t r = read(fd, buf + got, n - got);
-        if (r > 0) got += (size_t)r;
-        else if (r < 0 && errno == EINTR) continue;
-        else break;
+        if (r > 0)
+            got += (size_t)r;
+        else if (r < 0 && errno == EINTR)
+            continue;
+        else
+            break;
     }
     if (fd >= 0) close(fd);
     if (got < n) {
         /* Last resort so ids stay distinct per process even without an entropy source. */
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ ((uint64_t)getpid() << 40);
+        uint64_t x =
+            (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ ((uint64_t)getpid() << 40);
         for (size_t i = got; i < n; i++) {
             x ^= x << 13, x ^= x >> 7, x ^= x << 17;
             buf[i] = (unsigned char)x;

@@ -14,19 +14,19 @@ static size_t connected_replicas(const redisReply *role) {
     return list->type == REDIS_REPLY_ARRAY ? list->elements : 0;
 }
 
-rl_status rl_replicas_sync(rl_conn *conn, const rl_config *cfg, rl_error *err) {
-    const rl_options *o = &cfg->options;
+rl_status rl_replicas_sync(rl_conn *conn, rl_error *err) {
+    const rl_options *o = &conn->cfg->options;
     if (o->sync_replicas <= 0) return RL_OK;
     char want[16], timeout[24];
     const char *wait_argv[3] = {"WAIT", want, timeout}, *role_argv[1] = {"ROLE"};
-    size_t wait_lens[3] = {4, (size_t)snprintf(want, sizeof want, "%d", o->sync_replicas),
-                           (size_t)snprintf(timeout, sizeof timeout, "%lld",
-                                            (long long)o->sync_timeout_ms)};
+    size_t wait_lens[3] = {
+        4, (size_t)snprintf(want, sizeof want, "%d", o->sync_replicas),
+        (size_t)snprintf(timeout, sizeof timeout, "%lld", (long long)o->sync_timeout_ms)};
     size_t role_lens[1] = {4};
     rl_cmd cmds[2] = {{3, wait_argv, wait_lens}, {1, role_argv, role_lens}};
     redisReply *replies[2] = {NULL, NULL};
     /* Not retried on a fresh connection: WAIT there would cover none of this write. */
-    rl_status st = rl_conn_exchange(conn, cfg, o->sync_timeout_ms + o->command_timeout_ms, 2, cmds,
+    rl_status st = rl_conn_exchange(conn, o->sync_timeout_ms + o->command_timeout_ms, 2, cmds,
                                     replies, 0, err);
     if (st != RL_OK) return st;
     const redisReply *acked = replies[0];

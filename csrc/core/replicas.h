@@ -8,6 +8,6 @@
 /* WAIT <sync_replicas> <sync_timeout_ms> on the connection that made the write, and ROLE in the
  * same round trip. RL_OK when a replica acknowledged it or none is connected; RL_ERR_REPLICA when
  * replicas are connected and none acknowledged in time; a connection or server error else. */
-rl_status rl_replicas_sync(rl_conn *conn, const rl_config *cfg, rl_error *err);
+rl_status rl_replicas_sync(rl_conn *conn, rl_error *err);
 
 #endif

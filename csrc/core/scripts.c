@@ -4,6 +4,37 @@
 
 #include "error.h"
 
+static const struct {
+    const char *name, *text;
+} catalogue[RL_SCRIPT_COUNT] = {
+    [RL_SCRIPT_ACQUIRE] = {"acquire", rl_lua_acquire},
+    [RL_SCRIPT_RELEASE] = {"release", rl_lua_release},
+    [RL_SCRIPT_FORCE_UNLOCK] = {"force_unlock", rl_lua_force_unlock},
+    [RL_SCRIPT_RENEW] = {"renew", rl_lua_renew},
+    [RL_SCRIPT_FENCED_ACQUIRE] = {"fenced_acquire", rl_lua_fenced_acquire},
+    [RL_SCRIPT_FAIR_ACQUIRE] = {"fair_acquire", rl_lua_fair_acquire},
+    [RL_SCRIPT_FAIR_CANCEL] = {"fair_cancel", rl_lua_fair_cancel},
+    [RL_SCRIPT_FAIR_RELEASE] = {"fair_release", rl_lua_fair_release},
+    [RL_SCRIPT_FAIR_FORCE_UNLOCK] = {"fair_force_unlock", rl_lua_fair_force_unlock},
+    [RL_SCRIPT_READ_ACQUIRE] = {"read_acquire", rl_lua_read_acquire},
+    [RL_SCRIPT_WRITE_ACQUIRE] = {"write_acquire", rl_lua_write_acquire},
+    [RL_SCRIPT_READ_RELEASE] = {"read_release", rl_lua_read_release},
+    [RL_SCRIPT_WRITE_RELEASE] = {"write_release", rl_lua_write_release},
+    [RL_SCRIPT_RW_FORCE_UNLOCK] = {"rw_force_unlock", rl_lua_rw_force_unlock},
+};
+
+const char *rl_script_text(rl_script_id id) {
+    return catalogue[id].text;
+}
+
+const char *rl_script_name(int index) {
+    return index >= 0 && index < RL_SCRIPT_COUNT ? catalogue[index].name : NULL;
+}
+
+const char *rl_script_source(int index) {
+    return index >= 0 && index < RL_SCRIPT_COUNT ? catalogue[index].text : NULL;
+}
+
 void rl_scripts_init(rl_scripts *s) {
     pthread_mutex_init(&s->mu, NULL);
     for (int i = 0; i < RL_SCRIPT_COUNT; i++) {
@@ -12,13 +43,14 @@ void rl_scripts_init(rl_scripts *s) {
     }
 }
 
-void rl_scripts_destroy(rl_scripts *s) { pthread_mutex_destroy(&s->mu); }
+void rl_scripts_destroy(rl_scripts *s) {
+    pthread_mutex_destroy(&s->mu);
+}
 
 /* SCRIPT LOAD of every script on conn's server, in one round trip: a later call (a fair waiter
  * leaving its queue during an outage, say) then never needs a load of its own first. The first
  * load records the shas, which never change. */
-static rl_status load(rl_scripts *s, rl_conn *conn, const rl_config *cfg, int64_t timeout_ms,
-                      rl_error *err) {
+static rl_status load(rl_scripts *s, rl_conn *conn, int64_t timeout_ms, rl_error *err) {
     const char *argv[RL_SCRIPT_COUNT][3];
     size_t lens[RL_SCRIPT_COUNT][3];
     rl_cmd cmds[RL_SCRIPT_COUNT];
@@ -29,7 +61,7 @@ static rl_status load(rl_scripts *s, rl_conn *conn, const rl_config *cfg, int64_
         lens[i][0] = 6, lens[i][1] = 4, lens[i][2] = strlen(text);
         cmds[i] = (rl_cmd){3, argv[i], lens[i]};
     }
-    rl_status st = rl_conn_exchange(conn, cfg, timeout_ms, RL_SCRIPT_COUNT, cmds, replies, 1, err);
+    rl_status st = rl_conn_exchange(conn, timeout_ms, RL_SCRIPT_COUNT, cmds, replies, 1, err);
     if (st != RL_OK) return st;
     pthread_mutex_lock(&s->mu);
     for (int i = 0; i < RL_SCRIPT_COUNT; i++) {
@@ -43,19 +75,25 @@ static rl_status load(rl_scripts *s, rl_conn *conn, const rl_config *cfg, int64_
         }
     }
     pthread_mutex_unlock(&s->mu);
-    for (int i = 0; i < RL_SCRIPT_COUNT; i++) freeReplyObject(replies[i]);
+    for (int i = 0; i < RL_SCRIPT_COUNT; i++)
+        freeReplyObject(replies[i]);
     return st;
+}
+
+/* A replica refusing a write: the server stopped being the master (a failover). */
+static int is_readonly(const redisReply *r) {
+    return r->len >= 8 && memcmp(r->str, "READONLY", 8) == 0;
 }
 
 static int is_noscript(const redisReply *r) {
     return r && r->type == REDIS_REPLY_ERROR && r->len >= 8 && memcmp(r->str, "NOSCRIPT", 8) == 0;
 }
 
-rl_status rl_scripts_run(rl_scripts *s, rl_conn *conn, const rl_config *cfg, int64_t timeout_ms,
-                         rl_script_id id, size_t n, rl_cmd *cmds, redisReply **replies,
-                         int idempotent, rl_error *err) {
+rl_status rl_scripts_run(rl_scripts *s, rl_conn *conn, int64_t timeout_ms, rl_script_id id,
+                         size_t n, rl_cmd *cmds, redisReply **replies, int idempotent,
+                         rl_error *err) {
     if (!atomic_load(&s->known[id])) {
-        rl_status st = load(s, conn, cfg, timeout_ms, err);
+        rl_status st = load(s, conn, timeout_ms, err);
         if (st != RL_OK) return st;
     }
     for (size_t i = 0; i < n; i++) {
@@ -65,10 +103,11 @@ rl_status rl_scripts_run(rl_scripts *s, rl_conn *conn, const rl_config *cfg, int
         cmds[i].lens[1] = 40;
     }
     for (int attempt = 0;; attempt++) {
-        rl_status st = rl_conn_exchange(conn, cfg, timeout_ms, n, cmds, replies, idempotent, err);
+        rl_status st = rl_conn_exchange(conn, timeout_ms, n, cmds, replies, idempotent, err);
         if (st != RL_OK) return st;
         int missing = 0;
-        for (size_t i = 0; i < n; i++) missing |= is_noscript(replies[i]);
+        for (size_t i = 0; i < n; i++)
+            missing |= is_noscript(replies[i]);
         if (missing && attempt == 0) {
             /* The server lost its scripts (restart, SCRIPT FLUSH): load and run the calls again.
              * A call answered NOSCRIPT did not run, so this is safe for any script. */
@@ -76,13 +115,14 @@ rl_status rl_scripts_run(rl_scripts *s, rl_conn *conn, const rl_config *cfg, int
                 freeReplyObject(replies[i]);
                 replies[i] = NULL;
             }
-            st = load(s, conn, cfg, timeout_ms, err);
+            st = load(s, conn, timeout_ms, err);
             if (st != RL_OK) return st;
             continue;
         }
         for (size_t i = 0; i < n; i++) {
             if (replies[i]->type != REDIS_REPLY_ERROR) continue;
             rl_status failed = rl_fail_reply(err, "the lock script", replies[i]);
+            if (is_readonly(replies[i])) failed = rl_conn_lost_master(conn, err);
             for (size_t j = 0; j < n; j++) {
                 freeReplyObject(replies[j]);
                 replies[j] = NULL;

@@ -1,5 +1,6 @@
-/* The Redis scripts of the lock protocol (PROTOCOL.md), written once here, loaded with SCRIPT LOAD
- * and called with EVALSHA; NOSCRIPT (a restarted or flushed server) reloads and retries once. */
+/* The Redis scripts of the lock protocol (docs/protocol.md), written once here, loaded with SCRIPT
+ * LOAD and called with EVALSHA; NOSCRIPT (a restarted or flushed server) reloads and retries once.
+ */
 #ifndef RL_SCRIPTS_H
 #define RL_SCRIPTS_H
 
@@ -9,36 +10,28 @@
 #include "conn.h"
 
 typedef enum rl_script_id {
-    /* Reentrant lock (and the base of the others). */
-    RL_SCRIPT_ACQUIRE,      /* KEYS: name. ARGV: lease, owner. nil = acquired, else PTTL */
-    RL_SCRIPT_RELEASE,      /* KEYS: name, channel, latch. ARGV: message, lease, owner, latch ttl,
-                               publish command. nil = not held, 0 = still held, 1 = released */
-    RL_SCRIPT_FORCE_UNLOCK, /* KEYS: name, channel. ARGV: message, publish command. 1/0 */
-    RL_SCRIPT_RENEW,        /* KEYS: names. ARGV: lease, then per key: owner field, read-hold key
-                               prefix or "". Per key: 1 renewed, 0 gone, 2 held by others */
-    /* Fencing tokens. */
-    RL_SCRIPT_FENCED_ACQUIRE, /* KEYS: name, token. ARGV: lease, owner. {-1, token} / {PTTL, -1} */
-    /* Fair lock. */
-    RL_SCRIPT_FAIR_ACQUIRE, /* KEYS: name, queue, deadlines. ARGV: lease, owner, wait window, now
-                               (epoch ms), queue ("1") or one try ("0"). nil = acquired, else
-                               the time to wait (one try: 1) */
-    RL_SCRIPT_FAIR_CANCEL,  /* KEYS: queue, deadlines, name, channel. ARGV: owner, wait window,
-                               message, publish command. 1 */
-    RL_SCRIPT_FAIR_RELEASE, /* KEYS: name, queue, deadlines, channel, latch. ARGV: message, lease,
-                               owner, now, publish command, latch ttl. As RL_SCRIPT_RELEASE */
-    RL_SCRIPT_FAIR_FORCE_UNLOCK, /* KEYS: name, queue, deadlines, channel. ARGV: message, publish
-                                    command, now. 1/0 */
-    /* Read/write lock. */
-    RL_SCRIPT_READ_ACQUIRE,  /* KEYS: name, read-hold key prefix. ARGV: lease, owner,
-                                owner:write. nil = acquired, else PTTL */
-    RL_SCRIPT_WRITE_ACQUIRE, /* KEYS: name. ARGV: lease, owner:write. nil = acquired, else PTTL */
-    RL_SCRIPT_READ_RELEASE,  /* KEYS: name, channel, read-hold key prefix, key base, latch. ARGV:
-                                message, owner, publish command, latch ttl. As RL_SCRIPT_RELEASE */
-    RL_SCRIPT_WRITE_RELEASE, /* KEYS: name, channel, latch. ARGV: message, lease, owner:write,
-                                publish command, latch ttl. As RL_SCRIPT_RELEASE */
-    RL_SCRIPT_RW_FORCE_UNLOCK, /* KEYS: name, channel. ARGV: mode, message, publish command. 1/0 */
+    RL_SCRIPT_ACQUIRE, /* kind_reentrant.c (each script's KEYS, ARGV and answers are there) */
+    RL_SCRIPT_RELEASE,
+    RL_SCRIPT_FORCE_UNLOCK,
+    RL_SCRIPT_RENEW,          /* watchdog.c: every kind's renewal */
+    RL_SCRIPT_FENCED_ACQUIRE, /* kind_fenced.c */
+    RL_SCRIPT_FAIR_ACQUIRE,   /* kind_fair.c */
+    RL_SCRIPT_FAIR_CANCEL,
+    RL_SCRIPT_FAIR_RELEASE,
+    RL_SCRIPT_FAIR_FORCE_UNLOCK,
+    RL_SCRIPT_READ_ACQUIRE, /* kind_rw.c */
+    RL_SCRIPT_WRITE_ACQUIRE,
+    RL_SCRIPT_READ_RELEASE,
+    RL_SCRIPT_WRITE_RELEASE,
+    RL_SCRIPT_RW_FORCE_UNLOCK,
     RL_SCRIPT_COUNT
 } rl_script_id;
+
+/* The scripts' texts, each written once in its kind's file. */
+extern const char rl_lua_acquire[], rl_lua_release[], rl_lua_force_unlock[], rl_lua_renew[],
+    rl_lua_fenced_acquire[], rl_lua_fair_acquire[], rl_lua_fair_cancel[], rl_lua_fair_release[],
+    rl_lua_fair_force_unlock[], rl_lua_read_acquire[], rl_lua_write_acquire[],
+    rl_lua_read_release[], rl_lua_write_release[], rl_lua_rw_force_unlock[];
 
 /* The first argv slots of every script command, filled by rl_scripts_run. */
 #define RL_SCRIPT_ARGV_HEAD 3 /* EVALSHA, sha, numkeys */
@@ -49,7 +42,7 @@ typedef struct rl_scripts {
     atomic_int known[RL_SCRIPT_COUNT];
 } rl_scripts;
 
-/* The script's Lua text (script_text.c). */
+/* The script's Lua text. */
 const char *rl_script_text(rl_script_id id);
 
 void rl_scripts_init(rl_scripts *scripts);
@@ -58,8 +51,8 @@ void rl_scripts_destroy(rl_scripts *scripts);
 /* Runs n calls of script `id`, pipelined on conn. Each cmds[i].argv must leave the first
  * RL_SCRIPT_ARGV_HEAD slots (with their lens) for this function, followed by numkeys' decimal
  * text already placed by the caller in slot 2. */
-rl_status rl_scripts_run(rl_scripts *scripts, rl_conn *conn, const rl_config *cfg,
-                         int64_t timeout_ms, rl_script_id id, size_t n, rl_cmd *cmds,
-                         redisReply **replies, int idempotent, rl_error *err);
+rl_status rl_scripts_run(rl_scripts *scripts, rl_conn *conn, int64_t timeout_ms, rl_script_id id,
+                         size_t n, rl_cmd *cmds, redisReply **replies, int idempotent,
+                         rl_error *err);
 
 #endif

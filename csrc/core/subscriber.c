@@ -16,8 +16,9 @@
 #define RECONNECT_MIN_MS 50
 #define RECONNECT_MAX_MS 1000
 
-void rl_sub_init(rl_subscriber *sub, const rl_config *cfg) {
+void rl_sub_init(rl_subscriber *sub, rl_config *cfg) {
     memset(sub, 0, sizeof *sub);
+    rl_conn_init(&sub->conn, cfg);
     pthread_mutex_init(&sub->mu, NULL);
     rl_cond_init(&sub->thread_wake);
     sub->cfg = cfg;
@@ -51,7 +52,8 @@ static rl_sub_entry *find_entry(rl_subscriber *sub, const char *channel, size_t 
 
 static void free_entry(rl_subscriber *sub, rl_sub_entry *e) { /* mu held, e not dirty */
     rl_sub_entry **p = &sub->entries;
-    while (*p != e) p = &(*p)->next;
+    while (*p != e)
+        p = &(*p)->next;
     *p = e->next;
     pthread_cond_destroy(&e->changed);
     free(e);
@@ -73,13 +75,15 @@ static void process_dirty(rl_subscriber *sub) { /* mu held */
         e->dirty_next = NULL;
         if (!e->inflight) {
             const char *cmd = NULL;
-            if (e->waiters > 0 && !e->subscribed) cmd = "SUBSCRIBE";
-            else if (e->waiters == 0 && e->subscribed) cmd = "UNSUBSCRIBE";
+            if (e->waiters > 0 && !e->subscribed)
+                cmd = "SUBSCRIBE";
+            else if (e->waiters == 0 && e->subscribed)
+                cmd = "UNSUBSCRIBE";
             if (cmd && sub->connected) {
                 const char *argv[2] = {cmd, e->channel};
                 size_t lens[2] = {strlen(cmd), e->len};
-                if (redisAppendCommandArgv(sub->conn.ctx, 2, argv, lens) == REDIS_OK)
-                    e->inflight = 1;
+                rl_cmd command = {2, argv, lens};
+                if (rl_conn_append(&sub->conn, &command) == 0) e->inflight = 1;
             } else if (!cmd && e->waiters == 0 && e->pins == 0) {
                 free_entry(sub, e);
             }
@@ -92,7 +96,7 @@ static void process_dirty(rl_subscriber *sub) { /* mu held */
  * resubscription, then try again. */
 static void connection_lost(rl_subscriber *sub, const char *why) { /* mu held */
     snprintf(sub->last_error, sizeof sub->last_error, "%s", why);
-    rl_conn_close(&sub->conn); /* only the thread calls this, never inside hiredis */
+    rl_conn_close(&sub->conn); /* only the thread calls this, never while reading */
     sub->connected = 0;
     for (rl_sub_entry *e = sub->entries; e; e = e->next) {
         set_subscribed(sub, e, 0);
@@ -157,7 +161,7 @@ static int ensure_connected(rl_subscriber *sub, int64_t *backoff) { /* mu held *
     pthread_mutex_unlock(&sub->mu);
     rl_error err;
     atomic_store(&sub->in_io, 1);
-    rl_status st = rl_conn_open(&sub->conn, sub->cfg, sub->cfg->options.command_timeout_ms, &err);
+    rl_status st = rl_conn_open(&sub->conn, sub->cfg->options.command_timeout_ms, &err);
     atomic_store(&sub->in_io, 0);
     pthread_mutex_lock(&sub->mu);
     if (st != RL_OK) {
@@ -169,7 +173,8 @@ static int ensure_connected(rl_subscriber *sub, int64_t *backoff) { /* mu held *
     *backoff = RECONNECT_MIN_MS;
     sub->connected = 1;
     sub->last_error[0] = '\0';
-    for (rl_sub_entry *e = sub->entries; e; e = e->next) mark_dirty(sub, e);
+    for (rl_sub_entry *e = sub->entries; e; e = e->next)
+        mark_dirty(sub, e);
     return 1;
 }
 
@@ -180,37 +185,35 @@ static void *subscriber_main(void *arg) {
     while (!sub->stop) {
         if (!ensure_connected(sub, &backoff)) continue;
         process_dirty(sub);
-        redisContext *ctx = sub->conn.ctx;
         pthread_mutex_unlock(&sub->mu);
 
-        /* Network I/O without the mutex. Signals are blocked in this thread, so a write to a
-         * closed socket raises no SIGPIPE here. */
+        /* Network I/O without the mutex; only this thread touches the connection. */
         atomic_store(&sub->in_io, 1);
-        int done = 0, ok = 1;
-        while (ok && !done) ok = redisBufferWrite(ctx, &done) == REDIS_OK;
-        int readable = 0;
-        if (ok) {
-            struct pollfd fds[2] = {{.fd = ctx->fd, .events = POLLIN},
+        int ok = rl_conn_flush(&sub->conn) == 0, readable = rl_conn_buffered(&sub->conn) > 0;
+        if (ok && !readable) {
+            struct pollfd fds[2] = {{.fd = sub->conn.fd, .events = POLLIN},
                                     {.fd = sub->wake_pipe[0], .events = POLLIN}};
             if (poll(fds, 2, -1) > 0) {
                 if (fds[1].revents) drain_pipe(sub->wake_pipe[0]);
                 readable = fds[0].revents != 0;
             }
-            if (readable) ok = redisBufferRead(ctx) == REDIS_OK;
         }
+        if (ok && readable) ok = rl_conn_receive(&sub->conn, 0) == 0;
         atomic_store(&sub->in_io, 0);
 
         pthread_mutex_lock(&sub->mu);
-        void *reply;
+        redisReply *reply;
         while (ok && readable) {
-            if (redisGetReplyFromReader(ctx, &reply) != REDIS_OK) ok = 0;
-            else if (!reply) break;
+            if (rl_conn_next_reply(&sub->conn, &reply) != 0)
+                ok = 0;
+            else if (!reply)
+                break;
             else {
                 handle_reply(sub, reply);
                 freeReplyObject(reply);
             }
         }
-        if (!ok) connection_lost(sub, ctx->err ? ctx->errstr : "subscriber connection failed");
+        if (!ok) connection_lost(sub, sub->conn.why);
     }
     connection_lost(sub, "client closed");
     pthread_mutex_unlock(&sub->mu);
@@ -221,13 +224,13 @@ void rl_sub_stop(rl_subscriber *sub) {
     pthread_mutex_lock(&sub->mu);
     sub->stop = 1;
     wake_thread(sub);
+    for (rl_sub_entry *e = sub->entries; e; e = e->next)
+        pthread_cond_broadcast(&e->changed);
     int started = sub->thread_started;
     sub->thread_started = 0;
     pthread_mutex_unlock(&sub->mu);
+    rl_conn_interrupt(&sub->conn); /* e.g. a connect to an unresponsive server */
     if (started) pthread_join(sub->thread, NULL);
-    pthread_mutex_lock(&sub->mu);
-    for (rl_sub_entry *e = sub->entries; e; e = e->next) pthread_cond_broadcast(&e->changed);
-    pthread_mutex_unlock(&sub->mu);
 }
 
 static void free_all(rl_subscriber *sub) {
@@ -366,17 +369,12 @@ void rl_sub_leave(rl_subscriber *sub, rl_sub_ticket *t) {
     pthread_mutex_lock(&sub->mu);
     e->waiters--;
     if (e->permits > (unsigned)e->waiters) e->permits = (unsigned)e->waiters;
+    /* The last waiter's UNSUBSCRIBE is sent by the thread; nobody waits for its confirmation
+     * (a holder must not wait on it), and a waiter joining meanwhile subscribes again once it
+     * is confirmed. The thread frees the entry when nobody needs it. */
+    --e->pins;
     mark_dirty(sub, e);
     wake_thread(sub);
-    /* The last waiter waits for the server to confirm the UNSUBSCRIBE. */
-    int64_t deadline = rl_now_ms() + sub->cfg->options.command_timeout_ms;
-    while (!sub->stop && sub->connected && e->waiters == 0 && (e->subscribed || e->inflight) &&
-           rl_now_ms() < deadline)
-        rl_cond_wait_until(&e->changed, &sub->mu, deadline);
-    if (--e->pins == 0) {
-        mark_dirty(sub, e); /* the thread frees it */
-        wake_thread(sub);
-    }
     pthread_mutex_unlock(&sub->mu);
     t->entry = NULL;
 }
@@ -389,8 +387,10 @@ size_t rl_sub_count(rl_subscriber *sub) {
 }
 
 void rl_sub_forget_after_fork(rl_subscriber *sub) {
-    if (atomic_load(&sub->in_io)) rl_conn_abandon(&sub->conn);
-    else rl_conn_close(&sub->conn);
+    if (atomic_load(&sub->in_io))
+        rl_conn_abandon(&sub->conn);
+    else
+        rl_conn_close(&sub->conn);
     atomic_store(&sub->in_io, 0);
     free_all(sub);
     sub->connected = 0;

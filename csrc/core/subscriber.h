@@ -1,7 +1,8 @@
 /* The client's one pub/sub connection, shared by every waiter of every lock name.
  *
  * A waiter joins the channel of the lock it waits for; the first join subscribes, the last leave
- * unsubscribes and waits until the server confirms, so no subscription outlives its waits. A
+ * has the thread unsubscribe (without waiting for the confirmation), so no subscription outlives
+ * its waits for longer than a round trip. A
  * background thread owns the connection: it sends (UN)SUBSCRIBE, reads messages and wakes local
  * waiters: one per "0" message, all of them on "1". When the connection drops it reconnects,
  * resubscribes and wakes every waiter to try again (a message may have been missed). */
@@ -33,7 +34,7 @@ typedef struct rl_sub_entry {
 typedef struct rl_subscriber {
     pthread_mutex_t mu;
     pthread_cond_t thread_wake; /* wakes the thread while it has no connection */
-    const rl_config *cfg;
+    rl_config *cfg;
     rl_sub_entry *entries, *dirty;
     size_t subscribed_count;
     rl_conn conn;
@@ -55,7 +56,7 @@ typedef struct rl_sub_ticket {
     int64_t last_hook;
 } rl_sub_ticket;
 
-void rl_sub_init(rl_subscriber *sub, const rl_config *cfg);
+void rl_sub_init(rl_subscriber *sub, rl_config *cfg);
 void rl_sub_stop(rl_subscriber *sub); /* stops the thread; waiters get RL_ERR_CLOSED */
 void rl_sub_destroy(rl_subscriber *sub);
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "tls.h"
 
 static int hexval(int c) {
     if (c >= '0' && c <= '9') return c - '0';
@@ -54,6 +55,11 @@ void rl_endpoint_free(rl_endpoint *ep) {
     free(ep->host);
     free(ep->user);
     free(ep->password);
+    for (int i = 0; i < ep->sentinels; i++)
+        free(ep->sentinel_hosts[i]);
+    free(ep->sentinel_hosts);
+    free(ep->sentinel_ports);
+    free(ep->master_name);
     memset(ep, 0, sizeof *ep);
 }
 
@@ -76,42 +82,92 @@ fail:
                : rl_fail(err, RL_ERR_MEMORY, "out of memory");
 }
 
-static rl_status parse_tcp(const char *rest, rl_endpoint *ep, rl_error *err) {
-    const char *end = rest + strlen(rest);
+/* The userinfo, up to the last '@' before the path; returns where the hosts start. */
+static const char *parse_authority(const char *rest, rl_endpoint *ep, rl_status *st,
+                                   rl_error *err) {
     const char *at = NULL;
-    for (const char *p = rest; p < end && *p != '/'; p++)
-        if (*p == '@') at = p; /* the last '@' before the path ends the userinfo */
-    if (at) {
-        rl_status st = parse_userinfo(rest, (size_t)(at - rest), ep, err);
-        if (st != RL_OK) return st;
-        rest = at + 1;
-    }
-    const char *slash = strchr(rest, '/');
-    const char *hostport_end = slash ? slash : end;
-    const char *host = rest, *host_end, *port = NULL;
-    if (*rest == '[') { /* [IPv6]:port */
-        const char *close = memchr(rest, ']', (size_t)(hostport_end - rest));
+    *st = RL_OK;
+    for (const char *p = rest; *p && *p != '/'; p++)
+        if (*p == '@') at = p;
+    if (!at) return rest;
+    *st = parse_userinfo(rest, (size_t)(at - rest), ep, err);
+    return at + 1;
+}
+
+/* host[:port] or [IPv6][:port] in [s, end): a malloc'd host and *port (default_port if none). */
+static rl_status parse_hostport(const char *s, const char *end, int default_port, char **host_out,
+                                int *port, rl_error *err) {
+    const char *host = s, *host_end, *p = NULL;
+    if (*s == '[') {
+        const char *close = memchr(s, ']', (size_t)(end - s));
         if (!close) return rl_fail(err, RL_ERR_ARGUMENT, "unterminated '[' in the URL's host");
-        host = rest + 1;
+        host = s + 1;
         host_end = close;
-        if (close + 1 < hostport_end) {
+        if (close + 1 < end) {
             if (close[1] != ':') return rl_fail(err, RL_ERR_ARGUMENT, "junk after ']' in URL");
-            port = close + 2;
+            p = close + 2;
         }
     } else {
-        const char *colon = memchr(rest, ':', (size_t)(hostport_end - rest));
-        host_end = colon ? colon : hostport_end;
-        if (colon) port = colon + 1;
+        const char *colon = memchr(s, ':', (size_t)(end - s));
+        host_end = colon ? colon : end;
+        if (colon) p = colon + 1;
     }
     if (host_end == host) return rl_fail(err, RL_ERR_ARGUMENT, "the URL has no host");
-    ep->port = 6379;
-    if (port && parse_int(port, (size_t)(hostport_end - port), 1, 65535, &ep->port) != 0)
+    *port = default_port;
+    if (p && parse_int(p, (size_t)(end - p), 1, 65535, port) != 0)
         return rl_fail(err, RL_ERR_ARGUMENT, "the URL's port must be a number from 1 to 65535");
-    if (slash && slash[1] != '\0' &&
-        parse_int(slash + 1, strlen(slash + 1), 0, 1000000, &ep->db) != 0)
+    *host_out = strndup(host, (size_t)(host_end - host));
+    return *host_out ? RL_OK : rl_fail(err, RL_ERR_MEMORY, "out of memory");
+}
+
+static rl_status parse_db(const char *s, rl_endpoint *ep, rl_error *err) {
+    if (*s != '\0' && parse_int(s, strlen(s), 0, 1000000, &ep->db) != 0)
         return rl_fail(err, RL_ERR_ARGUMENT, "the URL's database (after '/') must be a number");
-    ep->host = strndup(host, (size_t)(host_end - host));
-    return ep->host ? RL_OK : rl_fail(err, RL_ERR_MEMORY, "out of memory");
+    return RL_OK;
+}
+
+static rl_status parse_tcp(const char *rest, rl_endpoint *ep, rl_error *err) {
+    rl_status st;
+    rest = parse_authority(rest, ep, &st, err);
+    if (st != RL_OK) return st;
+    const char *slash = strchr(rest, '/');
+    st = parse_hostport(rest, slash ? slash : rest + strlen(rest), 6379, &ep->host, &ep->port, err);
+    return st == RL_OK && slash ? parse_db(slash + 1, ep, err) : st;
+}
+
+/* host1:port1,host2:port2/<master name>[/db] */
+static rl_status parse_sentinel(const char *rest, rl_endpoint *ep, rl_error *err) {
+    rl_status st;
+    rest = parse_authority(rest, ep, &st, err);
+    if (st != RL_OK) return st;
+    const char *slash = strchr(rest, '/');
+    const char *hosts_end = slash ? slash : rest + strlen(rest);
+    int n = 1;
+    for (const char *p = rest; p < hosts_end; p++)
+        n += *p == ',';
+    ep->sentinel_hosts = calloc((size_t)n, sizeof *ep->sentinel_hosts);
+    ep->sentinel_ports = calloc((size_t)n, sizeof *ep->sentinel_ports);
+    if (!ep->sentinel_hosts || !ep->sentinel_ports)
+        return rl_fail(err, RL_ERR_MEMORY, "out of memory");
+    for (const char *p = rest; p <= hosts_end && st == RL_OK; ep->sentinels++) {
+        const char *comma = memchr(p, ',', (size_t)(hosts_end - p));
+        const char *end = comma ? comma : hosts_end;
+        if (end == p) return rl_fail(err, RL_ERR_ARGUMENT, "an empty host in the sentinels' list");
+        st = parse_hostport(p, end, 26379, &ep->sentinel_hosts[ep->sentinels],
+                            &ep->sentinel_ports[ep->sentinels], err);
+        p = end + 1;
+    }
+    if (st != RL_OK) return st;
+    const char *name = slash ? slash + 1 : NULL, *name_end = name ? strchr(name, '/') : NULL;
+    size_t name_len = !name ? 0 : name_end ? (size_t)(name_end - name) : strlen(name);
+    if (name_len == 0)
+        return rl_fail(err, RL_ERR_ARGUMENT,
+                       "a redis+sentinel:// URL names the master: .../<master name>[/db]");
+    int bad = 0;
+    ep->master_name = decode(name, name_len, &bad);
+    if (!ep->master_name)
+        return rl_fail(err, bad ? RL_ERR_ARGUMENT : RL_ERR_MEMORY, "bad master name in the URL");
+    return name_end ? parse_db(name_end + 1, ep, err) : RL_OK;
 }
 
 static rl_status parse_unix(const char *rest, rl_endpoint *ep, rl_error *err) {
@@ -120,7 +176,8 @@ static rl_status parse_unix(const char *rest, rl_endpoint *ep, rl_error *err) {
     if (!path) return rl_fail(err, RL_ERR_ARGUMENT, "unix:// URL needs an absolute path");
     if (path != rest) {
         if (path[-1] != '@')
-            return rl_fail(err, RL_ERR_ARGUMENT, "unix:// URL: write unix:///path or unix://user:pass@/path");
+            return rl_fail(err, RL_ERR_ARGUMENT,
+                           "unix:// URL: write unix:///path or unix://user:pass@/path");
         rl_status st = parse_userinfo(rest, (size_t)(path - 1 - rest), ep, err);
         if (st != RL_OK) return st;
     }
@@ -146,19 +203,68 @@ rl_status rl_endpoint_parse(const char *url, rl_endpoint *ep, rl_error *err) {
     if (strncmp(url, "redis://", 8) == 0) {
         st = parse_tcp(url + 8, ep, err);
     } else if (strncmp(url, "rediss://", 9) == 0) {
-#ifdef RL_WITH_TLS
         ep->tls = 1;
-        st = parse_tcp(url + 9, ep, err);
-#else
-        st = rl_fail(err, RL_ERR_UNSUPPORTED,
-                     "rediss:// needs a redlease built with TLS (hiredis_ssl); this build has none");
-#endif
+        st = rl_tls_available() ? parse_tcp(url + 9, ep, err)
+                                : rl_fail(err, RL_ERR_UNSUPPORTED,
+                                          "rediss:// (TLS) is not supported by this build");
     } else if (strncmp(url, "unix://", 7) == 0) {
         st = parse_unix(url + 7, ep, err);
+    } else if (strncmp(url, "redis+sentinel://", 17) == 0) {
+        st = parse_sentinel(url + 17, ep, err);
+    } else if (strncmp(url, "rediss+sentinel://", 18) == 0) {
+        ep->tls = 1;
+        st = rl_tls_available()
+                 ? parse_sentinel(url + 18, ep, err)
+                 : rl_fail(err, RL_ERR_UNSUPPORTED,
+                           "rediss+sentinel:// (TLS) is not supported by this build");
     } else {
-        st = rl_fail(err, RL_ERR_ARGUMENT,
-                     "URL must start with redis://, rediss:// or unix:// (got \"%.40s\")", url);
+        /* Only the scheme is quoted: the rest may hold a password. */
+        const char *sep = strstr(url, "://");
+        int scheme_len = sep && sep - url <= 16 ? (int)(sep - url) : -1;
+        if (scheme_len >= 0)
+            st = rl_fail(err, RL_ERR_ARGUMENT,
+                         "URL must start with redis://, rediss://, unix:// or redis+sentinel:// "
+                         "(got %.*s://)",
+                         scheme_len, url);
+        else
+            st = rl_fail(err, RL_ERR_ARGUMENT,
+                         "URL must start with redis://, rediss://, unix:// or redis+sentinel:// "
+                         "(got no scheme)");
     }
     if (st != RL_OK) rl_endpoint_free(ep);
     return st;
+}
+
+/* Where the password is in url, as the parser reads it: [*start, *end); 0 when there is none. */
+static int password_span(const char *url, size_t *start, size_t *end) {
+    const char *rest, *userinfo_end = NULL;
+    if (strncmp(url, "redis://", 8) == 0 || strncmp(url, "rediss://", 9) == 0 ||
+        strncmp(url, "redis+sentinel://", 17) == 0 || strncmp(url, "rediss+sentinel://", 18) == 0) {
+        rest = strstr(url, "://") + 3;
+        for (const char *p = rest; *p && *p != '/'; p++)
+            if (*p == '@') userinfo_end = p; /* the last '@' before the path, as parse_tcp */
+    } else if (strncmp(url, "unix://", 7) == 0) {
+        rest = url + 7;
+        const char *path = strchr(rest, '/');
+        if (path && path != rest && path[-1] == '@') userinfo_end = path - 1;
+    } else {
+        return 0;
+    }
+    if (!userinfo_end) return 0;
+    const char *colon = memchr(rest, ':', (size_t)(userinfo_end - rest));
+    if (!colon || colon + 1 == userinfo_end) return 0;
+    *start = (size_t)(colon + 1 - url);
+    *end = (size_t)(userinfo_end - url);
+    return 1;
+}
+
+char *rl_url_redacted(const char *url) {
+    size_t start, end, len = strlen(url);
+    if (!password_span(url, &start, &end)) return strdup(url);
+    char *out = malloc(len - (end - start) + 4);
+    if (!out) return NULL;
+    memcpy(out, url, start);
+    memcpy(out + start, "***", 3);
+    memcpy(out + start + 3, url + end, len - end + 1);
+    return out;
 }

@@ -8,12 +8,55 @@
 #include "replicas.h"
 #include "threads.h"
 
+/* The scripts are laid out as Lua, one line per line: */
+/* clang-format off */
+/* Renew many holds in one call: per key, ARGV[2i] is the owner's field and ARGV[2i+1] is empty,
+ * or for a read hold the prefix of its hold keys (prefix:1 .. prefix:count), which are renewed
+ * instead; the hash then keeps the longest lease of all its readers. TYPE first so that a key
+ * replaced by another type reports "held by others" instead of failing the whole batch.
+ * KEYS: names. ARGV: lease, then per key: owner field, read-hold key prefix or "". Per key: 1
+ * renewed, 0 gone, 2 held by others */
+const char rl_lua_renew[] =
+    "local lease = tonumber(ARGV[1])\n"
+    "local answers = {}\n"
+    "for i, key in ipairs(KEYS) do\n"
+    "  local field, holds = ARGV[2 * i], ARGV[2 * i + 1]\n"
+    "  local kind = redis.call('type', key).ok\n"
+    "  if kind == 'none' then\n"
+    "    answers[i] = 0\n"
+    "  elseif kind ~= 'hash' then\n"
+    "    answers[i] = 2\n"
+    "  elseif holds == '' then\n"
+    "    if redis.call('hexists', key, field) == 1 then\n"
+    "      redis.call('pexpire', key, lease)\n"
+    "      answers[i] = 1\n"
+    "    else\n"
+    "      answers[i] = 2\n"
+    "    end\n"
+    "  else\n"
+    "    local count = tonumber(redis.call('hget', key, field) or '0') or 0\n"
+    "    local alive = 0\n"
+    "    for k = 1, count do alive = alive + redis.call('pexpire', holds .. ':' .. k, lease) end\n"
+    "    if alive > 0 then\n"
+    "      if redis.call('pttl', key) < lease then redis.call('pexpire', key, lease) end\n"
+    "      answers[i] = 1\n"
+    "    elseif count > 0 then\n"
+    "      answers[i] = 0\n"
+    "    else\n"
+    "      answers[i] = 2\n"
+    "    end\n"
+    "  end\n"
+    "end\n"
+    "return answers\n";
+/* clang-format on */
+
 /* Pairs per script call: big enough that 100,000 holds take 100 calls in one round trip, small
  * enough that one call keeps Redis busy for only a fraction of a millisecond. */
 #define RENEW_PAIRS_PER_CALL 1000
 
-void rl_watchdog_init(rl_watchdog *wd) {
+void rl_watchdog_init(rl_watchdog *wd, rl_config *cfg) {
     *wd = (rl_watchdog){0};
+    rl_conn_init(&wd->conn, cfg);
     rl_cond_init(&wd->wake);
     rl_cond_init(&wd->round_done);
     atomic_init(&wd->in_io, 0);
@@ -30,7 +73,9 @@ static int64_t period_ms(const rl_client *c) {
     return p > 0 ? p : 1;
 }
 
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t min64(int64_t a, int64_t b) {
+    return a < b ? a : b;
+}
 
 /* The argv of one renewal round: n pairs split into calls of RENEW_PAIRS_PER_CALL. */
 typedef struct round_buffers {
@@ -45,7 +90,8 @@ typedef struct round_buffers {
 
 static void free_round(round_buffers *b) {
     if (b->replies)
-        for (size_t i = 0; i < b->ncalls; i++) freeReplyObject(b->replies[i]);
+        for (size_t i = 0; i < b->ncalls; i++)
+            freeReplyObject(b->replies[i]);
     free(b->cmds);
     free(b->replies);
     free(b->argv);
@@ -95,26 +141,47 @@ static long long answer_for(const round_buffers *b, size_t i) {
     return r->element[j]->type == REDIS_REPLY_INTEGER ? r->element[j]->integer : -1;
 }
 
+/* Declares lost every watched hold whose confirmed lease has run out (Redis was not reached in
+ * time: another owner may hold the lock from now on) or that reached its max_hold. Returns the
+ * earliest end of a confirmed lease among the holds left, or INT64_MAX. Client mutex held. */
+static int64_t settle_due_holds(rl_client *c, int64_t now) {
+    int64_t earliest = INT64_MAX;
+    for (rl_hold *h = c->holds.watch_head, *next; h; h = next) {
+        next = h->watch_next; /* a hold declared lost leaves the list */
+        if (h->releasing || h->lost) continue;
+        if (h->renew_until && now >= h->renew_until)
+            rl_client_hold_lost(c, h, RL_LOST_MAX_HOLD);
+        else if (now >= h->confirmed_until)
+            rl_client_hold_lost(c, h, RL_LOST_UNREACHABLE);
+        else if (h->confirmed_until < earliest)
+            earliest = h->confirmed_until;
+    }
+    return earliest;
+}
+
 /* One round. Called and returns with the client mutex held; drops it for the network. Returns 1
- * when Redis answered, 0 when the round must be retried. */
-static int renew_round(rl_client *c) {
+ * when Redis answered, 0 when the round must be retried; *earliest: the earliest end of a
+ * confirmed lease among the holds still renewed (INT64_MAX: none). */
+static int renew_round(rl_client *c, int64_t *earliest) {
     rl_watchdog *wd = &c->watchdog;
-    rl_hold **batch = malloc(c->holds.watched * sizeof *batch);
+    int64_t start_us = rl_now_us(), start_cpu_us = rl_thread_cpu_us(), net_us = 0;
+    int64_t round_start = rl_now_ms();
+    *earliest = settle_due_holds(c, round_start);
+    rl_hold **batch = malloc((c->holds.watched + 1) * sizeof *batch);
     if (!batch) return 0;
     size_t n = 0;
-    int64_t round_start = rl_now_ms();
-    for (rl_hold *h = c->holds.watch_head, *next; h; h = next) {
-        next = h->watch_next; /* a hold past its max_hold leaves the list */
+    for (rl_hold *h = c->holds.watch_head; h; h = h->watch_next) {
         if (h->releasing || h->lost) continue;
-        if (h->renew_until && round_start >= h->renew_until) {
-            rl_client_hold_lost(c, h, RL_LOST_MAX_HOLD);
-            continue;
-        }
         h->in_round = 1;
         batch[n++] = h;
     }
     int64_t lease = c->cfg.options.watchdog_timeout_ms;
     int64_t sent_at = rl_now_ms();
+    /* The round may not outlast the first confirmed lease it carries: that hold is then declared
+     * lost when its lease ends, not a timeout later. */
+    int64_t timeout = min64(c->cfg.options.command_timeout_ms, period_ms(c));
+    if (*earliest != INT64_MAX) timeout = min64(timeout, *earliest - sent_at);
+    if (timeout < 1) timeout = 1;
     pthread_mutex_unlock(&c->mu);
 
     round_buffers b = {0};
@@ -123,11 +190,12 @@ static int renew_round(rl_client *c) {
     uint64_t exchanges_before = wd->conn.exchanges;
     if (n > 0 && build_round(&b, batch, n, lease) == 0) {
         atomic_store(&wd->in_io, 1);
-        st = rl_scripts_run(&c->scripts, &wd->conn, &c->cfg,
-                            min64(c->cfg.options.command_timeout_ms, period_ms(c)),
-                            RL_SCRIPT_RENEW, b.ncalls, b.cmds, b.replies, 1, &err);
+        net_us = rl_now_us();
+        st = rl_scripts_run(&c->scripts, &wd->conn, timeout, RL_SCRIPT_RENEW, b.ncalls, b.cmds,
+                            b.replies, 1, &err);
+        net_us = rl_now_us() - net_us;
         rl_error sync_err;
-        if (st == RL_OK && rl_replicas_sync(&wd->conn, &c->cfg, &sync_err) != RL_OK) {
+        if (st == RL_OK && rl_replicas_sync(&wd->conn, &sync_err) != RL_OK) {
             char message[320];
             snprintf(message, sizeof message, "renewal of %zu hold(s): %s", n, sync_err.message);
             rl_events_push(&c->events, RL_EVENT_SYNC_FAILED, NULL, 0, 0, RL_LOST_NONE, n, message);
@@ -138,6 +206,7 @@ static int renew_round(rl_client *c) {
     pthread_mutex_lock(&c->mu);
     int64_t now = rl_now_ms();
     size_t renewed = 0;
+    *earliest = INT64_MAX;
     for (size_t i = 0; i < n; i++) {
         rl_hold *h = batch[i];
         h->in_round = 0;
@@ -145,13 +214,18 @@ static int renew_round(rl_client *c) {
         if (answer == 1) {
             h->confirmed_until = sent_at + lease;
             renewed++;
+        } else if (h->lost || !h->watched) {
+            /* released meanwhile, or declared lost by a release: nothing to say */
         } else if (answer == 0) {
-            rl_client_hold_lost(c, h, now >= h->confirmed_until ? RL_LOST_EXPIRED : RL_LOST_DELETED);
+            rl_client_hold_lost(c, h,
+                                now >= h->confirmed_until ? RL_LOST_EXPIRED : RL_LOST_DELETED);
         } else if (answer == 2) {
             rl_client_hold_lost(c, h, RL_LOST_OWNER_CHANGED);
         } else if (now >= h->confirmed_until) {
             rl_client_hold_lost(c, h, RL_LOST_UNREACHABLE);
         }
+        if (!h->lost && h->watched && h->confirmed_until < *earliest)
+            *earliest = h->confirmed_until;
     }
     wd->round_trips += wd->conn.exchanges - exchanges_before;
     if (st == RL_OK) {
@@ -162,6 +236,7 @@ static int renew_round(rl_client *c) {
         rl_events_push(&c->events, RL_EVENT_RENEWED, NULL, 0, 0, RL_LOST_NONE, renewed,
                        "renewal round done");
     } else if (n > 0) {
+        wd->failed_rounds++;
         char message[320];
         snprintf(message, sizeof message, "renewal of %zu hold(s) failed, retrying: %s", n,
                  err.message);
@@ -170,6 +245,13 @@ static int renew_round(rl_client *c) {
     pthread_cond_broadcast(&wd->round_done);
     free_round(&b);
     free(batch);
+    if (st == RL_OK) {
+        wd->last_round_us = (uint64_t)(rl_now_us() - start_us);
+        wd->last_round_cpu_us = (uint64_t)(rl_thread_cpu_us() - start_cpu_us);
+        wd->last_round_net_us = (uint64_t)net_us;
+        wd->round_us += wd->last_round_us;
+        wd->round_cpu_us += wd->last_round_cpu_us;
+    }
     return st == RL_OK || n == 0;
 }
 
@@ -178,9 +260,11 @@ static void *watchdog_main(void *arg) {
     rl_watchdog *wd = &c->watchdog;
     const int64_t period = period_ms(c);
     const int64_t retry_min = min64(100, period / 4 + 1), retry_max = min64(2000, period / 2 + 1);
-    int64_t retry = retry_min, next = rl_now_ms() + period, idle_since = -1;
+    int64_t retry = retry_min, idle_since = -1;
     pthread_mutex_lock(&c->mu);
+    wd->next_round = min64(wd->next_round, rl_now_ms() + period);
     while (!wd->stop) {
+        int64_t next = wd->next_round;
         int64_t now = rl_now_ms();
         if (c->holds.watched == 0) {
             /* Linger one period so that a tight acquire/release loop does not start a thread
@@ -190,22 +274,28 @@ static void *watchdog_main(void *arg) {
             rl_cond_wait_until(&wd->wake, &c->mu, idle_since + period);
             continue;
         }
-        if (idle_since >= 0) {
+        if (idle_since >= 0) { /* a hold again, after none: its due time is in next_round */
             idle_since = -1;
-            next = now + period;
+            wd->next_round = next = min64(now + period, next);
         }
         if (now < next) {
             rl_cond_wait_until(&wd->wake, &c->mu, next);
             continue;
         }
-        if (renew_round(c)) {
+        int64_t earliest;
+        if (renew_round(c, &earliest)) {
             retry = retry_min;
             next += period; /* fixed rate */
             if (next < rl_now_ms()) next = rl_now_ms();
         } else {
-            next = rl_now_ms() + retry;
+            /* Retry with back-off, but be awake when the first confirmed lease ends. */
+            next = min64(rl_now_ms() + retry, earliest);
             retry = min64(retry * 2, retry_max);
         }
+        /* No hold may wait for a round until less than a period of its lease is left (one that
+         * waited long for its replicas, say). */
+        if (earliest != INT64_MAX) next = min64(next, earliest - period);
+        wd->next_round = next;
     }
     wd->running = 0;
     pthread_cond_broadcast(&wd->round_done);
@@ -218,11 +308,17 @@ int rl_watchdog_watch(rl_client *c, rl_hold *hold) {
     rl_holds_watch(&c->holds, hold);
     if (wd->running) {
         /* Only a thread with nothing to renew needs waking (it is lingering, and schedules its
-         * first round from now); otherwise the next round, a period away at most, takes the new
-         * hold: its lease is three periods. Waking it for every acquire costs two task switches
-         * per cycle. */
-        if (c->holds.watched == 1) pthread_cond_signal(&wd->wake);
-        return 0;
+         * first round from now), or one whose next round comes too late for this hold (less
+         * than a period of its lease would be left: it waited for its replicas); otherwise the
+         * next round, a period away at most, takes the new hold: its lease is three periods.
+         * Waking it for every acquire costs two task switches per cycle. */
+        int64_t due = hold->confirmed_until - period_ms(c);
+        int sooner = c->holds.watched == 1 || due < wd->next_round;
+        if (sooner) {
+            wd->next_round = due;
+            pthread_cond_signal(&wd->wake);
+        }
+        return RL_WATCH_OK;
     }
     if (wd->thread_started) { /* it left its loop: reap it before starting anew */
         pthread_join(wd->thread, NULL);
@@ -230,15 +326,17 @@ int rl_watchdog_watch(rl_client *c, rl_hold *hold) {
     }
     if (wd->stop || rl_thread_start(&wd->thread, watchdog_main, c) != 0) {
         rl_holds_unwatch(&c->holds, hold);
-        return -1;
+        return wd->stop ? RL_WATCH_STOPPED : RL_WATCH_NO_THREAD;
     }
     wd->thread_started = 1;
     wd->running = 1;
-    return 0;
+    wd->next_round = hold->confirmed_until - period_ms(c); /* the thread may start later */
+    return RL_WATCH_OK;
 }
 
 void rl_watchdog_wait_out_round(rl_client *c, rl_hold *hold) {
-    while (hold->in_round) pthread_cond_wait(&c->watchdog.round_done, &c->mu);
+    while (hold->in_round)
+        pthread_cond_wait(&c->watchdog.round_done, &c->mu);
 }
 
 void rl_watchdog_stop(rl_client *c) {
@@ -249,13 +347,16 @@ void rl_watchdog_stop(rl_client *c) {
     int started = wd->thread_started;
     wd->thread_started = 0;
     pthread_mutex_unlock(&c->mu);
+    rl_conn_interrupt(&wd->conn); /* a round on the wire ends now */
     if (started) pthread_join(wd->thread, NULL);
     rl_conn_close(&wd->conn);
 }
 
 void rl_watchdog_forget_after_fork(rl_watchdog *wd) {
-    if (atomic_load(&wd->in_io)) rl_conn_abandon(&wd->conn);
-    else rl_conn_close(&wd->conn);
+    if (atomic_load(&wd->in_io))
+        rl_conn_abandon(&wd->conn);
+    else
+        rl_conn_close(&wd->conn);
     atomic_store(&wd->in_io, 0);
     wd->thread_started = 0;
     wd->running = 0;

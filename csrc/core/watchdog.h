@@ -23,20 +23,26 @@ typedef struct rl_watchdog {
     pthread_t thread;
     int thread_started; /* a thread exists and must be joined */
     int running;        /* the thread is in its loop */
+    int64_t next_round; /* when the next round is due (monotonic ms) */
     int stop;
     pthread_cond_t wake;       /* new hold, stop */
     pthread_cond_t round_done; /* holds left a round */
     rl_conn conn;              /* the watchdog's own connection */
     atomic_int in_io;
-    uint64_t rounds, round_trips, calls, renewed;
+    uint64_t rounds, round_trips, calls, renewed, failed_rounds;
+    uint64_t round_us, round_cpu_us; /* wall and CPU time of the rounds that reached Redis */
+    uint64_t last_round_us, last_round_cpu_us, last_round_net_us;
     size_t last_round_holds;
 } rl_watchdog;
 
-void rl_watchdog_init(rl_watchdog *wd);
+void rl_watchdog_init(rl_watchdog *wd, rl_config *cfg);
 void rl_watchdog_destroy(rl_watchdog *wd);
 
+enum { RL_WATCH_OK = 0, RL_WATCH_NO_THREAD = -1, RL_WATCH_STOPPED = -2 };
+
 /* With the client mutex held: put `hold` on the renewal list, starting the thread if needed.
- * Returns 0, or -1 when the thread cannot start (the hold is then not watched). */
+ * Returns RL_WATCH_OK, or (the hold is then not watched) RL_WATCH_NO_THREAD when the thread
+ * cannot start, RL_WATCH_STOPPED when the client is closing. */
 int rl_watchdog_watch(struct rl_client *c, rl_hold *hold);
 
 /* With the client mutex held: wait until `hold` is in no renewal round on the wire. */

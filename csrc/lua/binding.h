@@ -61,6 +61,10 @@ void rlua_client_close(rlua_client *client);
 void rlua_shared_unref(rlua_shared_lock *shared);
 
 /* Registers each type's metatable; lua_CFunction constructors for the module table. */
+/* A userdata type: metatable `name` with `methods` as __index, `gc` as __gc and `tostring` as
+ * __tostring (each may be NULL). */
+void rlua_register_type(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc,
+                        lua_CFunction tostring);
 void rlua_client_register(lua_State *L);
 void rlua_lock_register(lua_State *L);
 void rlua_hold_register(lua_State *L);

@@ -5,8 +5,10 @@
 #include "binding.h"
 
 static void unlink_client(rlua_client *c) {
-    if (c->prev) c->prev->next = c->next;
-    else if (c->module && c->module->open == c) c->module->open = c->next;
+    if (c->prev)
+        c->prev->next = c->next;
+    else if (c->module && c->module->open == c)
+        c->module->open = c->next;
     if (c->next) c->next->prev = c->prev;
     c->prev = c->next = NULL;
 }
@@ -29,8 +31,32 @@ static void opt_ms(lua_State *L, int arg, int64_t *out) {
     if (!lua_isnoneornil(L, arg)) *out = rlua_check_ms(L, arg);
 }
 
+/* A string field of the table at `idx` (checked by the Lua side), or NULL; the table keeps it. */
+static const char *opt_string(lua_State *L, int idx, const char *name) {
+    lua_getfield(L, idx, name);
+    const char *s = lua_isstring(L, -1) ? lua_tostring(L, -1) : NULL;
+    lua_pop(L, 1);
+    return s;
+}
+
+/* The TLS and Sentinel options in the table at `idx` (nil: none). */
+static void string_options(lua_State *L, int idx, rl_options *o) {
+    if (!lua_istable(L, idx)) return;
+    o->tls_ca_file = opt_string(L, idx, "tls_ca_file");
+    o->tls_ca_dir = opt_string(L, idx, "tls_ca_dir");
+    o->tls_cert_file = opt_string(L, idx, "tls_cert_file");
+    o->tls_key_file = opt_string(L, idx, "tls_key_file");
+    o->tls_server_name = opt_string(L, idx, "tls_server_name");
+    o->sentinel_user = opt_string(L, idx, "sentinel_user");
+    o->sentinel_password = opt_string(L, idx, "sentinel_password");
+    lua_getfield(L, idx, "tls_insecure_skip_verify");
+    o->tls_insecure_skip_verify = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+}
+
 /* core.connect(url, watchdog_ms, connect_ms, command_ms, max_hold_ms, sync_replicas,
- * sync_timeout_ms) -> client | nil, err (a bad URL is "argument: ...", raised by the Lua side).
+ * sync_timeout_ms, {tls_*}) -> client | nil, err (a bad URL or bad TLS option is "argument: ...",
+ * raised by the Lua side).
  * Connects lazily: the first call that needs Redis opens the connection. */
 int rlua_client_connect(lua_State *L) {
     const char *url = luaL_checkstring(L, 1);
@@ -46,6 +72,7 @@ int rlua_client_connect(lua_State *L) {
         o.sync_replicas = (int)n;
     }
     opt_ms(L, 7, &o.sync_timeout_ms);
+    string_options(L, 8, &o);
     rlua_module *m = rlua_module_get(L);
     rlua_client *c = lua_newuserdata(L, sizeof *c);
     memset(c, 0, sizeof *c);
@@ -113,22 +140,18 @@ static int client_lock(lua_State *L) {
 
 static int client_tostring(lua_State *L) {
     rlua_client *c = check_client(L);
-    if (c->core) lua_pushfstring(L, "redlease.client %s", rl_client_id(c->core));
-    else lua_pushliteral(L, "redlease.client (closed)");
+    if (c->core)
+        lua_pushfstring(L, "redlease.client %s %s", rl_client_url(c->core), rl_client_id(c->core));
+    else
+        lua_pushliteral(L, "redlease.client (closed)");
     return 1;
 }
 
 void rlua_client_register(lua_State *L) {
-    static const luaL_Reg methods[] = {{"close", client_close}, {"closed", client_closed},
-                                       {"id", client_id},       {"lock", client_lock},
+    static const luaL_Reg methods[] = {{"close", client_close},
+                                       {"closed", client_closed},
+                                       {"id", client_id},
+                                       {"lock", client_lock},
                                        {NULL, NULL}};
-    luaL_newmetatable(L, RLUA_CLIENT);
-    lua_newtable(L);
-    rlua_setfuncs(L, methods);
-    lua_setfield(L, -2, "__index");
-    lua_pushcfunction(L, client_close);
-    lua_setfield(L, -2, "__gc");
-    lua_pushcfunction(L, client_tostring);
-    lua_setfield(L, -2, "__tostring");
-    lua_pop(L, 1);
+    rlua_register_type(L, RLUA_CLIENT, methods, client_close, client_tostring);
 }

@@ -22,12 +22,11 @@ static rlua_hold *check_hold(lua_State *L) {
     return luaL_checkudata(L, 1, RLUA_HOLD);
 }
 
-/* The hold stays open only when trying again can help: the release failed on the network or the
- * server (the core then retries it with the same unlock latch). */
+/* The hold stays open only when the core kept it for a retry (err->hold_kept). */
 static rl_status release(rlua_hold *h, rl_error *err) {
     if (!h->open) return RL_OK;
     rl_status st = rl_lock_release(h->lock->core, h->context, err);
-    if (st != RL_ERR_CONNECTION && st != RL_ERR_SERVER && st != RL_ERR_MEMORY) h->open = 0;
+    if (st == RL_OK || !err->hold_kept) h->open = 0;
     return st;
 }
 
@@ -58,13 +57,7 @@ static int hold_gc(lua_State *L) {
 }
 
 void rlua_hold_register(lua_State *L) {
-    static const luaL_Reg methods[] = {{"release", hold_release}, {"is_open", hold_is_open},
-                                       {NULL, NULL}};
-    luaL_newmetatable(L, RLUA_HOLD);
-    lua_newtable(L);
-    rlua_setfuncs(L, methods);
-    lua_setfield(L, -2, "__index");
-    lua_pushcfunction(L, hold_gc);
-    lua_setfield(L, -2, "__gc");
-    lua_pop(L, 1);
+    static const luaL_Reg methods[] = {
+        {"release", hold_release}, {"is_open", hold_is_open}, {NULL, NULL}};
+    rlua_register_type(L, RLUA_HOLD, methods, hold_gc, NULL);
 }

@@ -89,45 +89,35 @@ static int lock_force_unlock(lua_State *L) {
     return 1;
 }
 
-static int lock_locked(lua_State *L) {
+/* A server-side query (one round trip): a boolean or an integer, or nil, err. */
+static int query(lua_State *L, rl_query what, int boolean) {
     rlua_shared_lock *shared = check_lock(L);
-    int locked = 0;
+    int64_t value = 0;
     rl_error err;
-    rl_status st = rl_lock_is_locked(shared->core, &locked, &err);
+    rl_status st = rl_lock_query(shared->core, what, rlua_context(L), &value, &err);
     if (st != RL_OK) return rlua_fail(L, st, &err);
-    lua_pushboolean(L, locked);
+    if (boolean)
+        lua_pushboolean(L, value != 0);
+    else
+        lua_pushinteger(L, (lua_Integer)value);
     return 1;
+}
+
+static int lock_locked(lua_State *L) {
+    return query(L, RL_QUERY_LOCKED, 1);
 }
 
 static int lock_held(lua_State *L) {
-    rlua_shared_lock *shared = check_lock(L);
-    int held = 0;
-    rl_error err;
-    rl_status st = rl_lock_is_held(shared->core, rlua_context(L), &held, &err);
-    if (st != RL_OK) return rlua_fail(L, st, &err);
-    lua_pushboolean(L, held);
-    return 1;
+    return query(L, RL_QUERY_HELD, 1);
 }
 
 static int lock_hold_count(lua_State *L) {
-    rlua_shared_lock *shared = check_lock(L);
-    int64_t count = 0;
-    rl_error err;
-    rl_status st = rl_lock_hold_count(shared->core, rlua_context(L), &count, &err);
-    if (st != RL_OK) return rlua_fail(L, st, &err);
-    lua_pushinteger(L, (lua_Integer)count);
-    return 1;
+    return query(L, RL_QUERY_HOLD_COUNT, 0);
 }
 
 /* lock:remaining() -> PTTL in ms as Redis gives it (-2: not locked, -1: no expiry). */
 static int lock_remaining(lua_State *L) {
-    rlua_shared_lock *shared = check_lock(L);
-    int64_t pttl = 0;
-    rl_error err;
-    rl_status st = rl_lock_remaining(shared->core, &pttl, &err);
-    if (st != RL_OK) return rlua_fail(L, st, &err);
-    lua_pushinteger(L, (lua_Integer)pttl);
-    return 1;
+    return query(L, RL_QUERY_REMAINING, 0);
 }
 
 /* lock:lost() -> false | true, reason: local state, no round trip. */
@@ -148,8 +138,10 @@ static int lock_lost(lua_State *L) {
 static int lock_token(lua_State *L) {
     rlua_shared_lock *shared = check_lock(L);
     int64_t token = rl_lock_token(shared->core, rlua_context(L));
-    if (token > 0) lua_pushinteger(L, (lua_Integer)token);
-    else lua_pushnil(L);
+    if (token > 0)
+        lua_pushinteger(L, (lua_Integer)token);
+    else
+        lua_pushnil(L);
     return 1;
 }
 
@@ -161,17 +153,15 @@ static int lock_gc(lua_State *L) {
 }
 
 void rlua_lock_register(lua_State *L) {
-    static const luaL_Reg methods[] = {
-        {"acquire", lock_acquire},         {"release", lock_release},
-        {"force_unlock", lock_force_unlock}, {"locked", lock_locked},
-        {"held", lock_held},               {"hold_count", lock_hold_count},
-        {"remaining", lock_remaining},     {"lost", lock_lost},
-        {"token", lock_token},             {NULL, NULL}};
-    luaL_newmetatable(L, RLUA_LOCK);
-    lua_newtable(L);
-    rlua_setfuncs(L, methods);
-    lua_setfield(L, -2, "__index");
-    lua_pushcfunction(L, lock_gc);
-    lua_setfield(L, -2, "__gc");
-    lua_pop(L, 1);
+    static const luaL_Reg methods[] = {{"acquire", lock_acquire},
+                                       {"release", lock_release},
+                                       {"force_unlock", lock_force_unlock},
+                                       {"locked", lock_locked},
+                                       {"held", lock_held},
+                                       {"hold_count", lock_hold_count},
+                                       {"remaining", lock_remaining},
+                                       {"lost", lock_lost},
+                                       {"token", lock_token},
+                                       {NULL, NULL}};
+    rlua_register_type(L, RLUA_LOCK, methods, lock_gc, NULL);
 }

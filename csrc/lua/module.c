@@ -38,7 +38,8 @@ uint64_t rlua_context(lua_State *L) {
 }
 
 static void close_all(rlua_module *m) {
-    while (m->open) rlua_client_close(m->open); /* unlinks it */
+    while (m->open)
+        rlua_client_close(m->open); /* unlinks it */
 }
 
 /* Only the current sentinel (the one the registry holds) can be finalized while the registry
@@ -69,9 +70,12 @@ static int module_gc(lua_State *L) {
 
 static const char *code_word(rl_status status) {
     switch (status) {
-    case RL_NOT_ACQUIRED: return "timeout";
-    case RL_ABORTED: return "interrupted";
-    default: return rl_status_name(status);
+    case RL_NOT_ACQUIRED:
+        return "timeout";
+    case RL_ABORTED:
+        return "interrupted";
+    default:
+        return rl_status_name(status);
     }
 }
 
@@ -115,11 +119,27 @@ static void open_state(lua_State *L) {
     lua_setmetatable(L, -2);
     lua_setfield(L, LUA_REGISTRYINDEX, CONTEXTS_KEY);
 
-    luaL_newmetatable(L, SENTINEL_TYPE);
-    lua_pushcfunction(L, sentinel_gc);
-    lua_setfield(L, -2, "__gc");
-    lua_pop(L, 1);
+    rlua_register_type(L, SENTINEL_TYPE, NULL, sentinel_gc, NULL);
     rlua_renew_sentinel(L);
+}
+
+void rlua_register_type(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc,
+                        lua_CFunction tostring) {
+    luaL_newmetatable(L, name);
+    if (methods) {
+        lua_newtable(L);
+        rlua_setfuncs(L, methods);
+        lua_setfield(L, -2, "__index");
+    }
+    if (gc) {
+        lua_pushcfunction(L, gc);
+        lua_setfield(L, -2, "__gc");
+    }
+    if (tostring) {
+        lua_pushcfunction(L, tostring);
+        lua_setfield(L, -2, "__tostring");
+    }
+    lua_pop(L, 1);
 }
 
 int luaopen_redlease_core(lua_State *L); /* the entry point require() looks for */
@@ -139,5 +159,7 @@ int luaopen_redlease_core(lua_State *L) {
     rlua_setfuncs(L, functions);
     lua_pushliteral(L, RL_VERSION);
     lua_setfield(L, -2, "version");
+    lua_pushboolean(L, rl_tls_supported());
+    lua_setfield(L, -2, "tls_supported");
     return 1;
 }

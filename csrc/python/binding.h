@@ -12,8 +12,7 @@
 typedef struct rlpy_event_bridge rlpy_event_bridge;
 
 typedef struct {
-    PyObject_HEAD
-    rl_client *client; /* NULL once closed */
+    PyObject_HEAD rl_client *client; /* NULL once closed */
     rlpy_event_bridge *bridge;
 } rlpy_client;
 
@@ -23,6 +22,14 @@ extern PyTypeObject rlpy_lock_type;
 /* The owner context of the calling OS thread: a process-wide counter handed out on a thread's
  * first use, so a new thread never inherits the id (and holds) of a finished one. */
 uint64_t rlpy_thread_context(void);
+
+/* Runs `call` (a core call that may wait on the network) with the GIL released. */
+#define RLPY_UNLOCKED(call)                                                                        \
+    do {                                                                                           \
+        PyThreadState *rlpy_saved_ = PyEval_SaveThread();                                          \
+        call;                                                                                      \
+        PyEval_RestoreThread(rlpy_saved_);                                                         \
+    } while (0)
 
 /* Sets the Python exception for a failed core call and returns NULL. */
 PyObject *rlpy_raise(const rl_error *err);
@@ -35,6 +42,8 @@ PyObject *rlpy_error_class(rl_status status);
 int rlpy_timeout_ms(PyObject *value, const char *what, int64_t *out);
 int rlpy_lease_ms(PyObject *value, int64_t *out);
 int rlpy_positive_ms(PyObject *value, const char *what, int64_t *out);
+/* None leaves *out as it is (the core's default), else as rlpy_positive_ms. */
+int rlpy_optional_ms(PyObject *value, const char *what, int64_t *out);
 /* None -> RL_MAX_HOLD_NONE (no cap), else seconds > 0. */
 int rlpy_max_hold_ms(PyObject *value, int64_t *out);
 

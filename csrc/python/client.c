@@ -23,19 +23,22 @@ static void deliver_event(const rl_event *event, void *userdata) {
     if (fn) {
         const char *text = event->message ? event->message : "";
         /* Messages may quote a lock name that is not UTF-8: never fail on it. */
-        PyObject *message = PyUnicode_DecodeUTF8(text, (Py_ssize_t)strlen(text), "backslashreplace");
-        PyObject *name = event->name ? PyBytes_FromStringAndSize(event->name, (Py_ssize_t)event->name_len)
-                                     : Py_NewRef(Py_None);
+        PyObject *message =
+            PyUnicode_DecodeUTF8(text, (Py_ssize_t)strlen(text), "backslashreplace");
+        PyObject *name = event->name
+                             ? PyBytes_FromStringAndSize(event->name, (Py_ssize_t)event->name_len)
+                             : Py_NewRef(Py_None);
         PyObject *result = NULL;
         if (message && name)
-            result = PyObject_CallFunction(fn, "iOKsnO", (int)event->kind, name,
-                                           (unsigned long long)event->context,
-                                           rl_lost_reason_name(event->reason),
-                                           (Py_ssize_t)event->holds, message);
+            result = PyObject_CallFunction(
+                fn, "iOKsnO", (int)event->kind, name, (unsigned long long)event->context,
+                rl_lost_reason_name(event->reason), (Py_ssize_t)event->holds, message);
         Py_XDECREF(message);
         Py_XDECREF(name);
-        if (result) Py_DECREF(result);
-        else PyErr_WriteUnraisable(fn);
+        if (result)
+            Py_DECREF(result);
+        else
+            PyErr_WriteUnraisable(fn);
         Py_DECREF(fn);
     }
     PyGILState_Release(gil);
@@ -92,9 +95,7 @@ void rlpy_client_close(rlpy_client *self) {
     }
     /* The GIL is released while the core stops: its event thread delivers what is queued (every
      * loss gets its on_lost call) and is joined. */
-    Py_BEGIN_ALLOW_THREADS
-    rl_client_free(client);
-    Py_END_ALLOW_THREADS
+    RLPY_UNLOCKED(rl_client_free(client));
     if (bridge) Py_CLEAR(bridge->callable);
     PyMem_RawFree(bridge);
 }
@@ -111,28 +112,46 @@ static int client_clear(rlpy_client *self) {
 }
 
 static int client_init(rlpy_client *self, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"url",      "watchdog_timeout", "connect_timeout", "command_timeout",
-                               "on_event", "max_hold",         "sync_replicas",   "sync_timeout",
+    static char *keywords[] = {"url",
+                               "watchdog_timeout",
+                               "connect_timeout",
+                               "command_timeout",
+                               "on_event",
+                               "max_hold",
+                               "sync_replicas",
+                               "sync_timeout",
+                               "tls_ca_file",
+                               "tls_ca_dir",
+                               "tls_cert_file",
+                               "tls_key_file",
+                               "tls_server_name",
+                               "tls_insecure_skip_verify",
+                               "sentinel_user",
+                               "sentinel_password",
                                NULL};
     const char *url;
-    PyObject *watchdog, *connect, *command, *on_event = Py_None, *max_hold = Py_None;
-    PyObject *sync_timeout = NULL;
-    int sync_replicas = 0;
+    PyObject *watchdog = Py_None, *connect = Py_None, *command = Py_None, *on_event = Py_None;
+    PyObject *max_hold = Py_None, *sync_timeout = Py_None;
+    int sync_replicas = 0, tls_insecure = 0;
+    rl_options options; /* the core's defaults; None leaves an option at its default */
+    rl_options_init(&options);
     if (self->client) {
         PyErr_SetString(PyExc_RuntimeError, "Client.__init__ called twice");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "sOOO|OOiO:Client", keywords, &url, &watchdog,
-                                     &connect, &command, &on_event, &max_hold, &sync_replicas,
-                                     &sync_timeout))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|OOOOOiOzzzzzpzz:Client", keywords, &url,
+                                     &watchdog, &connect, &command, &on_event, &max_hold,
+                                     &sync_replicas, &sync_timeout, &options.tls_ca_file,
+                                     &options.tls_ca_dir, &options.tls_cert_file,
+                                     &options.tls_key_file, &options.tls_server_name, &tls_insecure,
+                                     &options.sentinel_user, &options.sentinel_password))
         return -1;
-    rl_options options;
-    rl_options_init(&options);
-    if (rlpy_positive_ms(watchdog, "watchdog_timeout", &options.watchdog_timeout_ms) < 0 ||
-        rlpy_positive_ms(connect, "connect_timeout", &options.connect_timeout_ms) < 0 ||
-        rlpy_positive_ms(command, "command_timeout", &options.command_timeout_ms) < 0 ||
-        (max_hold != Py_None && rlpy_positive_ms(max_hold, "max_hold", &options.max_hold_ms) < 0) ||
-        (sync_timeout && rlpy_positive_ms(sync_timeout, "sync_timeout", &options.sync_timeout_ms) < 0))
+    options.tls_insecure_skip_verify = tls_insecure;
+    if (rlpy_optional_ms(watchdog, "watchdog_timeout", &options.watchdog_timeout_ms) < 0 ||
+        rlpy_optional_ms(connect, "connect_timeout", &options.connect_timeout_ms) < 0 ||
+        rlpy_optional_ms(command, "command_timeout", &options.command_timeout_ms) < 0 ||
+        rlpy_optional_ms(max_hold, "max_hold", &options.max_hold_ms) < 0 ||
+        rlpy_optional_ms(sync_timeout, "sync_timeout", &options.sync_timeout_ms) < 0)
         return -1;
     if (sync_replicas < 0) {
         PyErr_SetString(PyExc_ValueError, "sync_replicas must be >= 0 (0 = off)");
@@ -187,6 +206,20 @@ static PyObject *client_get_id(rlpy_client *self, void *unused) {
     return PyUnicode_FromString(rl_client_id(self->client));
 }
 
+static PyObject *client_get_url(rlpy_client *self, void *unused) {
+    (void)unused;
+    if (!self->client) return PyErr_Format(rlpy_error_class(RL_ERR_CLOSED), "the client is closed");
+    return PyUnicode_FromString(rl_client_url(self->client));
+}
+
+static PyObject *client_get_watchdog_timeout(rlpy_client *self, void *unused) {
+    (void)unused;
+    if (!self->client) return PyErr_Format(rlpy_error_class(RL_ERR_CLOSED), "the client is closed");
+    rl_options o;
+    rl_client_options(self->client, &o);
+    return PyFloat_FromDouble((double)o.watchdog_timeout_ms / 1000.0);
+}
+
 static PyObject *client_get_closed(rlpy_client *self, void *unused) {
     (void)unused;
     return PyBool_FromLong(self->client == NULL);
@@ -197,13 +230,12 @@ static PyObject *client_stats(rlpy_client *self, PyObject *unused) {
     if (!self->client) return PyErr_Format(rlpy_error_class(RL_ERR_CLOSED), "the client is closed");
     rl_stats s;
     rl_client_stats(self->client, &s);
-    return Py_BuildValue("{sKsKsKsKsnsOsn}", "renew_rounds", (unsigned long long)s.renew_rounds,
-                         "renew_round_trips", (unsigned long long)s.renew_round_trips,
-                         "renew_calls", (unsigned long long)s.renew_calls, "renewed_holds",
-                         (unsigned long long)s.renewed_holds, "last_round_holds",
-                         (Py_ssize_t)s.last_round_holds, "watchdog_running",
-                         s.watchdog_running ? Py_True : Py_False, "subscriptions",
-                         (Py_ssize_t)s.subscriptions);
+    return Py_BuildValue(
+        "{sKsKsKsKsnsOsn}", "renew_rounds", (unsigned long long)s.renew_rounds, "renew_round_trips",
+        (unsigned long long)s.renew_round_trips, "renew_calls", (unsigned long long)s.renew_calls,
+        "renewed_holds", (unsigned long long)s.renewed_holds, "last_round_holds",
+        (Py_ssize_t)s.last_round_holds, "watchdog_running", s.watchdog_running ? Py_True : Py_False,
+        "subscriptions", (Py_ssize_t)s.subscriptions);
 }
 
 static PyMethodDef client_methods[] = {
@@ -217,15 +249,18 @@ static PyGetSetDef client_getset[] = {
     {"id", (getter)client_get_id, NULL, "The client's UUID, the first part of every owner field.",
      NULL},
     {"closed", (getter)client_get_closed, NULL, "True once close() was called.", NULL},
+    {"url", (getter)client_get_url, NULL, "The URL, its password replaced by ***.", NULL},
+    {"watchdog_timeout", (getter)client_get_watchdog_timeout, NULL,
+     "The lease of watchdog-mode holds, in seconds.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 PyTypeObject rlpy_client_type = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "redlease._core.Client",
-    .tp_doc = "Client(url, watchdog_timeout, connect_timeout, command_timeout, on_event=None, max_hold=None, "
-              "sync_replicas=0, sync_timeout=1.0)\n\n"
-              "The core client; use redlease.Client.",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "redlease._core.Client",
+    .tp_doc = "Client(url, watchdog_timeout=None, connect_timeout=None, command_timeout=None, "
+              "on_event=None, max_hold=None, sync_replicas=0, sync_timeout=None)\n\n"
+              "The core client; use redlease.Client. None leaves an option at the core's "
+              "default.",
     .tp_basicsize = sizeof(rlpy_client),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_new = PyType_GenericNew,

@@ -7,10 +7,9 @@
 #include "binding.h"
 
 typedef struct {
-    PyObject_HEAD
-    rl_lock *lock;
-    PyObject *client; /* the redlease._core.Client, kept alive while the lock is */
-    PyObject *name;   /* as given: str or bytes */
+    PyObject_HEAD rl_lock *lock;
+    PyObject *client;             /* the redlease._core.Client, kept alive while the lock is */
+    PyObject *name;               /* as given: str or bytes */
     int64_t timeout_ms, lease_ms; /* defaults for `with` and for acquire() without them */
     int64_t max_hold_ms;          /* likewise: 0 = the client's, RL_MAX_HOLD_NONE, or a cap */
     PyObject *weakrefs;
@@ -85,7 +84,8 @@ static int lock_init(rlpy_lock *self, PyObject *args, PyObject *kwargs) {
         return -1;
     }
     rl_error err;
-    if (rl_lock_new_kind(core, (rl_lock_kind)kind, bytes, (size_t)len, &self->lock, &err) != RL_OK) {
+    if (rl_lock_new_kind(core, (rl_lock_kind)kind, bytes, (size_t)len, &self->lock, &err) !=
+        RL_OK) {
         rlpy_raise(&err);
         return -1;
     }
@@ -144,9 +144,8 @@ static PyObject *lock_acquire(rlpy_lock *self, PyObject *args, PyObject *kwargs)
     static char *keywords[] = {"blocking", "timeout", "lease", "max_hold", NULL};
     int blocking = 1;
     PyObject *timeout = NULL, *lease = NULL, *max_hold = NULL;
-    if (!ready(self) ||
-        !PyArg_ParseTupleAndKeywords(args, kwargs, "|pOO$O:acquire", keywords, &blocking, &timeout,
-                                     &lease, &max_hold))
+    if (!ready(self) || !PyArg_ParseTupleAndKeywords(args, kwargs, "|pOO$O:acquire", keywords,
+                                                     &blocking, &timeout, &lease, &max_hold))
         return NULL;
     int64_t wait_ms = self->timeout_ms, lease_ms = self->lease_ms, max_hold_ms = self->max_hold_ms;
     if (timeout && rlpy_timeout_ms(timeout, "timeout", &wait_ms) < 0) return NULL;
@@ -167,9 +166,7 @@ static int release(rlpy_lock *self) {
     rl_error err;
     rl_status st;
     uint64_t context = rlpy_thread_context();
-    Py_BEGIN_ALLOW_THREADS
-    st = rl_lock_release(self->lock, context, &err);
-    Py_END_ALLOW_THREADS
+    RLPY_UNLOCKED(st = rl_lock_release(self->lock, context, &err));
     if (st == RL_OK) return 0;
     rlpy_raise(&err);
     return -1;
@@ -205,41 +202,34 @@ static PyObject *lock_exit(rlpy_lock *self, PyObject *args) {
 
 /* ---- queries ------------------------------------------------------------------------------ */
 
-static PyObject *lock_locked(rlpy_lock *self, PyObject *unused) {
-    (void)unused;
-    int locked = 0;
+/* One server-side query (one round trip) with the GIL released; -1 with the exception set. */
+static int query(rlpy_lock *self, rl_query what, int64_t *out) {
+    if (!ready(self)) return -1;
+    uint64_t context = rlpy_thread_context();
     rl_error err;
     rl_status st;
-    if (!ready(self)) return NULL;
-    Py_BEGIN_ALLOW_THREADS
-    st = rl_lock_is_locked(self->lock, &locked, &err);
-    Py_END_ALLOW_THREADS
-    return st == RL_OK ? PyBool_FromLong(locked) : rlpy_raise(&err);
+    RLPY_UNLOCKED(st = rl_lock_query(self->lock, what, context, out, &err));
+    if (st == RL_OK) return 0;
+    rlpy_raise(&err);
+    return -1;
+}
+
+static PyObject *lock_locked(rlpy_lock *self, PyObject *unused) {
+    (void)unused;
+    int64_t locked;
+    return query(self, RL_QUERY_LOCKED, &locked) < 0 ? NULL : PyBool_FromLong(locked != 0);
 }
 
 static PyObject *lock_held(rlpy_lock *self, PyObject *unused) {
     (void)unused;
-    int held = 0;
-    rl_error err;
-    rl_status st;
-    if (!ready(self)) return NULL;
-    uint64_t context = rlpy_thread_context();
-    Py_BEGIN_ALLOW_THREADS
-    st = rl_lock_is_held(self->lock, context, &held, &err);
-    Py_END_ALLOW_THREADS
-    return st == RL_OK ? PyBool_FromLong(held) : rlpy_raise(&err);
+    int64_t held;
+    return query(self, RL_QUERY_HELD, &held) < 0 ? NULL : PyBool_FromLong(held != 0);
 }
 
 static PyObject *lock_remaining(rlpy_lock *self, PyObject *unused) {
     (void)unused;
-    int64_t pttl = -2;
-    rl_error err;
-    rl_status st;
-    if (!ready(self)) return NULL;
-    Py_BEGIN_ALLOW_THREADS
-    st = rl_lock_remaining(self->lock, &pttl, &err);
-    Py_END_ALLOW_THREADS
-    if (st != RL_OK) return rlpy_raise(&err);
+    int64_t pttl;
+    if (query(self, RL_QUERY_REMAINING, &pttl) < 0) return NULL;
     if (pttl == -2) Py_RETURN_NONE;
     return PyFloat_FromDouble(pttl == -1 ? INFINITY : (double)pttl / 1000.0);
 }
@@ -250,9 +240,7 @@ static PyObject *lock_force_unlock(rlpy_lock *self, PyObject *unused) {
     rl_error err;
     rl_status st;
     if (!ready(self)) return NULL;
-    Py_BEGIN_ALLOW_THREADS
-    st = rl_lock_force_unlock(self->lock, &deleted, &err);
-    Py_END_ALLOW_THREADS
+    RLPY_UNLOCKED(st = rl_lock_force_unlock(self->lock, &deleted, &err));
     return st == RL_OK ? PyBool_FromLong(deleted) : rlpy_raise(&err);
 }
 
@@ -347,8 +335,7 @@ static PyGetSetDef lock_getset[] = {
 };
 
 PyTypeObject rlpy_lock_type = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "redlease.Lock",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "redlease.Lock",
     .tp_doc = "A Redisson-compatible reentrant lock; made by Client.lock(name, *, timeout=-1, "
               "lease=None).\n\nThe owner of a hold is (client, OS thread). Use it in a `with` "
               "block, or call acquire() and release().",

@@ -1,5 +1,7 @@
 /* redlease._core: module setup, owner contexts and the status -> exception mapping. */
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 
 #include "binding.h"
 
@@ -8,9 +10,25 @@ static PyObject *error_classes[RL_ERR_REPLICA + 1];
 
 static atomic_uint_fast64_t next_context = 1;
 static _Thread_local uint64_t thread_context;
+static pthread_key_t context_key;
+static pthread_once_t context_key_once = PTHREAD_ONCE_INIT;
+
+/* Runs as the thread exits (a pthread key destructor), outside Python: a thread that ended
+ * while holding locks must not keep them renewed for the life of the client. */
+static void thread_ended(void *context) {
+    rl_context_ended((uint64_t)(uintptr_t)context);
+}
+
+static void make_context_key(void) {
+    pthread_key_create(&context_key, thread_ended);
+}
 
 uint64_t rlpy_thread_context(void) {
-    if (!thread_context) thread_context = atomic_fetch_add(&next_context, 1);
+    if (!thread_context) {
+        thread_context = atomic_fetch_add(&next_context, 1);
+        pthread_once(&context_key_once, make_context_key);
+        pthread_setspecific(context_key, (void *)(uintptr_t)thread_context);
+    }
     return thread_context;
 }
 
@@ -34,8 +52,8 @@ PyObject *rlpy_raise(const rl_error *err) {
     PyObject *cls = rlpy_error_class(err->status);
     if (err->status == RL_LOST) {
         /* LockLostError(message, reason) */
-        PyObject *exc = PyObject_CallFunction(cls, "ss", err->message,
-                                              rl_lost_reason_name((rl_lost_reason)err->lost_reason));
+        PyObject *exc = PyObject_CallFunction(
+            cls, "ss", err->message, rl_lost_reason_name((rl_lost_reason)err->lost_reason));
         if (exc) {
             PyErr_SetObject(cls, exc);
             Py_DECREF(exc);
@@ -80,7 +98,15 @@ static PyObject *current_context(PyObject *module, PyObject *unused) {
     return PyLong_FromUnsignedLongLong(rlpy_thread_context());
 }
 
+static PyObject *tls_supported(PyObject *module, PyObject *unused) {
+    (void)module;
+    (void)unused;
+    return PyBool_FromLong(rl_tls_supported());
+}
+
 static PyMethodDef module_methods[] = {
+    {"tls_supported", tls_supported, METH_NOARGS,
+     "tls_supported() -> bool\n--\n\nWhether this build speaks TLS (rediss:// URLs)."},
     {"current_context", current_context, METH_NOARGS,
      "current_context() -> int\n--\n\nThe owner context id of the calling thread (the part after "
      "the client id in a lock's hash field)."},
@@ -95,18 +121,41 @@ static struct PyModuleDef core_module = {
     .m_methods = module_methods,
 };
 
+/* The names of the core's lost reasons, in the order of rl_lost_reason (RL_LOST_NONE left out). */
+static PyObject *lost_reasons(void) {
+    PyObject *names = PyTuple_New(RL_LOST_MAX_HOLD);
+    for (int r = RL_LOST_EXPIRED; names && r <= RL_LOST_MAX_HOLD; r++) {
+        PyObject *name = PyUnicode_FromString(rl_lost_reason_name((rl_lost_reason)r));
+        if (!name) {
+            Py_CLEAR(names);
+            break;
+        }
+        PyTuple_SET_ITEM(names, r - RL_LOST_EXPIRED, name);
+    }
+    return names;
+}
+
 PyMODINIT_FUNC PyInit__core(void) {
     if (load_error_classes() < 0) return NULL;
     if (PyType_Ready(&rlpy_client_type) < 0 || PyType_Ready(&rlpy_lock_type) < 0) return NULL;
     PyObject *m = PyModule_Create(&core_module);
     if (!m) return NULL;
-    if (PyModule_AddObjectRef(m, "Client", (PyObject *)&rlpy_client_type) < 0 ||
+    PyObject *reasons = lost_reasons();
+    int added = reasons && PyModule_AddObjectRef(m, "LOST_REASONS", reasons) == 0;
+    Py_XDECREF(reasons);
+    if (!added || PyModule_AddObjectRef(m, "Client", (PyObject *)&rlpy_client_type) < 0 ||
         PyModule_AddObjectRef(m, "Lock", (PyObject *)&rlpy_lock_type) < 0 ||
         PyModule_AddStringConstant(m, "CORE_VERSION", RL_VERSION) < 0 ||
         PyModule_AddIntConstant(m, "KIND_FENCED", RL_LOCK_FENCED) < 0 ||
         PyModule_AddIntConstant(m, "KIND_FAIR", RL_LOCK_FAIR) < 0 ||
         PyModule_AddIntConstant(m, "KIND_READ", RL_LOCK_READ) < 0 ||
-        PyModule_AddIntConstant(m, "KIND_WRITE", RL_LOCK_WRITE) < 0) {
+        PyModule_AddIntConstant(m, "KIND_WRITE", RL_LOCK_WRITE) < 0 ||
+        PyModule_AddIntConstant(m, "EVENT_LOST", RL_EVENT_LOST) < 0 ||
+        PyModule_AddIntConstant(m, "EVENT_RENEW_FAILED", RL_EVENT_RENEW_FAILED) < 0 ||
+        PyModule_AddIntConstant(m, "EVENT_RENEWED", RL_EVENT_RENEWED) < 0 ||
+        PyModule_AddIntConstant(m, "EVENT_SYNC_FAILED", RL_EVENT_SYNC_FAILED) < 0 ||
+        PyModule_AddIntConstant(m, "EVENT_STRAY_HOLDS", RL_EVENT_STRAY_HOLDS) < 0 ||
+        PyModule_AddIntConstant(m, "EVENT_ABANDONED", RL_EVENT_ABANDONED) < 0) {
         Py_DECREF(m);
         return NULL;
     }

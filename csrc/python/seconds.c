@@ -1,4 +1,5 @@
-/* Seconds as Python numbers -> the core's milliseconds, with the library's rules for -1 and None. */
+/* Seconds as Python numbers -> the core's milliseconds, with the library's rules for -1 and None.
+ */
 #include <math.h>
 
 #include "binding.h"
@@ -84,4 +85,8 @@ int rlpy_max_hold_ms(PyObject *value, int64_t *out) {
         return 0;
     }
     return rlpy_positive_ms(value, "max_hold", out);
+}
+
+int rlpy_optional_ms(PyObject *value, const char *what, int64_t *out) {
+    return value == Py_None ? 0 : rlpy_positive_ms(value, what, out);
 }

@@ -73,7 +73,8 @@ int main(void) {
     }
     rl_stats stats;
     rl_client_stats(client, &stats);
-    printf("[holder] %llu renewal rounds so far; releasing\n", (unsigned long long)stats.renew_rounds);
+    printf("[holder] %llu renewal rounds so far; releasing\n",
+           (unsigned long long)stats.renew_rounds);
     double released_at = now_s();
     check(rl_lock_release(lock, 1, &err), &err, "release");
     pthread_join(waiter, NULL);

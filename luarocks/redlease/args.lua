@@ -33,9 +33,9 @@ local function count(v)
   return v
 end
 
--- Reads an options table against spec (name -> {positive, infinite, min_ms, none, count});
--- returns name -> ms (a count for `count`, -1 for false where `none`; nil when absent) or nil
--- and the complaint.
+-- Reads an options table against spec (name -> {positive, infinite, min_ms, none, count, text,
+-- flag}); returns name -> ms (a count for `count`, the string for `text`, the boolean for `flag`,
+-- -1 for false where `none`; nil when absent) or nil and the complaint.
 local function options(opts, spec)
   if opts == nil then return {} end
   if type(opts) ~= "table" then return nil, "options", "table expected, got " .. type(opts) end
@@ -47,6 +47,14 @@ local function options(opts, spec)
     local v = opts[name]
     if v == false and s.none then
       out[name] = -1 -- false: none (no cap)
+    elseif s.text and v ~= nil then
+      if type(v) ~= "string" or v == "" then
+        return nil, name, "non-empty string expected, got " .. describe(v)
+      end
+      out[name] = v
+    elseif s.flag and v ~= nil then
+      if type(v) ~= "boolean" then return nil, name, "boolean expected, got " .. describe(v) end
+      out[name] = v
     elseif s.count and v ~= nil then
       local n, why = count(v)
       if not n then return nil, name, why end
@@ -55,8 +63,8 @@ local function options(opts, spec)
       local ms, why = duration(v, s.positive, s.infinite)
       if not ms then return nil, name, why end
       if s.min_ms and ms < s.min_ms then
-        local why = ("at least %g seconds expected, got %s"):format(s.min_ms / 1000, describe(v))
-        return nil, name, why
+        return nil, name, ("at least %g seconds expected, got %s"):format(s.min_ms / 1000,
+                                                                          describe(v))
       end
       out[name] = ms
     end
@@ -76,6 +84,14 @@ local CONNECT = {
   max_hold = { positive = true },
   sync_timeout = { positive = true },
   sync_replicas = { count = true },
+  tls_ca_file = { text = true },
+  tls_ca_dir = { text = true },
+  tls_cert_file = { text = true },
+  tls_key_file = { text = true },
+  tls_server_name = { text = true },
+  tls_insecure_skip_verify = { flag = true },
+  sentinel_user = { text = true },
+  sentinel_password = { text = true },
 }
 
 -- connect(url, opts): returns the options (durations in ms).

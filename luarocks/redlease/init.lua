@@ -10,22 +10,26 @@ local core = require "redlease.core"
 local args = require "redlease.args"
 local Lock = require "redlease.lock"
 
-local redlease = { _VERSION = core.version }
+local redlease = { _VERSION = core.version, tls_supported = core.tls_supported }
 
 local Client = {}
 Client.__index = Client
 local clients_made = 0
 
 -- connect(url, {watchdog_timeout=, connect_timeout=, command_timeout=, max_hold=,
--- sync_timeout= in seconds; sync_replicas= a count}) -> client | nil, err. Connections open on
--- first use.
+-- sync_timeout= in seconds; sync_replicas= a count; tls_ca_file=, tls_ca_dir=, tls_cert_file=,
+-- tls_key_file=, tls_server_name= strings and tls_insecure_skip_verify= a boolean, for rediss://})
+-- -> client | nil, err. Connections open on first use.
 function redlease.connect(url, opts)
   local o = args.connect(url, opts)
   local c, err = core.connect(url, o.watchdog_timeout, o.connect_timeout, o.command_timeout,
-    o.max_hold, o.sync_replicas, o.sync_timeout)
+    o.max_hold, o.sync_replicas, o.sync_timeout, o)
   if not c then
     local why = err:match("^argument: (.*)")
-    if why then error(("bad argument 'url' to 'connect' (%s)"):format(why), 2) end
+    if why then -- the URL, or the TLS option the core names first
+      local name = why:match("^(tls_[%w_]+)") or (why:find("tls_*", 1, true) and "options")
+      error(("bad argument '%s' to 'connect' (%s)"):format(name or "url", why), 2)
+    end
     return nil, err
   end
   clients_made = clients_made + 1

@@ -12,8 +12,7 @@ other on the same name. See docs/python.md for the full API.
 
 from ._client import Client
 from ._core import CORE_VERSION as __version__
-from ._core import Lock
-from ._locks import FairLock, FencedLock, ReadLock, ReadWriteLock, WriteLock
+from ._core import Lock, tls_supported
 from ._errors import (
     ClientClosedError,
     ConnectionError,
@@ -24,8 +23,10 @@ from ._errors import (
     ReplicaSyncError,
     ServerError,
 )
+from ._locks import FairLock, FencedLock, ReadLock, ReadWriteLock, WriteLock
 
 __all__ = [
+    "__version__",
     "Client",
     "Lock",
     "FencedLock",
@@ -33,6 +34,7 @@ __all__ = [
     "ReadWriteLock",
     "ReadLock",
     "WriteLock",
+    "tls_supported",
     "LockError",
     "LockTimeout",
     "NotOwnedError",

@@ -2,7 +2,7 @@
 
 import atexit
 import enum
-import re
+import os
 import weakref
 from typing import Dict, Optional, TypeVar, Union
 
@@ -12,6 +12,11 @@ from ._events import EventDispatcher, OnLost
 from ._locks import KINDS, FairLock, FencedLock, ReadLock, ReadWriteLock, WriteLock
 
 L = TypeVar("L", bound=Lock)
+_Path = Union[str, "os.PathLike[str]"]
+
+
+def _path(value: Optional[_Path]) -> Optional[str]:
+    return None if value is None else os.fspath(value)
 
 # Clients still open when the interpreter exits are closed first, while calling into Python from
 # their event threads is still safe.
@@ -32,12 +37,16 @@ def _close_open_clients() -> None:
 class Client:
     """A connection to one Redis deployment, shared by every thread of the process.
 
-    ``url``: ``redis://[user[:password]@]host[:port][/db]`` or
-    ``unix://[user[:password]@]/path[?db=N]``. Nothing connects until the first call.
+    ``url``: ``redis://[user[:password]@]host[:port][/db]``,
+    ``unix://[user[:password]@]/path[?db=N]``, ``rediss://...`` (TLS) or
+    ``redis+sentinel://[user[:password]@]host1:port1,host2:port2/<master name>[/db]`` (the
+    master the sentinels name, followed across failovers; ``sentinel_user`` and
+    ``sentinel_password`` are the sentinels' own AUTH). Nothing connects until the first call.
 
     ``watchdog_timeout``: the lease (seconds) of locks held in watchdog mode; the watchdog renews
     them every third of it while they are held. ``connect_timeout`` and ``command_timeout`` bound
-    every network call. ``on_lost(name, reason)`` is called, on a background thread, for every
+    every network call. An option left out (None) takes the core's default: 30 s, 5 s, 5 s, and
+    1 s for ``sync_timeout``. ``on_lost(name, reason)`` is called, on a background thread, for every
     hold lost while held; an exception it raises is logged. ``max_hold`` (seconds, default no
     cap): the watchdog stops renewing a hold that long after it was taken and reports it lost
     (reason ``max_hold``); ``client.lock(..., max_hold=)`` and ``acquire(max_hold=)`` override it.
@@ -47,24 +56,40 @@ class Client:
     connected for but none acknowledged is taken back and raises ``ReplicaSyncError``; a release
     or renewal they did not acknowledge is logged as a warning.
 
+    TLS (``rediss://`` URLs): the server's certificate is verified against the system's CAs, or
+    ``tls_ca_file`` / ``tls_ca_dir``, and the URL's host (or ``tls_server_name``, also sent as
+    SNI). ``tls_cert_file`` and ``tls_key_file`` give a client certificate (mutual TLS).
+    ``tls_insecure_skip_verify=True`` accepts any certificate: it encrypts, but protects against
+    no man in the middle; for tests only. See ``redlease.tls_supported()``.
+
     Close it with ``close()`` or use it as a context manager. Closing does not release held
     locks: they expire by their lease.
     """
 
-    def __init__(self, url: str = "redis://127.0.0.1:6379/0", *, watchdog_timeout: float = 30.0,
-                 connect_timeout: float = 5.0, command_timeout: float = 5.0,
+    def __init__(self, url: str = "redis://127.0.0.1:6379/0", *,
+                 watchdog_timeout: Optional[float] = None,
+                 connect_timeout: Optional[float] = None, command_timeout: Optional[float] = None,
                  on_lost: Optional[OnLost] = None, max_hold: Optional[float] = None,
-                 sync_replicas: int = 0, sync_timeout: float = 1.0) -> None:
+                 sync_replicas: int = 0, sync_timeout: Optional[float] = None,
+                 tls_ca_file: Optional[_Path] = None, tls_ca_dir: Optional[_Path] = None,
+                 tls_cert_file: Optional[_Path] = None, tls_key_file: Optional[_Path] = None,
+                 tls_server_name: Optional[str] = None,
+                 tls_insecure_skip_verify: bool = False, sentinel_user: Optional[str] = None,
+                 sentinel_password: Optional[str] = None) -> None:
         if on_lost is not None and not callable(on_lost):
             raise TypeError("on_lost must be callable or None")
         self._core = _core.Client(url, watchdog_timeout, connect_timeout, command_timeout,
-                                  EventDispatcher(on_lost), max_hold, sync_replicas, sync_timeout)
-        self.url = url
-        self.watchdog_timeout = float(watchdog_timeout)
+                                  EventDispatcher(on_lost), max_hold, sync_replicas, sync_timeout,
+                                  _path(tls_ca_file), _path(tls_ca_dir), _path(tls_cert_file),
+                                  _path(tls_key_file), tls_server_name, tls_insecure_skip_verify,
+                                  sentinel_user, sentinel_password)
+        self._url = self._core.url
+        self.watchdog_timeout: float = self._core.watchdog_timeout
         _open_clients.add(self)
 
     def lock(self, name: Union[str, bytes], *, timeout: float = -1,
-             lease: Optional[float] = None, max_hold: Union[float, None, _Default] = _Default.CLIENT) -> Lock:
+             lease: Optional[float] = None,
+             max_hold: Union[float, None, _Default] = _Default.CLIENT) -> Lock:
         """A Redisson RLock on ``name`` (str, UTF-8 encoded, or bytes).
 
         ``timeout`` (seconds; -1 forever, 0 one try) and ``lease`` (None: watchdog; seconds: a
@@ -103,6 +128,11 @@ class Client:
         return cls(self._core, name, timeout=timeout, lease=lease, max_hold=max_hold, _kind=kind)
 
     @property
+    def url(self) -> str:
+        """The URL the client was made with, its password replaced by ``***``."""
+        return self._url
+
+    @property
     def id(self) -> str:
         """The client's UUID: owner fields in Redis read ``<id>:<thread context>``."""
         return self._core.id
@@ -129,5 +159,4 @@ class Client:
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else self.id
-        shown = re.sub(r"//([^:@/]*):[^@/]*@", r"//\1:***@", self.url)  # no password in logs
-        return f"<redlease.Client {shown!r} {state}>"
+        return f"<redlease.Client {self._url!r} {state}>"

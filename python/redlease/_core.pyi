@@ -16,18 +16,35 @@ _L = TypeVar("_L", bound="Lock")
 _LostReason = Literal["expired", "deleted", "owner_changed", "unreachable", "max_hold"]
 
 def current_context() -> int: ...
+def tls_supported() -> bool: ...
+
+LOST_REASONS: tuple[str, ...]
+EVENT_LOST: int
+EVENT_RENEW_FAILED: int
+EVENT_RENEWED: int
+EVENT_SYNC_FAILED: int
+EVENT_STRAY_HOLDS: int
+EVENT_ABANDONED: int
 
 @final
 class Client:
-    def __init__(self, url: str, watchdog_timeout: float, connect_timeout: float,
-                 command_timeout: float,
+    def __init__(self, url: str, watchdog_timeout: Optional[float] = ...,
+                 connect_timeout: Optional[float] = ..., command_timeout: Optional[float] = ...,
                  on_event: Optional[Callable[[int, Optional[bytes], int, str, int, str], object]]
                  = ..., max_hold: Optional[float] = ..., sync_replicas: int = ...,
-                 sync_timeout: float = ...) -> None: ...
+                 sync_timeout: Optional[float] = ..., tls_ca_file: Optional[str] = ...,
+                 tls_ca_dir: Optional[str] = ..., tls_cert_file: Optional[str] = ...,
+                 tls_key_file: Optional[str] = ..., tls_server_name: Optional[str] = ...,
+                 tls_insecure_skip_verify: bool = ..., sentinel_user: Optional[str] = ...,
+                 sentinel_password: Optional[str] = ...) -> None: ...
+    @property
+    def watchdog_timeout(self) -> float: ...
     @property
     def id(self) -> str: ...
     @property
     def closed(self) -> bool: ...
+    @property
+    def url(self) -> str: ...
     def stats(self) -> dict[str, Union[int, bool]]: ...
     def close(self) -> None: ...
 

@@ -7,10 +7,9 @@ to the Client, so a client is never kept alive, or closed, by its own event thre
 import logging
 from typing import Callable, Optional, Union
 
-log = logging.getLogger("redlease")
+from . import _core
 
-# Event kinds, as numbered by the core (redlease.h: rl_event_kind).
-LOST, RENEW_FAILED, RENEWED, SYNC_FAILED = 1, 2, 3, 4
+log = logging.getLogger("redlease")
 
 OnLost = Callable[[Union[str, bytes], str], object]
 
@@ -31,13 +30,15 @@ class EventDispatcher:
 
     def __call__(self, kind: int, name: Optional[bytes], context: int, reason: str,
                  holds: int, message: str) -> None:
-        if kind == RENEWED:
+        if kind == _core.EVENT_RENEWED:
             log.debug("renewed %d hold(s)", holds)
-        elif kind == RENEW_FAILED:
+        elif kind == _core.EVENT_RENEW_FAILED:
             log.warning("renewal failed, will retry: %s", message)
-        elif kind == SYNC_FAILED:
+        elif kind == _core.EVENT_SYNC_FAILED:
             log.warning("not acknowledged by any replica: %s", message)
-        elif kind == LOST and name is not None:
+        elif kind in (_core.EVENT_STRAY_HOLDS, _core.EVENT_ABANDONED):
+            log.warning("%s", message)
+        elif kind == _core.EVENT_LOST and name is not None:
             lock_name = shown_name(name)
             log.error("lock %r lost while held: %s", lock_name, reason)
             if self.on_lost is not None:

@@ -23,7 +23,8 @@ __all__ = ["RedisServer", "redlease_server"]
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 class RedisServer:
@@ -43,7 +44,7 @@ class RedisServer:
         self.extra_args = list(extra_args or [])
         self.start_timeout = start_timeout
         self.port = 0
-        self.process: Optional[subprocess.Popen] = None
+        self.process: Optional[subprocess.Popen[bytes]] = None
         self._dir: Optional[str] = None
 
     @property
@@ -55,7 +56,7 @@ class RedisServer:
             return self
         if self._dir is None:
             self._dir = tempfile.mkdtemp(prefix="redlease-redis-")
-        for attempt in range(5):  # a free port can be taken between probing and binding
+        for _ in range(5):  # a free port can be taken between probing and binding
             port = self.port or _free_port()
             process = subprocess.Popen(
                 [self.executable, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
@@ -71,7 +72,7 @@ class RedisServer:
                 time.sleep(0.1)
         raise RuntimeError(f"redis-server did not start (last port tried: {port})")
 
-    def _wait_ready(self, port: int, process: subprocess.Popen) -> bool:
+    def _wait_ready(self, port: int, process: subprocess.Popen[bytes]) -> bool:
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             if process.poll() is not None:

@@ -44,7 +44,9 @@ void test_fail(const char *file, int line, const char *fmt, ...) {
     current_failed = 1;
 }
 
-void test_skip(const char *reason) { current_skip = reason; }
+void test_skip(const char *reason) {
+    current_skip = reason;
+}
 
 int64_t now_ms(void) {
     struct timespec ts;
@@ -58,7 +60,7 @@ void sleep_ms(int64_t ms) {
     }
 }
 
-static int free_port(void) {
+int free_port(void) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     socklen_t len = sizeof a;
@@ -93,11 +95,24 @@ int server_start(test_server *s, const char *const *extra) {
         if (s->port <= 0) continue;
         char port[16];
         snprintf(port, sizeof port, "%d", s->port);
-        const char *argv[64] = {"redis-server", "--port", port, "--bind", "127.0.0.1",
-                                "--save", "", "--appendonly", "no", "--dir", s->dir,
-                                "--unixsocket", s->socket, "--unixsocketperm", "700"};
+        const char *argv[64] = {"redis-server",
+                                "--port",
+                                port,
+                                "--bind",
+                                "127.0.0.1",
+                                "--save",
+                                "",
+                                "--appendonly",
+                                "no",
+                                "--dir",
+                                s->dir,
+                                "--unixsocket",
+                                s->socket,
+                                "--unixsocketperm",
+                                "700"};
         int n = 15;
-        for (int i = 0; extra && extra[i] && n < 63; i++) argv[n++] = extra[i];
+        for (int i = 0; extra && extra[i] && n < 63; i++)
+            argv[n++] = extra[i];
         argv[n] = NULL;
         pid_t pid = fork();
         if (pid == 0) {
@@ -123,6 +138,45 @@ int server_start(test_server *s, const char *const *extra) {
         waitpid(pid, NULL, 0);
     }
     return -1;
+}
+
+const char *test_certs(void) {
+    static char dir[64];
+    if (dir[0]) return dir;
+    snprintf(dir, sizeof dir, "/tmp/rlcerts.XXXXXX");
+    char cmd[160];
+    if (!mkdtemp(dir)) exit(2);
+    snprintf(cmd, sizeof cmd, "tests/tls/make-certs '%s'", dir);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "tests/tls/make-certs failed\n");
+        exit(2);
+    }
+    return dir;
+}
+
+int tls_server_start(test_server *s, const char *cert, int require_client_cert) {
+    const char *dir = test_certs();
+    char port[16], cert_file[128], key_file[128], ca_file[128];
+    int tls_port = free_port();
+    snprintf(port, sizeof port, "%d", tls_port);
+    snprintf(cert_file, sizeof cert_file, "%s/%s.crt", dir, cert ? cert : "server");
+    snprintf(key_file, sizeof key_file, "%s/%s.key", dir, cert ? cert : "server");
+    snprintf(ca_file, sizeof ca_file, "%s/ca.crt", dir);
+    const char *args[] = {"--tls-port",
+                          port,
+                          "--tls-cert-file",
+                          cert_file,
+                          "--tls-key-file",
+                          key_file,
+                          "--tls-ca-cert-file",
+                          ca_file,
+                          "--tls-auth-clients",
+                          require_client_cert ? "yes" : "no",
+                          NULL};
+    if (server_start(s, args) != 0) return -1;
+    s->tls_port = tls_port;
+    snprintf(s->tls_url, sizeof s->tls_url, "rediss://127.0.0.1:%d", tls_port);
+    return 0;
 }
 
 void server_stop(test_server *s) {
@@ -168,7 +222,7 @@ long long raw_int(redisContext *c, const char *fmt, ...) {
     va_start(ap, fmt);
     redisReply *r = vraw(c, fmt, ap);
     va_end(ap);
-    long long v = r->type == REDIS_REPLY_INTEGER ? r->integer
+    long long v = r->type == REDIS_REPLY_INTEGER  ? r->integer
                   : r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10)
                                                   : -999;
     freeReplyObject(r);
@@ -176,9 +230,46 @@ long long raw_int(redisContext *c, const char *fmt, ...) {
 }
 
 rl_client *new_client(const char *url, int64_t watchdog_ms) {
+    return client_with(url, watchdog_ms, 0, NULL);
+}
+
+void event_log_init(event_log *log) {
+    memset(log, 0, sizeof *log);
+    pthread_mutex_init(&log->mu, NULL);
+}
+
+void event_log_destroy(event_log *log) {
+    pthread_mutex_destroy(&log->mu);
+}
+
+static void record_event(const rl_event *ev, void *userdata) {
+    event_log *log = userdata;
+    pthread_mutex_lock(&log->mu);
+    if ((int)ev->kind >= 0 && (int)ev->kind < 8) log->counts[ev->kind]++;
+    if (ev->kind == RL_EVENT_LOST) {
+        log->reason = ev->reason;
+        log->last_lost_at = now_ms();
+    }
+    snprintf(log->message, sizeof log->message, "%s", ev->message ? ev->message : "");
+    pthread_mutex_unlock(&log->mu);
+}
+
+int event_count(event_log *log, rl_event_kind kind) {
+    pthread_mutex_lock(&log->mu);
+    int n = log->counts[kind];
+    pthread_mutex_unlock(&log->mu);
+    return n;
+}
+
+rl_client *client_with(const char *url, int64_t watchdog_ms, int64_t command_ms, event_log *log) {
     rl_options o;
     rl_options_init(&o);
     if (watchdog_ms > 0) o.watchdog_timeout_ms = watchdog_ms;
+    if (command_ms > 0) o.command_timeout_ms = o.connect_timeout_ms = command_ms;
+    if (log) {
+        o.on_event = record_event;
+        o.event_userdata = log;
+    }
     rl_client *c = NULL;
     rl_error err;
     if (rl_client_new(url, &o, &c, &err) != RL_OK) {
@@ -188,16 +279,99 @@ rl_client *new_client(const char *url, int64_t watchdog_ms) {
     return c;
 }
 
+redisContext *stall_start(int64_t ms) {
+    redisContext *c = server_connect(&g_server);
+    redisAppendCommand(c, "DEBUG SLEEP %.3f", (double)ms / 1000.0);
+    int done = 0;
+    while (!done)
+        if (redisBufferWrite(c, &done) != REDIS_OK) exit(2);
+    sleep_ms(50); /* asleep now: whatever is sent from here on waits */
+    return c;
+}
+
+void stall_end(redisContext *c) {
+    void *reply = NULL;
+    if (redisGetReply(c, &reply) != REDIS_OK) exit(2);
+    freeReplyObject(reply);
+    redisFree(c);
+}
+
+rl_lock *new_kind(rl_client *c, rl_lock_kind kind, const char *name) {
+    rl_lock *l = NULL;
+    rl_error err;
+    if (rl_lock_new_kind(c, kind, name, strlen(name), &l, &err) != RL_OK) {
+        fprintf(stderr, "rl_lock_new_kind: %s\n", err.message);
+        exit(2);
+    }
+    return l;
+}
+
+rl_lock *new_lock(rl_client *c, const char *name) {
+    return new_kind(c, RL_LOCK_REENTRANT, name);
+}
+
+static pthread_mutex_t order_mu = PTHREAD_MUTEX_INITIALIZER;
+static int next_order;
+
+void waiter_order_reset(void) {
+    pthread_mutex_lock(&order_mu);
+    next_order = 0;
+    pthread_mutex_unlock(&order_mu);
+}
+
+void *waiter_main(void *arg) {
+    waiter *w = arg;
+    w->status = rl_lock_acquire(w->lock, w->context, w->lease_ms ? w->lease_ms : 10000, w->wait_ms,
+                                w->hook, w->hook_userdata, NULL);
+    w->acquired_at = now_ms();
+    pthread_mutex_lock(&order_mu);
+    w->order = ++next_order;
+    pthread_mutex_unlock(&order_mu);
+    if (w->status == RL_OK && w->hold_ms > 0) {
+        sleep_ms(w->hold_ms); /* hold a moment, so that a wrong order would show */
+        rl_lock_release(w->lock, w->context, NULL);
+    }
+    return NULL;
+}
+
+void crowd_start(crowd *c, int n, rl_lock_kind kind, const char *name, int64_t wait_ms,
+                 int64_t hold_ms, int64_t stagger_ms) {
+    c->n = n < CROWD_MAX ? n : CROWD_MAX;
+    waiter_order_reset();
+    for (int i = 0; i < c->n; i++) {
+        c->clients[i] = new_client(g_server.url, 0);
+        c->locks[i] = new_kind(c->clients[i], kind, name);
+        c->ws[i] =
+            (waiter){.lock = c->locks[i], .context = 1, .wait_ms = wait_ms, .hold_ms = hold_ms};
+        pthread_create(&c->threads[i], NULL, waiter_main, &c->ws[i]);
+        if (stagger_ms > 0) sleep_ms(stagger_ms);
+    }
+}
+
+void crowd_end(crowd *c) {
+    for (int i = 0; i < c->n; i++)
+        pthread_join(c->threads[i], NULL);
+    for (int i = 0; i < c->n; i++) {
+        rl_lock_free(c->locks[i]);
+        rl_client_free(c->clients[i]);
+    }
+    c->n = 0;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    if (server_start(&g_server, NULL) != 0) {
+    const char *shared_args[] = {"--enable-debug-command", "yes", NULL};
+    if (server_start(&g_server, shared_args) != 0) {
         fprintf(stdout, "cannot start redis-server (is it installed?)\n0 passed, 1 failed\n");
         return 1;
     }
     g_raw = server_connect(&g_server);
     int passed = 0, failed = 0, skipped = 0;
     for (int i = 0; i < ntests; i++) {
-        if (argc > 1 && !strstr(tests[i].name, argv[1])) continue;
+        int chosen = argc == 1; /* arguments: run the tests whose names contain one of them */
+        for (int a = 1; a < argc && !chosen; a++)
+            chosen = strstr(tests[i].name, argv[a]) != NULL;
+        if (!chosen) continue;
         freeReplyObject(raw(g_raw, "FLUSHALL"));
         current_failed = 0;
         current_skip = NULL;
@@ -210,12 +384,23 @@ int main(int argc, char **argv) {
         }
         printf("%s %s (%lld ms)\n", current_failed ? "FAIL" : "ok  ", tests[i].name,
                (long long)(now_ms() - t0));
-        if (current_failed) failed++;
-        else passed++;
+        if (current_failed)
+            failed++;
+        else
+            passed++;
     }
     redisFree(g_raw);
     server_stop(&g_server);
-    if (skipped) printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
-    else printf("%d passed, %d failed\n", passed, failed);
+    if (skipped)
+        printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+    else
+        printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
+}
+
+long long lock_keys(void) {
+    redisReply *latches = raw(g_raw, "KEYS redisson_unlock_latch*");
+    long long n = raw_int(g_raw, "DBSIZE") - (long long)latches->elements;
+    freeReplyObject(latches);
+    return n;
 }

@@ -6,12 +6,10 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "sigpipe.h"
 
 TEST(noscript_reloads_after_script_flush) {
     rl_client *c = new_client(g_server.url, 0);
-    rl_lock *l;
-    CHECK_OK(rl_lock_new(c, "ns", 2, &l, err));
+    rl_lock *l = new_lock(c, "ns");
     CHECK_OK(rl_lock_acquire(l, 1, 5000, 0, NULL, NULL, err));
     CHECK_OK(rl_lock_release(l, 1, err));
     freeReplyObject(raw(g_raw, "SCRIPT FLUSH"));
@@ -28,8 +26,7 @@ TEST(noscript_reloads_after_script_flush) {
 
 TEST(reconnects_after_client_kill) {
     rl_client *c = new_client(g_server.url, 600);
-    rl_lock *l;
-    CHECK_OK(rl_lock_new(c, "killed", 6, &l, err));
+    rl_lock *l = new_lock(c, "killed");
     CHECK_OK(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
     sleep_ms(300); /* the watchdog has renewed once: its connection is open */
     long long killed = raw_int(g_raw, "CLIENT KILL TYPE normal SKIPME yes");
@@ -55,8 +52,7 @@ TEST(auth_password_acl_user_and_select) {
     char url[160];
     snprintf(url, sizeof url, "redis://:s3cret@127.0.0.1:%d/3", s.port);
     rl_client *c = new_client(url, 0);
-    rl_lock *l;
-    CHECK_OK(rl_lock_new(c, "authed", 6, &l, err));
+    rl_lock *l = new_lock(c, "authed");
     CHECK_OK(rl_lock_acquire(l, 1, 5000, 0, NULL, NULL, err));
     redisContext *r = server_connect(&s);
     freeReplyObject(raw(r, "AUTH s3cret"));
@@ -89,8 +85,7 @@ TEST(unix_socket_url) {
     char url[160];
     snprintf(url, sizeof url, "unix://%s?db=2", g_server.socket);
     rl_client *c = new_client(url, 0);
-    rl_lock *l;
-    CHECK_OK(rl_lock_new(c, "viaunix", 7, &l, err));
+    rl_lock *l = new_lock(c, "viaunix");
     CHECK_OK(rl_lock_acquire(l, 1, 5000, 0, NULL, NULL, err));
     freeReplyObject(raw(g_raw, "SELECT 2"));
     CHECK_INT(raw_int(g_raw, "EXISTS viaunix"), 1);
@@ -98,24 +93,6 @@ TEST(unix_socket_url) {
     CHECK_OK(rl_lock_release(l, 1, err));
     rl_lock_free(l);
     rl_client_free(c);
-}
-
-TEST(sigpipe_guard_swallows_the_signal) {
-    struct sigaction dfl = {.sa_handler = SIG_DFL}, old;
-    sigaction(SIGPIPE, &dfl, &old); /* as in lua5.4: SIGPIPE would kill the process */
-    int sv[2];
-    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-    close(sv[1]);
-    rl_sigpipe_guard g;
-    rl_sigpipe_block(&g);
-    ssize_t n = write(sv[0], "x", 1);
-    rl_sigpipe_restore(&g);
-    close(sv[0]);
-    sigset_t pending;
-    sigpending(&pending);
-    sigaction(SIGPIPE, &old, NULL);
-    CHECK(n < 0);
-    CHECK(!sigismember(&pending, SIGPIPE));
 }
 
 TEST(dead_server_gives_connection_errors_not_sigpipe) {
@@ -129,8 +106,7 @@ TEST(dead_server_gives_connection_errors_not_sigpipe) {
     o.command_timeout_ms = 500;
     rl_client *c;
     CHECK_OK(rl_client_new(s.url, &o, &c, err));
-    rl_lock *l;
-    CHECK_OK(rl_lock_new(c, "d", 1, &l, err));
+    rl_lock *l = new_lock(c, "d");
     CHECK_OK(rl_lock_acquire(l, 1, 5000, 0, NULL, NULL, err));
     server_stop(&s);
     for (int i = 0; i < 5; i++) {
@@ -146,8 +122,7 @@ TEST(dead_server_gives_connection_errors_not_sigpipe) {
 
 TEST(closed_client_answers_closed) {
     rl_client *c = new_client(g_server.url, 0);
-    rl_lock *l;
-    CHECK_OK(rl_lock_new(c, "cl", 2, &l, err));
+    rl_lock *l = new_lock(c, "cl");
     rl_client_free(c); /* the lock keeps the memory alive */
     CHECK_STATUS(rl_lock_acquire(l, 1, 5000, 0, NULL, NULL, err), RL_ERR_CLOSED);
     int locked;

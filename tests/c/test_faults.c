@@ -101,8 +101,7 @@ TEST(outage_shorter_than_the_lease_is_survived_longer_is_reported) {
     pthread_mutex_init(&log.mu, NULL);
     rl_client *c = faulty_client(p.url, 900, &log); /* renewed every 300 ms */
     CHECK(c);
-    rl_lock *l;
-    CHECK_OK(rl_lock_new(c, "outage", 6, &l, err));
+    rl_lock *l = new_lock(c, "outage");
     CHECK_OK(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
     sleep_ms(350); /* one renewal went through: a full lease confirmed */
 
@@ -116,7 +115,8 @@ TEST(outage_shorter_than_the_lease_is_survived_longer_is_reported) {
 
     CHECK(proxy_do(&p, "blackhole") == 0);
     int64_t t0 = now_ms();
-    while (lost_count(&log) == 0 && now_ms() - t0 < 4000) sleep_ms(10);
+    while (lost_count(&log) == 0 && now_ms() - t0 < 4000)
+        sleep_ms(10);
     int64_t took = now_ms() - t0;
     CHECK_INT(lost_count(&log), 1);
     CHECK_INT(log.reason, RL_LOST_UNREACHABLE);
@@ -156,8 +156,8 @@ TEST(failed_release_stops_renewal_and_its_retry_counts_once) {
     CHECK_OK(rl_lock_release(l, 1, err)); /* retried: answered by the latch, applied once */
     CHECK_INT(rl_lock_local_holds(l, 1), 1);
     redisReply *r = raw(g_raw, "HVALS twice");
-    int one_hold = r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
-                   strcmp(r->element[0]->str, "1") == 0;
+    int one_hold =
+        r->type == REDIS_REPLY_ARRAY && r->elements == 1 && strcmp(r->element[0]->str, "1") == 0;
     freeReplyObject(r);
     CHECK_MSG(one_hold, "Redis keeps %lld holds", raw_int(g_raw, "HLEN twice"));
     CHECK_OK(rl_lock_release(l, 1, err));
@@ -168,4 +168,51 @@ TEST(failed_release_stops_renewal_and_its_retry_counts_once) {
     rl_client_free(c);
     proxy_stop(&p);
     pthread_mutex_destroy(&log.mu);
+}
+
+TEST(unreachable_loss_is_declared_when_the_confirmed_lease_ends) {
+    proxy p = {0};
+    CHECK(proxy_start(&p) == 0);
+    event_log log;
+    event_log_init(&log);
+    rl_client *c = client_with(p.url, 3000, 700, &log); /* rounds every 1 s, time out after 0.7 s */
+    rl_lock *l = new_lock(c, "deadline");
+    CHECK_OK(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
+    sleep_ms(1100); /* one renewal confirmed */
+    int64_t expires_at = now_ms() + raw_int(g_raw, "PTTL deadline");
+    CHECK(proxy_do(&p, "blackhole") == 0);
+    CHECK_SOON(event_count(&log, RL_EVENT_LOST) == 1, 6000);
+    int64_t late = log.last_lost_at - expires_at;
+    CHECK_INT(log.reason, RL_LOST_UNREACHABLE);
+    /* Declared when the lease Redis confirmed ends (another owner may take it from then on),
+     * not a round's timeout or a back-off later. */
+    CHECK_MSG(late > -400 && late < 250, "declared %lld ms after the key expired", (long long)late);
+    CHECK(proxy_do(&p, "pass") == 0);
+    rl_lock_free(l);
+    rl_client_free(c);
+    proxy_stop(&p);
+    event_log_destroy(&log);
+}
+
+TEST(contended_acquire_does_not_wait_for_its_unsubscribe) {
+    proxy p = {0};
+    CHECK(proxy_start(&p) == 0);
+    CHECK(proxy_do(&p, "latency 0.2") == 0); /* each way: a round trip takes 400 ms */
+    rl_client *holder = new_client(g_server.url, 0), *c = client_with(p.url, 0, 3000, NULL);
+    rl_lock *lh = new_lock(holder, "handoff");
+    rl_lock *l = new_lock(c, "handoff");
+    CHECK_OK(rl_lock_acquire(lh, 1, 1500, 0, NULL, NULL, err));
+    CHECK_OK(rl_lock_acquire(l, 1, 5000, 10000, NULL, NULL, err)); /* woken at the lease's end */
+    rl_stats st;
+    rl_client_stats(c, &st);
+    CHECK_MSG(st.subscriptions == 1, "the acquire waited for its UNSUBSCRIBE to be confirmed");
+    CHECK_INT(rl_lock_local_holds(l, 1), 1);
+    CHECK_SOON((rl_client_stats(c, &st), st.subscriptions == 0), 3000);
+    CHECK_OK(rl_lock_release(l, 1, err));
+    CHECK(proxy_do(&p, "latency 0") == 0);
+    rl_lock_free(lh);
+    rl_lock_free(l);
+    rl_client_free(holder);
+    rl_client_free(c);
+    proxy_stop(&p);
 }

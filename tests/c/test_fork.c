@@ -29,8 +29,7 @@ TEST(fork_child_cannot_touch_parent_holds) {
     return;
 #endif
     rl_client *c = new_client(g_server.url, 600);
-    rl_lock *l;
-    CHECK_OK(rl_lock_new(c, "forked", 6, &l, err));
+    rl_lock *l = new_lock(c, "forked");
     CHECK_OK(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
     char parent_id[37];
     snprintf(parent_id, sizeof parent_id, "%s", rl_client_id(c));
@@ -66,12 +65,12 @@ TEST(fork_child_frees_an_unused_inherited_client) {
     return;
 #endif
     rl_client *inherited = new_client(g_server.url, 600);
-    rl_lock *l;
-    CHECK_OK(rl_lock_new(inherited, "gone", 4, &l, err));
+    rl_lock *l = new_lock(inherited, "gone");
     CHECK_OK(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
     freeReplyObject(raw(g_raw, "DEL gone")); /* a loss event: the event thread starts */
     int64_t t0 = now_ms();
-    while (!rl_lock_lost(l, 1, NULL) && now_ms() - t0 < 3000) sleep_ms(10);
+    while (!rl_lock_lost(l, 1, NULL) && now_ms() - t0 < 3000)
+        sleep_ms(10);
     CHECK(rl_lock_lost(l, 1, NULL));
     pid_t pid = fork();
     if (pid == 0) {

@@ -1,5 +1,5 @@
-/* The other lock kinds of PROTOCOL.md: fencing tokens, the fair lock's queue, and the read/write
- * lock, each on the wire and in its semantics. */
+/* The other lock kinds of docs/protocol.md: fencing tokens, the fair lock's queue, and the
+ * read/write lock, each on the wire and in its semantics. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,59 +7,21 @@
 
 #include "harness.h"
 
-static rl_lock *new_kind(rl_client *c, rl_lock_kind kind, const char *name) {
-    rl_lock *l = NULL;
-    rl_error err;
-    if (rl_lock_new_kind(c, kind, name, strlen(name), &l, &err) != RL_OK) {
-        fprintf(stderr, "rl_lock_new_kind: %s\n", err.message);
-        exit(2);
-    }
-    return l;
-}
-
 static rl_status try_acquire(rl_lock *l, uint64_t context, int64_t lease_ms, rl_error *err) {
     return rl_lock_acquire(l, context, lease_ms, 0, NULL, NULL, err);
 }
 
-/* A waiter on its own thread: when it got the lock, in what order. */
-typedef struct waiter {
-    rl_lock *lock;
-    uint64_t context;
-    int64_t wait_ms;
-    int64_t lease_ms;
-    rl_status status;
-    int64_t acquired_at;
-    int order;
-} waiter;
-
-static pthread_mutex_t order_mu = PTHREAD_MUTEX_INITIALIZER;
-static int next_order;
-
-static void *wait_for(void *arg) {
-    waiter *w = arg;
-    w->status = rl_lock_acquire(w->lock, w->context, w->lease_ms ? w->lease_ms : 10000,
-                                w->wait_ms, NULL, NULL, NULL);
-    w->acquired_at = now_ms();
-    pthread_mutex_lock(&order_mu);
-    w->order = ++next_order;
-    pthread_mutex_unlock(&order_mu);
-    if (w->status == RL_OK) {
-        sleep_ms(50); /* hold a moment, so a wrong order would show */
-        rl_lock_release(w->lock, w->context, NULL);
-    }
-    return NULL;
-}
-
 TEST(fenced_tokens_increase_on_every_acquire_reentrant_ones_too) {
     rl_client *a = new_client(g_server.url, 0), *b = new_client(g_server.url, 0);
-    rl_lock *la = new_kind(a, RL_LOCK_FENCED, "ledger"), *lb = new_kind(b, RL_LOCK_FENCED, "ledger");
+    rl_lock *la = new_kind(a, RL_LOCK_FENCED, "ledger"),
+            *lb = new_kind(b, RL_LOCK_FENCED, "ledger");
     CHECK_INT(rl_lock_token(la, 1), 0);
     CHECK_OK(rl_lock_acquire(la, 1, 10000, 0, NULL, NULL, err));
     int64_t first = rl_lock_token(la, 1);
     CHECK_INT(first, 1);
     CHECK_INT(raw_int(g_raw, "GET redisson_lock_token:{ledger}"), 1);
     CHECK_INT(raw_int(g_raw, "PTTL redisson_lock_token:{ledger}"), -1); /* no TTL */
-    CHECK_OK(rl_lock_acquire(la, 1, 10000, 0, NULL, NULL, err)); /* reentrant */
+    CHECK_OK(rl_lock_acquire(la, 1, 10000, 0, NULL, NULL, err));        /* reentrant */
     CHECK_INT(rl_lock_token(la, 1), 2);
     CHECK_STATUS(rl_lock_acquire(lb, 1, 10000, 0, NULL, NULL, err), RL_NOT_ACQUIRED);
     CHECK_INT(raw_int(g_raw, "GET redisson_lock_token:{ledger}"), 2); /* a refusal takes none */
@@ -96,38 +58,24 @@ TEST(fair_waiters_acquire_in_arrival_order) {
     rl_lock *lh = new_kind(holder, RL_LOCK_FAIR, "fifo");
     CHECK_OK(rl_lock_acquire(lh, 1, 20000, 0, NULL, NULL, err));
     enum { N = 4 };
-    rl_client *clients[N];
-    rl_lock *locks[N];
-    waiter ws[N];
-    pthread_t ts[N];
-    next_order = 0;
-    for (int i = 0; i < N; i++) {
-        clients[i] = new_client(g_server.url, 0);
-        locks[i] = new_kind(clients[i], RL_LOCK_FAIR, "fifo");
-        ws[i] = (waiter){.lock = locks[i], .context = 1, .wait_ms = 15000};
-        pthread_create(&ts[i], NULL, wait_for, &ws[i]);
-        sleep_ms(150); /* staggered arrivals */
-    }
+    crowd waiters;
+    crowd_start(&waiters, N, RL_LOCK_FAIR, "fifo", 15000, 50, 150); /* staggered arrivals */
     /* Everyone queued, in order, each with a deadline. */
     CHECK_INT(raw_int(g_raw, "LLEN redisson_lock_queue:{fifo}"), N);
     CHECK_INT(raw_int(g_raw, "ZCARD redisson_lock_timeout:{fifo}"), N);
     redisReply *q = raw(g_raw, "LRANGE redisson_lock_queue:{fifo} 0 -1");
     char first[80];
-    snprintf(first, sizeof first, "%s:1", rl_client_id(clients[0]));
+    snprintf(first, sizeof first, "%s:1", rl_client_id(waiters.clients[0]));
     CHECK(strcmp(q->element[0]->str, first) == 0);
     freeReplyObject(q);
     CHECK_OK(rl_lock_release(lh, 1, err));
-    for (int i = 0; i < N; i++) pthread_join(ts[i], NULL);
+    crowd_end(&waiters);
     for (int i = 0; i < N; i++) {
-        CHECK_INT(ws[i].status, RL_OK);
-        CHECK_MSG(ws[i].order == i + 1, "waiter %d acquired %d-th", i, ws[i].order);
+        CHECK_INT(waiters.ws[i].status, RL_OK);
+        CHECK_MSG(waiters.ws[i].order == i + 1, "waiter %d acquired %d-th", i, waiters.ws[i].order);
     }
     CHECK_INT(raw_int(g_raw, "EXISTS redisson_lock_queue:{fifo}"), 0);
     CHECK_INT(raw_int(g_raw, "EXISTS redisson_lock_timeout:{fifo}"), 0);
-    for (int i = 0; i < N; i++) {
-        rl_lock_free(locks[i]);
-        rl_client_free(clients[i]);
-    }
     rl_lock_free(lh);
     rl_client_free(holder);
 }
@@ -141,11 +89,12 @@ TEST(fair_waiter_that_gives_up_leaves_the_queue_and_moves_the_rest_forward) {
     /* One try never queues. */
     CHECK_STATUS(rl_lock_acquire(lb, 1, 5000, 0, NULL, NULL, err), RL_NOT_ACQUIRED);
     CHECK_INT(raw_int(g_raw, "EXISTS redisson_lock_queue:{line}"), 0);
-    waiter wb = {.lock = lb, .context = 1, .wait_ms = 600}, wc = {.lock = lc, .context = 1, .wait_ms = 8000};
+    waiter wb = {.lock = lb, .context = 1, .wait_ms = 600, .hold_ms = 50},
+           wc = {.lock = lc, .context = 1, .wait_ms = 8000, .hold_ms = 50};
     pthread_t tb, tc;
-    pthread_create(&tb, NULL, wait_for, &wb);
+    pthread_create(&tb, NULL, waiter_main, &wb);
     sleep_ms(150);
-    pthread_create(&tc, NULL, wait_for, &wc);
+    pthread_create(&tc, NULL, waiter_main, &wc);
     sleep_ms(150);
     char owner_c[80];
     snprintf(owner_c, sizeof owner_c, "%s:1", rl_client_id(c));
@@ -199,9 +148,9 @@ TEST(fair_force_unlock_wakes_the_head_waiter) {
     rl_client *a = new_client(g_server.url, 0), *b = new_client(g_server.url, 0);
     rl_lock *la = new_kind(a, RL_LOCK_FAIR, "ff"), *lb = new_kind(b, RL_LOCK_FAIR, "ff");
     CHECK_OK(rl_lock_acquire(la, 1, 20000, 0, NULL, NULL, err));
-    waiter w = {.lock = lb, .context = 1, .wait_ms = 10000};
+    waiter w = {.lock = lb, .context = 1, .wait_ms = 10000, .hold_ms = 50};
     pthread_t t;
-    pthread_create(&t, NULL, wait_for, &w);
+    pthread_create(&t, NULL, waiter_main, &w);
     sleep_ms(300);
     int deleted = 0;
     int64_t at = now_ms();
@@ -266,7 +215,7 @@ TEST(writer_may_downgrade_and_keeps_reading_after_write_release) {
     rl_lock *w = new_kind(a, RL_LOCK_WRITE, "dg"), *r = new_kind(a, RL_LOCK_READ, "dg"),
             *rb = new_kind(b, RL_LOCK_READ, "dg");
     CHECK_OK(rl_lock_acquire(w, 1, 10000, 0, NULL, NULL, err));
-    CHECK_OK(rl_lock_acquire(r, 1, 10000, 0, NULL, NULL, err)); /* downgrade */
+    CHECK_OK(rl_lock_acquire(r, 1, 10000, 0, NULL, NULL, err));   /* downgrade */
     CHECK_STATUS(try_acquire(r, 2, 10000, err), RL_NOT_ACQUIRED); /* another context: no */
     CHECK_OK(rl_lock_release(w, 1, err));
     redisReply *mode = raw(g_raw, "HGET dg mode");
@@ -326,7 +275,8 @@ TEST(watchdog_renews_every_kind) {
     rl_client *c = new_client(g_server.url, 600);
     rl_lock *ls[4] = {new_kind(c, RL_LOCK_FENCED, "k1"), new_kind(c, RL_LOCK_FAIR, "k2"),
                       new_kind(c, RL_LOCK_WRITE, "k3"), new_kind(c, RL_LOCK_READ, "k4")};
-    for (int i = 0; i < 4; i++) CHECK_OK(rl_lock_acquire(ls[i], 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
+    for (int i = 0; i < 4; i++)
+        CHECK_OK(rl_lock_acquire(ls[i], 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
     sleep_ms(2000);
     const char *names[4] = {"k1", "k2", "k3", "k4"};
     for (int i = 0; i < 4; i++) {
@@ -343,27 +293,16 @@ TEST(write_release_wakes_every_reader) {
     rl_client *w = new_client(g_server.url, 0);
     rl_lock *lw = new_kind(w, RL_LOCK_WRITE, "news");
     CHECK_OK(rl_lock_acquire(lw, 1, 20000, 0, NULL, NULL, err));
-    enum { N = 5 };
-    rl_client *cs[N];
-    rl_lock *rs[N];
-    waiter ws[N];
-    pthread_t ts[N];
-    for (int i = 0; i < N; i++) {
-        cs[i] = new_client(g_server.url, 0);
-        rs[i] = new_kind(cs[i], RL_LOCK_READ, "news");
-        ws[i] = (waiter){.lock = rs[i], .context = 1, .wait_ms = 10000};
-        pthread_create(&ts[i], NULL, wait_for, &ws[i]);
-    }
+    crowd readers;
+    crowd_start(&readers, 5, RL_LOCK_READ, "news", 10000, 50, 0);
     sleep_ms(300);
     int64_t at = now_ms();
     CHECK_OK(rl_lock_release(lw, 1, err));
-    for (int i = 0; i < N; i++) pthread_join(ts[i], NULL);
-    for (int i = 0; i < N; i++) {
-        CHECK_INT(ws[i].status, RL_OK);
-        CHECK_MSG(ws[i].acquired_at - at < 1000, "reader %d in after %lld ms", i,
-                  (long long)(ws[i].acquired_at - at));
-        rl_lock_free(rs[i]);
-        rl_client_free(cs[i]);
+    crowd_end(&readers);
+    for (int i = 0; i < 5; i++) {
+        CHECK_INT(readers.ws[i].status, RL_OK);
+        CHECK_MSG(readers.ws[i].acquired_at - at < 1000, "reader %d in after %lld ms", i,
+                  (long long)(readers.ws[i].acquired_at - at));
     }
     rl_lock_free(lw);
     rl_client_free(w);
@@ -411,26 +350,20 @@ static int abort_after(void *unused) {
     return now_ms() >= abort_at;
 }
 
-static void *wait_until_aborted(void *arg) {
-    waiter *w = arg;
-    w->status = rl_lock_acquire(w->lock, w->context, 10000, w->wait_ms, abort_after, NULL, NULL);
-    return NULL;
-}
-
 TEST(fair_head_that_gives_up_on_a_free_lock_wakes_the_next_waiter) {
     rl_client *a = new_client(g_server.url, 0), *b = new_client(g_server.url, 0),
               *c = new_client(g_server.url, 0);
     rl_lock *la = new_kind(a, RL_LOCK_FAIR, "relay"), *lb = new_kind(b, RL_LOCK_FAIR, "relay"),
             *lc = new_kind(c, RL_LOCK_FAIR, "relay");
     CHECK_OK(rl_lock_acquire(la, 1, 20000, 0, NULL, NULL, err));
-    waiter wb = {.lock = lb, .context = 1, .wait_ms = RL_WAIT_FOREVER},
-           wc = {.lock = lc, .context = 1, .wait_ms = 8000};
+    waiter wb = {.lock = lb, .context = 1, .wait_ms = RL_WAIT_FOREVER, .hook = abort_after},
+           wc = {.lock = lc, .context = 1, .wait_ms = 8000, .hold_ms = 50};
     pthread_t tb, tc;
     int64_t start = now_ms();
     abort_at = start + 1000; /* b is interrupted (as by Ctrl-C) while first in line */
-    pthread_create(&tb, NULL, wait_until_aborted, &wb);
+    pthread_create(&tb, NULL, waiter_main, &wb);
     sleep_ms(150);
-    pthread_create(&tc, NULL, wait_for, &wc);
+    pthread_create(&tc, NULL, waiter_main, &wc);
     sleep_ms(150);
     /* The lock goes away without a word (as by expiry): nobody is woken, b then gives up. */
     freeReplyObject(raw(g_raw, "DEL relay"));

@@ -1,4 +1,4 @@
-/* The reentrant lock's Redis layout and semantics, per PROTOCOL.md. */
+/* The reentrant lock's Redis layout and semantics, per docs/protocol.md. */
 #include <stdio.h>
 #include <string.h>
 
@@ -6,8 +6,7 @@
 
 TEST(layout_after_acquire) {
     rl_client *c = new_client(g_server.url, 0);
-    rl_lock *l;
-    CHECK_OK(rl_lock_new(c, "orders:42", 9, &l, err));
+    rl_lock *l = new_lock(c, "orders:42");
     CHECK_OK(rl_lock_acquire(l, 7, 10000, 0, NULL, NULL, err));
     redisReply *r = raw(g_raw, "HGETALL orders:42");
     char owner[64];
@@ -27,8 +26,7 @@ TEST(layout_after_acquire) {
 
 TEST(reentrancy_counts_and_resets_ttl) {
     rl_client *c = new_client(g_server.url, 0);
-    rl_lock *l;
-    CHECK_OK(rl_lock_new(c, "re", 2, &l, err));
+    rl_lock *l = new_lock(c, "re");
     int64_t count = -1;
     CHECK_OK(rl_lock_hold_count(l, 1, &count, err));
     CHECK_INT(count, 0);
@@ -86,9 +84,8 @@ TEST(other_owner_cannot_release_or_enter) {
 
 TEST(release_after_expiry_is_refused_and_reported) {
     rl_client *a = new_client(g_server.url, 0), *b = new_client(g_server.url, 0);
-    rl_lock *la, *lb;
-    CHECK_OK(rl_lock_new(a, "short", 5, &la, err));
-    CHECK_OK(rl_lock_new(b, "short", 5, &lb, err));
+    rl_lock *la = new_lock(a, "short");
+    rl_lock *lb = new_lock(b, "short");
     CHECK_OK(rl_lock_acquire(la, 1, 150, 0, NULL, NULL, err));
     sleep_ms(300);
     CHECK_OK(rl_lock_acquire(lb, 1, 10000, 0, NULL, NULL, err)); /* expired: b gets in */
@@ -108,8 +105,7 @@ TEST(release_after_expiry_is_refused_and_reported) {
 
 TEST(force_unlock_is_locked_and_remaining) {
     rl_client *c = new_client(g_server.url, 0);
-    rl_lock *l;
-    CHECK_OK(rl_lock_new(c, "f", 1, &l, err));
+    rl_lock *l = new_lock(c, "f");
     int locked = -1, deleted = -1;
     int64_t pttl = 0;
     CHECK_OK(rl_lock_is_locked(l, &locked, err));
@@ -162,7 +158,7 @@ TEST(bad_arguments_are_typed_errors) {
     CHECK_STATUS(rl_lock_acquire(l, 1, INT64_MAX, 0, NULL, NULL, err), RL_ERR_ARGUMENT);
     CHECK_STATUS(rl_lock_acquire(NULL, 1, 100, 0, NULL, NULL, err), RL_ERR_ARGUMENT);
     CHECK_STATUS(rl_lock_release(NULL, 1, err), RL_ERR_ARGUMENT);
-    CHECK_INT(raw_int(g_raw, "DBSIZE"), 0);
+    CHECK_INT(lock_keys(), 0);
     rl_lock_free(l);
     rl_client_free(c);
 }
@@ -177,7 +173,7 @@ TEST(binary_names_work) {
     CHECK_INT(r->integer, 1);
     freeReplyObject(r);
     CHECK_OK(rl_lock_release(l, 1, err));
-    CHECK_INT(raw_int(g_raw, "DBSIZE"), 0);
+    CHECK_INT(lock_keys(), 0);
     rl_lock_free(l);
     rl_client_free(c);
 }

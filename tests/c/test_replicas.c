@@ -27,7 +27,7 @@ static rl_client *sync_client(void) {
     rl_options o;
     rl_options_init(&o);
     o.sync_replicas = 1;
-    o.sync_timeout_ms = 1500; /* wide: a loaded 2-core machine can lag the replica */
+    o.sync_timeout_ms = 1500;     /* wide: a loaded 2-core machine can lag the replica */
     o.watchdog_timeout_ms = 3000; /* longer than the sync timeout, as required */
     rl_client *c = NULL;
     rl_error e;
@@ -43,8 +43,7 @@ TEST(replica_sync_acknowledged_stalled_and_gone) {
     CHECK(wait_replicas(1, 10000) == 0);
     rl_client *c = sync_client();
     CHECK(c);
-    rl_lock *l;
-    CHECK_OK(rl_lock_new(c, "synced", 6, &l, err));
+    rl_lock *l = new_lock(c, "synced");
 
     /* A live replica acknowledges: acquire, renewals and release go through. */
     CHECK_OK(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));

@@ -6,23 +6,6 @@
 
 #include "harness.h"
 
-typedef struct waiter {
-    rl_lock *lock;
-    uint64_t context;
-    int64_t wait_ms;
-    rl_status status;
-    int64_t acquired_at;
-    rl_wait_hook hook;
-    void *hook_userdata;
-} waiter;
-
-static void *wait_for_lock(void *arg) {
-    waiter *w = arg;
-    w->status = rl_lock_acquire(w->lock, w->context, 10000, w->wait_ms, w->hook, w->hook_userdata, NULL);
-    w->acquired_at = now_ms();
-    return NULL;
-}
-
 static size_t channels_on_server(void) {
     redisReply *r = raw(g_raw, "PUBSUB CHANNELS *");
     size_t n = r->elements;
@@ -32,13 +15,12 @@ static size_t channels_on_server(void) {
 
 TEST(release_wakes_a_waiter_long_before_the_lease_ends) {
     rl_client *a = new_client(g_server.url, 0), *b = new_client(g_server.url, 0);
-    rl_lock *la, *lb;
-    CHECK_OK(rl_lock_new(a, "wake", 4, &la, err));
-    CHECK_OK(rl_lock_new(b, "wake", 4, &lb, err));
+    rl_lock *la = new_lock(a, "wake");
+    rl_lock *lb = new_lock(b, "wake");
     CHECK_OK(rl_lock_acquire(la, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err)); /* PTTL 30 s */
     waiter w = {.lock = lb, .context = 1, .wait_ms = RL_WAIT_FOREVER};
     pthread_t t;
-    pthread_create(&t, NULL, wait_for_lock, &w);
+    pthread_create(&t, NULL, waiter_main, &w);
     sleep_ms(300);
     /* The waiter is subscribed to Redisson's channel name for this lock. */
     redisReply *r = raw(g_raw, "PUBSUB CHANNELS *");
@@ -51,11 +33,10 @@ TEST(release_wakes_a_waiter_long_before_the_lease_ends) {
     CHECK_INT(w.status, RL_OK);
     CHECK_MSG(w.acquired_at - released_at < 1000, "woken after %lld ms",
               (long long)(w.acquired_at - released_at));
-    CHECK_INT(channels_on_server(), 0);
+    CHECK_SOON(channels_on_server() == 0, 2000);
     CHECK_OK(rl_lock_release(lb, 1, err));
     rl_stats st;
-    rl_client_stats(b, &st);
-    CHECK_INT(st.subscriptions, 0);
+    CHECK_SOON((rl_client_stats(b, &st), st.subscriptions == 0), 2000);
     rl_lock_free(la);
     rl_lock_free(lb);
     rl_client_free(a);
@@ -64,15 +45,15 @@ TEST(release_wakes_a_waiter_long_before_the_lease_ends) {
 
 TEST(expiry_wakes_a_waiter_without_a_message) {
     rl_client *a = new_client(g_server.url, 0), *b = new_client(g_server.url, 0);
-    rl_lock *la, *lb;
-    CHECK_OK(rl_lock_new(a, "exp", 3, &la, err));
-    CHECK_OK(rl_lock_new(b, "exp", 3, &lb, err));
+    rl_lock *la = new_lock(a, "exp");
+    rl_lock *lb = new_lock(b, "exp");
     int64_t t0 = now_ms();
     CHECK_OK(rl_lock_acquire(la, 1, 400, 0, NULL, NULL, err));
     CHECK_OK(rl_lock_acquire(lb, 1, 5000, 5000, NULL, NULL, err));
     int64_t waited = now_ms() - t0;
-    CHECK_MSG(waited >= 350 && waited < 2000, "waited %lld ms for a 400 ms lease", (long long)waited);
-    CHECK_INT(channels_on_server(), 0);
+    CHECK_MSG(waited >= 350 && waited < 2000, "waited %lld ms for a 400 ms lease",
+              (long long)waited);
+    CHECK_SOON(channels_on_server() == 0, 2000);
     CHECK_OK(rl_lock_release(lb, 1, err));
     rl_lock_free(la);
     rl_lock_free(lb);
@@ -82,14 +63,13 @@ TEST(expiry_wakes_a_waiter_without_a_message) {
 
 TEST(wait_times_out) {
     rl_client *a = new_client(g_server.url, 0);
-    rl_lock *l;
-    CHECK_OK(rl_lock_new(a, "to", 2, &l, err));
+    rl_lock *l = new_lock(a, "to");
     CHECK_OK(rl_lock_acquire(l, 1, 10000, 0, NULL, NULL, err));
     int64_t t0 = now_ms();
     CHECK_STATUS(rl_lock_acquire(l, 2, 10000, 300, NULL, NULL, err), RL_NOT_ACQUIRED);
     int64_t waited = now_ms() - t0;
     CHECK_MSG(waited >= 290 && waited < 2000, "waited %lld ms", (long long)waited);
-    CHECK_INT(channels_on_server(), 0);
+    CHECK_SOON(channels_on_server() == 0, 2000);
     CHECK_INT(rl_lock_local_holds(l, 2), 0);
     rl_lock_free(l);
     rl_client_free(a);
@@ -102,15 +82,15 @@ static int abort_after_deadline(void *userdata) {
 
 TEST(hook_aborts_a_wait_cleanly) {
     rl_client *a = new_client(g_server.url, 0);
-    rl_lock *l;
-    CHECK_OK(rl_lock_new(a, "ab", 2, &l, err));
+    rl_lock *l = new_lock(a, "ab");
     CHECK_OK(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
     int64_t deadline = now_ms() + 200;
-    CHECK_STATUS(rl_lock_acquire(l, 2, 10000, RL_WAIT_FOREVER, abort_after_deadline, &deadline, err),
-                 RL_ABORTED);
+    CHECK_STATUS(
+        rl_lock_acquire(l, 2, 10000, RL_WAIT_FOREVER, abort_after_deadline, &deadline, err),
+        RL_ABORTED);
     int64_t late = now_ms() - deadline;
     CHECK_MSG(late >= 0 && late < 300, "aborted %lld ms after the hook asked", (long long)late);
-    CHECK_INT(channels_on_server(), 0);
+    CHECK_SOON(channels_on_server() == 0, 2000);
     CHECK_INT(rl_lock_local_holds(l, 2), 0);
     CHECK_OK(rl_lock_release(l, 1, err));
     rl_lock_free(l);
@@ -132,7 +112,8 @@ static void *contend(void *arg) {
     contender *c = arg;
     for (int i = 0; i < c->iterations; i++) {
         int64_t t0 = now_ms();
-        if (rl_lock_acquire(c->lock, c->context, 10000, RL_WAIT_FOREVER, NULL, NULL, NULL) != RL_OK) {
+        if (rl_lock_acquire(c->lock, c->context, 10000, RL_WAIT_FOREVER, NULL, NULL, NULL) !=
+            RL_OK) {
             c->errors++;
             continue;
         }
@@ -151,12 +132,14 @@ TEST(contention_never_overlaps) {
     enum { THREADS = 8, ITERATIONS = 150 };
     rl_client *clients[2] = {new_client(g_server.url, 0), new_client(g_server.url, 0)};
     rl_lock *locks[2];
-    for (int i = 0; i < 2; i++) CHECK_OK(rl_lock_new(clients[i], "counter", 7, &locks[i], err));
+    for (int i = 0; i < 2; i++)
+        CHECK_OK(rl_lock_new(clients[i], "counter", 7, &locks[i], err));
     atomic_int counter = 0, inside = 0, overlaps = 0;
     contender cs[THREADS];
     pthread_t threads[THREADS];
     for (int i = 0; i < THREADS; i++) {
-        cs[i] = (contender){locks[i % 2], (uint64_t)i + 1, ITERATIONS, &counter, &inside, &overlaps, 0, 0};
+        cs[i] = (contender){locks[i % 2], (uint64_t)i + 1, ITERATIONS, &counter,
+                            &inside,      &overlaps,       0,          0};
         pthread_create(&threads[i], NULL, contend, &cs[i]);
     }
     int errors = 0;
@@ -172,7 +155,7 @@ TEST(contention_never_overlaps) {
     CHECK_INT(overlaps, 0);
     CHECK_INT(counter, THREADS * ITERATIONS);
     CHECK_INT(raw_int(g_raw, "EXISTS counter"), 0);
-    CHECK_INT(channels_on_server(), 0);
+    CHECK_SOON(channels_on_server() == 0, 2000);
     for (int i = 0; i < 2; i++) {
         rl_lock_free(locks[i]);
         rl_client_free(clients[i]);
@@ -182,15 +165,14 @@ TEST(contention_never_overlaps) {
 TEST(local_waiters_share_one_subscription) {
     enum { WAITERS = 4 };
     rl_client *a = new_client(g_server.url, 0), *b = new_client(g_server.url, 0);
-    rl_lock *la, *lb;
-    CHECK_OK(rl_lock_new(a, "many", 4, &la, err));
-    CHECK_OK(rl_lock_new(b, "many", 4, &lb, err));
+    rl_lock *la = new_lock(a, "many");
+    rl_lock *lb = new_lock(b, "many");
     CHECK_OK(rl_lock_acquire(la, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
     waiter ws[WAITERS];
     pthread_t ts[WAITERS];
     for (int i = 0; i < WAITERS; i++) {
         ws[i] = (waiter){.lock = lb, .context = (uint64_t)i + 1, .wait_ms = 20000};
-        pthread_create(&ts[i], NULL, wait_for_lock, &ws[i]);
+        pthread_create(&ts[i], NULL, waiter_main, &ws[i]);
     }
     sleep_ms(300);
     redisReply *r = raw(g_raw, "PUBSUB NUMSUB redisson_lock__channel:{many}");
@@ -214,7 +196,7 @@ TEST(local_waiters_share_one_subscription) {
         CHECK_INT(ws[i].status, RL_OK);
     }
     CHECK_INT(done, WAITERS);
-    CHECK_INT(channels_on_server(), 0);
+    CHECK_SOON(channels_on_server() == 0, 2000);
     rl_lock_free(la);
     rl_lock_free(lb);
     rl_client_free(a);

@@ -8,8 +8,7 @@
 
 TEST(watchdog_keeps_a_hold_alive_and_stops_at_release) {
     rl_client *c = new_client(g_server.url, 600);
-    rl_lock *l;
-    CHECK_OK(rl_lock_new(c, "wd", 2, &l, err));
+    rl_lock *l = new_lock(c, "wd");
     CHECK_OK(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
     long long pttl = raw_int(g_raw, "PTTL wd");
     CHECK_MSG(pttl > 500 && pttl <= 600, "pttl %lld", pttl);
@@ -20,7 +19,8 @@ TEST(watchdog_keeps_a_hold_alive_and_stops_at_release) {
     }
     rl_stats st;
     rl_client_stats(c, &st);
-    CHECK_MSG(st.renew_rounds >= 6, "only %llu renewal rounds in 2 s", (unsigned long long)st.renew_rounds);
+    CHECK_MSG(st.renew_rounds >= 6, "only %llu renewal rounds in 2 s",
+              (unsigned long long)st.renew_rounds);
     CHECK(st.watchdog_running);
     CHECK_OK(rl_lock_release(l, 1, err));
     rl_client_stats(c, &st);
@@ -42,8 +42,7 @@ TEST(watchdog_keeps_a_hold_alive_and_stops_at_release) {
 
 TEST(fixed_lease_is_not_renewed) {
     rl_client *c = new_client(g_server.url, 600);
-    rl_lock *l;
-    CHECK_OK(rl_lock_new(c, "fixed", 5, &l, err));
+    rl_lock *l = new_lock(c, "fixed");
     CHECK_OK(rl_lock_acquire(l, 1, 300, 0, NULL, NULL, err));
     sleep_ms(500);
     CHECK_INT(raw_int(g_raw, "EXISTS fixed"), 0);
@@ -91,7 +90,7 @@ TEST(thousand_holds_renewed_in_batches) {
         CHECK_OK(rl_lock_release(locks[i], 1, err));
         rl_lock_free(locks[i]);
     }
-    CHECK_INT(raw_int(g_raw, "DBSIZE"), 0);
+    CHECK_INT(lock_keys(), 0);
     rl_client_free(c);
 }
 
@@ -132,7 +131,9 @@ static rl_client *client_with_log_max_hold(lost_log *log, int64_t max_hold_ms) {
     return c;
 }
 
-static rl_client *client_with_log(lost_log *log) { return client_with_log_max_hold(log, 0); }
+static rl_client *client_with_log(lost_log *log) {
+    return client_with_log_max_hold(log, 0);
+}
 
 static int lost_count(lost_log *log) {
     pthread_mutex_lock(&log->mu);
@@ -145,12 +146,12 @@ TEST(deleted_key_is_reported_lost) {
     lost_log log;
     rl_client *c = client_with_log(&log);
     CHECK(c);
-    rl_lock *l;
-    CHECK_OK(rl_lock_new(c, "gone", 4, &l, err));
+    rl_lock *l = new_lock(c, "gone");
     CHECK_OK(rl_lock_acquire(l, 9, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
     int64_t t0 = now_ms();
     freeReplyObject(raw(g_raw, "DEL gone"));
-    while (lost_count(&log) == 0 && now_ms() - t0 < 3000) sleep_ms(10);
+    while (lost_count(&log) == 0 && now_ms() - t0 < 3000)
+        sleep_ms(10);
     int64_t took = now_ms() - t0;
     CHECK_INT(lost_count(&log), 1);
     CHECK_MSG(took < 200 + 300, "reported after %lld ms (period 200 ms)", (long long)took);
@@ -177,14 +178,14 @@ TEST(taken_over_key_is_reported_owner_changed) {
     lost_log log;
     rl_client *c = client_with_log(&log), *thief = new_client(g_server.url, 0);
     CHECK(c);
-    rl_lock *l, *lt;
-    CHECK_OK(rl_lock_new(c, "taken", 5, &l, err));
-    CHECK_OK(rl_lock_new(thief, "taken", 5, &lt, err));
+    rl_lock *l = new_lock(c, "taken");
+    rl_lock *lt = new_lock(thief, "taken");
     CHECK_OK(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
     CHECK_OK(rl_lock_force_unlock(lt, NULL, err));
     CHECK_OK(rl_lock_acquire(lt, 1, 10000, 0, NULL, NULL, err));
     int64_t t0 = now_ms();
-    while (lost_count(&log) == 0 && now_ms() - t0 < 3000) sleep_ms(10);
+    while (lost_count(&log) == 0 && now_ms() - t0 < 3000)
+        sleep_ms(10);
     CHECK_INT(lost_count(&log), 1);
     CHECK_INT(log.reason, RL_LOST_OWNER_CHANGED);
     CHECK_STATUS(rl_lock_release(l, 1, err), RL_LOST);
@@ -212,7 +213,8 @@ static void check_max_hold(rl_client *c, lost_log *log, rl_lock *l, int64_t max_
     /* renewed past one lease (600 ms), reported within one period (200 ms) of max_hold */
     CHECK_MSG(took >= max_hold - 50 && took < max_hold + 200 + 300, "lost after %lld ms",
               (long long)took);
-    while (raw_int(g_raw, "EXISTS capped") && now_ms() - t0 < max_hold + 600 + 500) sleep_ms(10);
+    while (raw_int(g_raw, "EXISTS capped") && now_ms() - t0 < max_hold + 600 + 500)
+        sleep_ms(10);
     CHECK_INT(raw_int(g_raw, "EXISTS capped"), 0); /* no longer renewed: expired */
     rl_error lost_err;
     CHECK_INT(rl_lock_release(l, 1, &lost_err), RL_LOST);
@@ -224,8 +226,7 @@ TEST(max_hold_per_acquire_stops_renewal_and_reports) {
     lost_log log;
     rl_client *c = client_with_log(&log);
     CHECK(c);
-    rl_lock *l;
-    CHECK_OK(rl_lock_new(c, "capped", 6, &l, err));
+    rl_lock *l = new_lock(c, "capped");
     rl_acquire_options o;
     rl_acquire_options_init(&o);
     o.wait_ms = 0;
@@ -247,8 +248,7 @@ TEST(max_hold_client_default_and_override) {
     lost_log log;
     rl_client *c = client_with_log_max_hold(&log, 900);
     CHECK(c);
-    rl_lock *l;
-    CHECK_OK(rl_lock_new(c, "capped", 6, &l, err));
+    rl_lock *l = new_lock(c, "capped");
     CHECK_OK(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
     check_max_hold(c, &log, l, 900);
     rl_acquire_options o;

@@ -1,13 +1,11 @@
-"""Fixtures for the fault-injection suite: a redis-server, a FaultProxy in front of it, clients
-that go through the proxy with short timeouts, and an on_lost recorder."""
+"""Fixtures for the fault-injection suite: a FaultProxy in front of the test's redis-server, and
+clients with short timeouts (the server, make_client and the on_lost recorder are the shared
+ones of tests/conftest.py)."""
 
 import os
 import sys
-import threading
 
 import pytest
-
-import redlease
 
 HERE = os.path.dirname(__file__)
 sys.path.insert(0, HERE)
@@ -26,38 +24,9 @@ def proxy(server):
     p.close()
 
 
-class LostRecorder:
-    """on_lost callback that remembers (name, reason, when) and lets a test wait for it."""
-
-    def __init__(self):
-        self.calls = []
-        self.event = threading.Event()
-
-    def __call__(self, name, reason):
-        import time
-        self.calls.append((name, reason, time.monotonic()))
-        self.event.set()
-
-    def wait(self, timeout):
-        return self.event.wait(timeout)
-
-
 @pytest.fixture
-def lost():
-    return LostRecorder()
-
-
-@pytest.fixture
-def make_client():
-    made = []
-
-    def make(url, **options):
-        opts = dict(TIMEOUTS, watchdog_timeout=WATCHDOG)
-        opts.update(options)
-        c = redlease.Client(url, **opts)
-        made.append(c)
-        return c
-
-    yield make
-    for c in made:
-        c.close()
+def make_client(make_client):
+    """The shared make_client, with this suite's short timeouts and watchdog unless given."""
+    def make(url=None, **options):
+        return make_client(url, **{**TIMEOUTS, "watchdog_timeout": WATCHDOG, **options})
+    return make

@@ -12,7 +12,6 @@ from conftest import PERIOD, WATCHDOG
 from testkit import wait_for
 
 
-
 @pytest.mark.parametrize("fault", ["refuse", "blackhole"])
 def test_outage_shorter_than_the_lease_is_survived_silently(proxy, raw, make_client, lost, fault,
                                                            caplog):

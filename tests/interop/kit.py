@@ -1,4 +1,4 @@
-"""Helpers of the interop tests: the key and channel names of PROTOCOL.md, pub/sub subscriber
+"""Helpers of the interop tests: the key and channel names of docs/protocol.md, pub/sub subscriber
 counts, Python threads that hold their own locks, and an on_lost recorder."""
 
 import itertools
@@ -17,7 +17,7 @@ def _b(name: Name) -> bytes:
 
 
 def prefix(p: str, name: Name) -> bytes:
-    """prefix(p, name) of PROTOCOL.md (Redisson's RedissonObject.prefixName)."""
+    """prefix(p, name) of docs/protocol.md (Redisson's RedissonObject.prefixName)."""
     n = _b(name)
     return p.encode() + (b":" + n if b"{" in n else b":{" + n + b"}")
 
@@ -45,7 +45,8 @@ class PyThread:
     def __init__(self, name: str = "py") -> None:
         self._pool = ThreadPoolExecutor(1, thread_name_prefix=name)
 
-    def start(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> "Future[Tuple[Any, float]]":
+    def start(self, fn: Callable[..., Any], *args: Any,
+              **kwargs: Any) -> "Future[Tuple[Any, float]]":
         def timed() -> Tuple[Any, float]:
             result = fn(*args, **kwargs)
             return result, time.monotonic()
@@ -56,18 +57,6 @@ class PyThread:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
-
-
-class LostRecorder:
-    """on_lost callback that remembers (name, reason, time.monotonic())."""
-
-    def __init__(self) -> None:
-        self.calls: List[Tuple[Any, str, float]] = []
-        self.event = threading.Event()
-
-    def __call__(self, name: Any, reason: str) -> None:
-        self.calls.append((name, reason, time.monotonic()))
-        self.event.set()
 
 
 class Listener:

@@ -72,15 +72,13 @@ end
 for line in io.stdin:lines() do
   local words = {}
   for w in line:gmatch("%S+") do words[#words + 1] = w end
-  local cmd, hex = words[1], words[2]
+  local cmd, hex = words[1], words[2] -- cmd is nil on a blank line, which is ignored
   if cmd == "quit" then
     answer("ok bye")
     break
-  elseif cmd == nil then
-    -- blank line: ignore
-  elseif hex == nil then
+  elseif cmd ~= nil and hex == nil then
     answer("fail usage: " .. cmd .. " needs a HEXNAME")
-  else
+  elseif cmd ~= nil then
     local lock = lock_of(hex)
     if cmd == "acquire" then
       local g, e = lock:acquire { timeout = seconds(words[3]), lease = seconds(words[4]) }

@@ -25,7 +25,8 @@ SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lua_peer.lua"
 
 
 class LuaFailure(Exception):
-    """The Lua call answered nil, err: ``code`` is the error's first word (timeout, not_owned...)."""
+    """The Lua call answered nil, err: ``code`` is the error's first word (timeout,
+    not_owned...)."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)

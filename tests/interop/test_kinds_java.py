@@ -6,8 +6,9 @@ import time
 
 import pytest
 
-from kit import LostRecorder, PyThread, prefix
-from testkit import wait_for
+import redlease
+from kit import PyThread, prefix
+from testkit import LostRecorder, wait_for
 
 LEASE_MS = 20_000
 
@@ -65,6 +66,38 @@ def test_fair_lock_java_and_python_waiters_in_arrival_order(java, raw, client, p
         time.sleep(0.01)
     assert len(got) == 4, f"only {sorted(got)} acquired"
     assert sorted(got, key=got.get) == ["py1", "java1", "py2", "java2"]
+    assert wait_for(lambda: raw("EXISTS", name) == 0 and raw("EXISTS", queue) == 0, 5)
+
+
+@pytest.mark.parametrize("holder_side", ["python", "java"])
+def test_fair_lock_released_after_its_lease_ran_out_hands_over_alike(java, raw, client, name,
+                                                                    holder_side):
+    """A fair lock released after its lease ran out: redlease answers "lost" and writes no latch
+    where Redisson answers "unlocked" and writes one; a queued Redisson waiter sees no
+    difference either way: it gets the lock, and the queue is left empty."""
+    queue = prefix("redisson_lock_queue", name)
+    jl = java.lock(name, "fair")
+    if holder_side == "python":
+        fair = client.fair_lock(name)
+        assert fair.acquire(lease=1.5)
+    else:
+        jl.lock("t0", 1500)
+    waiter = jl.start("t1", "tryLock", 30_000, LEASE_MS)
+    assert wait_for(lambda: raw("LLEN", queue) == 1, 10), "the Java waiter did not queue"
+    time.sleep(1.7)  # the holder's lease ran out
+    if holder_side == "python":
+        with pytest.raises(redlease.LockLostError) as info:
+            fair.release()
+        assert info.value.reason == "expired"
+        assert raw("KEYS", prefix("redisson_unlock_latch", name) + b":*") == []
+    else:
+        try:
+            jl.unlock("t0")
+        except Exception:  # Redisson refuses an unlock of a lock it no longer holds
+            pass
+    assert waiter.result(10) is True
+    assert raw("HGET", name, java.owner("t1")) == b"1"
+    jl.unlock("t1")
     assert wait_for(lambda: raw("EXISTS", name) == 0 and raw("EXISTS", queue) == 0, 5)
 
 

@@ -50,7 +50,8 @@ def test_lua_watchdog_hold_keeps_java_out_past_its_lease(java, raw, lua, name):
     jl = java.lock(name)
     started = time.monotonic()
     while time.monotonic() - started < 3.5 * watchdog:
-        assert jl.try_lock("t1", 0) is False, f"Java got in after {time.monotonic() - started:.2f} s"
+        assert jl.try_lock("t1", 0) is False, \
+            f"Java got in after {time.monotonic() - started:.2f} s"
         time.sleep(0.1)
     assert 0 < raw("PTTL", name) <= 1000
     assert peer.call("lost", name) is False

@@ -6,10 +6,10 @@ import time
 import pytest
 
 import redlease
-from kit import LostRecorder, PyThread, subscribers, wait_subscribed
+from kit import PyThread, subscribers, wait_subscribed
 from luapeer import LuaFailure
 from redisson import JavaError
-from testkit import wait_for
+from testkit import LostRecorder, wait_for
 
 LEASE_MS = 20_000          # Java's explicit lease while others wait: far longer than any wake-up
 WAKE_BOUND = LEASE_MS / 4 / 1000
@@ -100,7 +100,8 @@ def test_python_watchdog_hold_keeps_java_out_release_wakes_java(java, raw, make_
     started = time.monotonic()
     tries = 0
     while time.monotonic() - started < 3.5 * watchdog:
-        assert jl.try_lock("t1", 0) is False, f"Java got in after {time.monotonic() - started:.2f} s"
+        assert jl.try_lock("t1", 0) is False, \
+            f"Java got in after {time.monotonic() - started:.2f} s"
         tries += 1
         time.sleep(0.1)
     assert tries >= 10

@@ -160,7 +160,7 @@ def capture_all(java, make_client, lua, raw, listeners, name):
         listener.mark("start")
     for side, run in runs.items():
         run()
-        no_latches(raw)  # Redisson deletes its latch after the reply, from another connection
+        no_latches(raw)  # Redisson deletes its latch after the reply; redlease with its next call
         for listener in listeners:
             listener.mark(side)
     segments = []
@@ -180,7 +180,7 @@ def test_the_same_commands_on_the_same_keys(java, raw, make_client, lua, monitor
     seen = {side: Captured(lines, name.encode()) for side, lines in segments.items()}
     ref = seen["java"]
     assert ref.calls, "MONITOR showed no script calls for Redisson"
-    # Redisson's own sequence, as PROTOCOL.md describes it.
+    # Redisson's own sequence, as docs/protocol.md describes it.
     assert ("hincrby", name, "<owner>", "1") in ref.calls
     assert ("publish", channel(name).decode(), "0") in ref.calls
     for side in ("python", "lua"):
@@ -221,15 +221,19 @@ def test_the_same_renewals(java, raw, make_client, lua, monitor, name):
         time.sleep(hold)
         jl.unlock("t1")
 
+    # redlease deletes a release's latch with the next call on the same connection (Redisson
+    # right after the reply, from another connection): one more call, and none is left.
     def python_hold():
         assert lock.acquire()
         time.sleep(hold)
         lock.release()
+        assert not lock.locked()
 
     def lua_hold():
         assert peer.acquire(name)
         time.sleep(hold)
         assert peer.release(name)
+        assert peer.call("locked", name) is False
 
     renewals = {}
     monitor.mark("start")
@@ -244,5 +248,6 @@ def test_the_same_renewals(java, raw, make_client, lua, monitor, name):
         renewals[side] = [c for c in calls if c[0] in ("hexists", "pexpire")]
     expected_pexpire = ("pexpire", name, str(int(WATCHDOG * 1000)))
     for side, calls in renewals.items():
-        assert calls.count(expected_pexpire) >= 3, f"{side}: {calls}"  # acquire + 2 renewals or more
+        # the acquire and 2 renewals or more
+        assert calls.count(expected_pexpire) >= 3, f"{side}: {calls}"
         assert set(calls) == {expected_pexpire, ("hexists", name, "<owner>")}, f"{side}: {calls}"

@@ -10,9 +10,7 @@ local function raises(pattern, f, ...)
 end
 
 describe("misuse", function()
-  local fx = helper.fixture()
-  before_each(fx.setup)
-  after_each(fx.teardown)
+  local fx = helper.fixture(before_each, after_each)
 
   it("connect: the url must be a string of a known scheme", function()
     raises("bad argument 'url' to 'connect' %(string expected, got nil%)", redlease.connect)
@@ -20,14 +18,38 @@ describe("misuse", function()
     raises("bad argument 'url' to 'connect' %(.*port", redlease.connect, "redis://h:99999")
   end)
 
+  it("connect: no password in any message, nor in tostring(client)", function()
+    local refused = { "http://u:S3CRET@127.0.0.1", "S3CRET", "redis://u:S3CRET@127.0.0.1:notaport",
+      "redis://u:S3C%zzRET@127.0.0.1", "redis://u:S3CRET@" }
+    for _, url in ipairs(refused) do
+      local ok, client, err = pcall(redlease.connect, url)
+      local message = ok and err or client
+      assert.is_truthy(not ok or client == nil, url .. " was accepted")
+      assert.is_string(message)
+      assert.is_nil(message:find("S3C", 1, true), message)
+    end
+    local url = ("redis://u:p@S3CRET@127.0.0.1:%d/0"):format(fx.server.port)
+    local client = assert(redlease.connect(url, { connect_timeout = 0.2, command_timeout = 0.2 }))
+    local shown = tostring(client)
+    assert.matches("redis://u:***@127.0.0.1:" .. fx.server.port .. "/0", shown, 1, true)
+    assert.is_nil(shown:find("S3C", 1, true))
+    local guard, err = client:lock("x"):acquire({ timeout = 0 }) -- AUTH refused: no such user
+    assert.is_nil(guard)
+    assert.is_nil(err:find("S3C", 1, true), err)
+    client:close()
+  end)
+
   it("connect: options are known durations in seconds", function()
     local url = fx.server.url
     raises("'options' to 'connect' %(table expected, got string", redlease.connect, url, "x")
     raises("'watchdog_timeout' to 'connect' %(number of seconds expected, got string",
       redlease.connect, url, { watchdog_timeout = "30" })
-    raises("'watchdog_timeout' to 'connect' %(positive", redlease.connect, url, { watchdog_timeout = 0 })
-    raises("'watchdog_timeout' to 'connect' %(at least 0.003", redlease.connect, url, { watchdog_timeout = 0.001 })
-    raises("'command_timeout' to 'connect' %(positive", redlease.connect, url, { command_timeout = -1 })
+    raises("'watchdog_timeout' to 'connect' %(positive",
+      redlease.connect, url, { watchdog_timeout = 0 })
+    raises("'watchdog_timeout' to 'connect' %(at least 0.003",
+      redlease.connect, url, { watchdog_timeout = 0.001 })
+    raises("'command_timeout' to 'connect' %(positive",
+      redlease.connect, url, { command_timeout = -1 })
     raises("'connect_timeout' to 'connect' %(number of seconds expected, got nan",
       redlease.connect, url, { connect_timeout = 0 / 0 })
     raises("'lease' to 'connect' %(unknown option%)", redlease.connect, url, { lease = 1 })
@@ -42,7 +64,8 @@ describe("misuse", function()
   it("acquire and with: timeout >= 0 (math.huge: forever), lease > 0 and finite", function()
     local lock = fx.connect():lock("job")
     raises("'timeout' to 'acquire' %(non%-negative", lock.acquire, lock, { timeout = -1 })
-    raises("'timeout' to 'acquire' %(number of seconds expected, got string", lock.acquire, lock, { timeout = "1" })
+    raises("'timeout' to 'acquire' %(number of seconds expected, got string",
+      lock.acquire, lock, { timeout = "1" })
     raises("'lease' to 'acquire' %(positive", lock.acquire, lock, { lease = 0 })
     raises("'lease' to 'acquire' %(positive", lock.acquire, lock, { lease = math.huge })
     raises("'wait' to 'acquire' %(unknown option%)", lock.acquire, lock, { wait = 1 })

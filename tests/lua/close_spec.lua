@@ -15,7 +15,9 @@ describe("<close> guards", function()
       "a <close> guard released inside its scope does nothing more",
       "os.exit(code, true) inside a <close> scope releases the lock",
     }) do
-      tests[name] = function() pending(helper.interpreter .. " has no <close> variables (Lua 5.4 only)") end
+      tests[name] = function()
+        pending(helper.interpreter .. " has no <close> variables (Lua 5.4 only)")
+      end
     end
   end
   before_each(function() if helper.has_close then fx.setup() end end)

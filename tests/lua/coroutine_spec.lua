@@ -3,9 +3,7 @@
 local helper = require "helper"
 
 describe("coroutines", function()
-  local fx = helper.fixture()
-  before_each(fx.setup)
-  after_each(fx.teardown)
+  local fx = helper.fixture(before_each, after_each)
 
   it("re-entering in the same coroutine adds holds; each release takes one away", function()
     local lock = fx.connect():lock("job")

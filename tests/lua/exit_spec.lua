@@ -9,13 +9,12 @@ local ENDINGS = {
   { "calls os.exit(0, true) (closes the state)", "os.exit(0, true)", 0 },
   { "calls os.exit(0) (does not close the state)", "os.exit(0)", 0 },
   { "raises an uncaught error (the interpreter closes the state)", "error('boom', 0)", 1 },
-  { "drops its client and guard first, then closes the state", "client, guard = nil, nil collectgarbage()", 0 },
+  { "drops its client and guard first, then closes the state",
+    "client, guard = nil, nil collectgarbage()", 0 },
 }
 
 describe("exiting while holding", function()
-  local fx = helper.fixture()
-  before_each(fx.setup)
-  after_each(fx.teardown)
+  local fx = helper.fixture(before_each, after_each)
 
   for _, ending in ipairs(ENDINGS) do
     local what, last_line, want_code = ending[1], ending[2], ending[3]

@@ -2,9 +2,7 @@
 local helper = require "helper"
 
 describe("guards", function()
-  local fx = helper.fixture()
-  before_each(fx.setup)
-  after_each(fx.teardown)
+  local fx = helper.fixture(before_each, after_each)
 
   it("release once; releasing again is a no-op that answers true", function()
     local lock = fx.connect():lock("job")

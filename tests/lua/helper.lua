@@ -30,20 +30,23 @@ end
 
 -- Starts redis-server on a random free loopback port (another one if it is taken). It runs
 -- under `timeout`, so that a crashed run leaves nothing behind for long; `pid` is the server's
--- own (from INFO), for kill -9.
-function helper.start_server()
+-- own (from INFO), for kill -9. `extra`: more command-line arguments, where "%port2" stands for
+-- a second random port (server.port2), e.g. a TLS port.
+function helper.start_server(extra)
   local dir = sh("mktemp -d /tmp/rllua.XXXXXX"):gsub("%s+$", "")
   math.randomseed(os.time() + math.floor(helper.now() * 1e6) % 1000003)
   for _ = 1, 20 do
-    local port = math.random(20000, 60000)
+    local port, port2 = math.random(20000, 60000), math.random(20000, 60000)
+    local more = (extra or ""):gsub("%%port2", tostring(port2))
     local wrapper = sh(("timeout 300 redis-server --port %d --bind 127.0.0.1 --save '' " ..
-      "--appendonly no --dir %s --logfile %s/redis.log >/dev/null 2>&1 </dev/null & echo $!")
-      :format(port, dir, dir)):match("%d+")
+      "--appendonly no --dir %s --logfile %s/redis.log %s >/dev/null 2>&1 </dev/null & echo $!")
+      :format(port, dir, dir, more)):match("%d+")
     for _ = 1, 100 do
       local info = sh(("redis-cli -p %d info server 2>/dev/null"):format(port))
       local pid = info:match("process_id:(%d+)")
       if pid then
-        return { port = port, pid = pid, dir = dir, url = "redis://127.0.0.1:" .. port }
+        return { port = port, port2 = port2, pid = pid, dir = dir,
+                 url = "redis://127.0.0.1:" .. port }
       end
       if not alive(wrapper) then break end -- the port was taken
       helper.sleep(0.02)
@@ -161,14 +164,15 @@ function helper.eventually(seconds, check)
   return check() and true or false
 end
 
--- The unlock channel of a lock name (PROTOCOL.md: prefix("redisson_lock__channel", name)).
+-- The unlock channel of a lock name (docs/protocol.md: prefix("redisson_lock__channel", name)).
 function helper.channel(name)
   if name:find("{", 1, true) then return "redisson_lock__channel:" .. name end
   return "redisson_lock__channel:{" .. name .. "}"
 end
 
--- The per-test fixture: a fresh server and clients that are closed after the test.
-function helper.fixture()
+-- The per-test fixture: a fresh server and clients that are closed after the test. Given busted's
+-- before_each and after_each, it registers its setup and teardown with them.
+function helper.fixture(before_each, after_each)
   local fx = { clients = {} }
   function fx.setup()
     fx.server = helper.start_server()
@@ -190,7 +194,8 @@ function helper.fixture()
   -- Another owner (not this process) holds `name` for lease_ms, as Redisson would write it.
   function fx.hold_elsewhere(name, lease_ms)
     fx.raw("EVAL",
-      "redis.call('hset', KEYS[1], ARGV[1], 1); redis.call('pexpire', KEYS[1], ARGV[2])", 1, name, "00000000-0000-0000-0000-000000000000:1", lease_ms)
+      "redis.call('hset', KEYS[1], ARGV[1], 1); redis.call('pexpire', KEYS[1], ARGV[2])", 1, name,
+      "00000000-0000-0000-0000-000000000000:1", lease_ms)
   end
   -- That owner's release, as Redisson does it: delete, then publish "0" on the lock's channel.
   function fx.release_elsewhere_cmd(name)
@@ -198,6 +203,8 @@ function helper.fixture()
       helper.quote("redis.call('del', KEYS[1]); redis.call('publish', KEYS[2], '0')"),
       helper.quote(name), helper.quote(helper.channel(name)))
   end
+  if before_each then before_each(fx.setup) end
+  if after_each then after_each(fx.teardown) end
   return fx
 end
 

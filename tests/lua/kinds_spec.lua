@@ -2,9 +2,7 @@
 local helper = require "helper"
 
 describe("fenced locks", function()
-  local fx = helper.fixture()
-  before_each(fx.setup)
-  after_each(fx.teardown)
+  local fx = helper.fixture(before_each, after_each)
 
   it("give every acquire, reentrant ones too, a greater token on its guard", function()
     local a, b = fx.connect():fenced_lock("ledger"), fx.connect():fenced_lock("ledger")
@@ -33,9 +31,7 @@ describe("fenced locks", function()
 end)
 
 describe("fair locks", function()
-  local fx = helper.fixture()
-  before_each(fx.setup)
-  after_each(fx.teardown)
+  local fx = helper.fixture(before_each, after_each)
 
   it("a one-try never queues; a waiter that times out leaves the queue", function()
     local holder, other = fx.connect():fair_lock("line"), fx.connect():fair_lock("line")
@@ -55,9 +51,7 @@ describe("fair locks", function()
 end)
 
 describe("read/write locks", function()
-  local fx = helper.fixture()
-  before_each(fx.setup)
-  after_each(fx.teardown)
+  local fx = helper.fixture(before_each, after_each)
 
   it("readers share, each coroutine its own read hold; a writer waits for all of them", function()
     local rw = fx.connect():rw_lock("doc")
@@ -85,7 +79,8 @@ describe("read/write locks", function()
     local rw = fx.connect():rw_lock("dg")
     local gw = assert(rw.write:acquire())
     local gr = assert(rw.read:acquire())
-    coroutine.wrap(function() assert.is_nil((rw.read:acquire({ timeout = 0 }))) end)() -- others wait
+    -- others wait
+    coroutine.wrap(function() assert.is_nil((rw.read:acquire({ timeout = 0 }))) end)()
     assert(gw:release())
     assert.equal("read", fx.raw("HGET", "dg", "mode"))
     local other = assert(fx.connect():rw_lock("dg").read:acquire({ timeout = 0 }))

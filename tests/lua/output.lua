@@ -1,7 +1,7 @@
 -- busted output for `make test-lua`: a line per test ("ok", "FAIL" with the message, "skip" with
 -- its reason) and, at the end, "N passed, N failed[, N skipped]" for this interpreter, also
 -- written to $REDLEASE_LUA_COUNTS so that tests/lua/run can add up both interpreters.
-return function(options)
+return function(_options)
   local busted = require "busted"
   local handler = require("busted.outputHandlers.base")()
   local label = os.getenv("REDLEASE_LUA") or _VERSION
@@ -19,10 +19,11 @@ return function(options)
     if type(msg) ~= "string" then msg = require("pl.pretty").write(msg) end
     local t = e.trace or {}
     local where = t.short_src and (t.short_src .. ":" .. (t.currentline or "?")) or ""
-    say("FAIL [%s] %s\n     %s %s", label, e.name or "(outside a test)", where, (msg:gsub("\n", "\n     ")))
+    say("FAIL [%s] %s\n     %s %s", label, e.name or "(outside a test)", where,
+        (msg:gsub("\n", "\n     ")))
   end
 
-  handler.testEnd = function(element, parent, status)
+  handler.testEnd = function(element, _parent, status)
     local name = handler.getFullName(element)
     if status == "success" then
       say("ok   [%s] %s", label, name)

@@ -3,9 +3,7 @@
 local helper = require "helper"
 
 describe("other owners", function()
-  local fx = helper.fixture()
-  before_each(fx.setup)
-  after_each(fx.teardown)
+  local fx = helper.fixture(before_each, after_each)
 
   it("another client's release is refused and changes nothing", function()
     local mine, theirs = fx.connect():lock("job"), fx.connect():lock("job")

@@ -19,7 +19,9 @@ end
 describe("the rock", function()
   it("compiles every csrc/core and csrc/lua source into redlease.core", function()
     local listed = {}
-    for _, src in ipairs(rockspec().build.modules["redlease.core"].sources) do listed[src] = true end
+    for _, src in ipairs(rockspec().build.modules["redlease.core"].sources) do
+      listed[src] = true
+    end
     local on_disk = {}
     for path in helper.sh("cd " .. ROOT .. " && ls csrc/core/*.c csrc/lua/*.c"):gmatch("[^\n]+") do
       on_disk[path] = true

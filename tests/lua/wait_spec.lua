@@ -3,9 +3,7 @@
 local helper = require "helper"
 
 describe("waiting", function()
-  local fx = helper.fixture()
-  before_each(fx.setup)
-  after_each(fx.teardown)
+  local fx = helper.fixture(before_each, after_each)
 
   it("timeout = 0 makes one try", function()
     local lock = fx.connect():lock("job")
@@ -65,7 +63,8 @@ describe("waiting", function()
       print(lock:acquire())
     ]]):format(fx.server.url, dir .. "/pid"))
     f:close()
-    helper.spawn(("%s %s >%s/out 2>%s/err; echo $? >%s/code"):format(helper.lua, script, dir, dir, dir))
+    helper.spawn(("%s %s >%s/out 2>%s/err; echo $? >%s/code"):format(helper.lua, script, dir, dir,
+                                                                      dir))
     local function read(name)
       local h = io.open(dir .. "/" .. name)
       if not h then return nil end

@@ -2,9 +2,7 @@
 local helper = require "helper"
 
 describe("leases", function()
-  local fx = helper.fixture()
-  before_each(fx.setup)
-  after_each(fx.teardown)
+  local fx = helper.fixture(before_each, after_each)
 
   it("the watchdog keeps a hold alive over many of its timeouts", function()
     local lock = fx.connect({ watchdog_timeout = 0.3 }):lock("job")
@@ -28,7 +26,8 @@ describe("leases", function()
     assert.matches("^not_owned: ", select(2, lock:release()))
   end)
 
-  it("the watchdog notices a deleted hold: lock:lost(), then acquire and release answer \"lost\"", function()
+  it("the watchdog notices a deleted hold: lock:lost(), then acquire and release answer \"lost\"",
+    function()
     local lock = fx.connect({ watchdog_timeout = 0.3 }):lock("job")
     assert(lock:acquire())
     fx.raw("DEL", "job")
@@ -55,9 +54,7 @@ describe("leases", function()
 end)
 
 describe("max_hold", function()
-  local fx = helper.fixture()
-  before_each(fx.setup)
-  after_each(fx.teardown)
+  local fx = helper.fixture(before_each, after_each)
 
   it("the client's max_hold ends renewal: lost with reason max_hold, the key expires", function()
     local lock = fx.connect({ watchdog_timeout = 0.3, max_hold = 0.8 }):lock("capped")

@@ -1,12 +1,11 @@
--- What redlease writes to Redis, read back with a raw client (PROTOCOL.md).
+-- What redlease writes to Redis, read back with a raw client (docs/protocol.md).
 local helper = require "helper"
 
 describe("the Redis layout", function()
-  local fx = helper.fixture()
-  before_each(fx.setup)
-  after_each(fx.teardown)
+  local fx = helper.fixture(before_each, after_each)
 
-  it("is a hash with one field <client uuid>:<coroutine id> = hold count, PEXPIREd to the watchdog timeout", function()
+  it("is a hash with one field <client uuid>:<coroutine id> = hold count, PEXPIREd to the watchdog "
+    .. "timeout", function()
     local client = fx.connect({ watchdog_timeout = 10 })
     local guard = assert(client:lock("orders:42"):acquire())
     assert.equal("hash", fx.raw("TYPE", "orders:42"))

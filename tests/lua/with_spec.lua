@@ -2,9 +2,7 @@
 local helper = require "helper"
 
 describe("lock:with", function()
-  local fx = helper.fixture()
-  before_each(fx.setup)
-  after_each(fx.teardown)
+  local fx = helper.fixture(before_each, after_each)
 
   it("holds the lock while fn runs, passes the extra arguments and returns all results", function()
     local lock = fx.connect():lock("job")
@@ -61,7 +59,8 @@ describe("lock:with", function()
     assert.equal(0, fx.raw("EXISTS", "job"))
   end)
 
-  it("lets fn yield where the interpreter allows it, the hold staying with its coroutine", function()
+  it("lets fn yield where the interpreter allows it, the hold staying with its coroutine",
+    function()
     if helper.interpreter == "Lua 5.1" then
       pending("Lua 5.1 cannot yield across pcall")
     end

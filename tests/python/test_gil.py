@@ -4,8 +4,6 @@ import statistics
 import threading
 import time
 
-import redlease
-
 
 def spin(seconds):
     """Pure-Python work; returns how many loop rounds fit in `seconds`."""

@@ -104,7 +104,11 @@ SIGINT_CHILD = textwrap.dedent("""
         lock.acquire()
         print("acquired", flush=True)
     except KeyboardInterrupt:
-        print("interrupted", time.monotonic(), lock.hold_count, client.stats()["subscriptions"],
+        interrupted = time.monotonic()
+        deadline = interrupted + 2  # the UNSUBSCRIBE is confirmed one round trip later
+        while client.stats()["subscriptions"] and time.monotonic() < deadline:
+            time.sleep(0.01)
+        print("interrupted", interrupted, lock.hold_count, client.stats()["subscriptions"],
               flush=True)
         time.sleep(0.2)  # let the parent look at the server while this client is still open
         print("done", flush=True)

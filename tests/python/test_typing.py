@@ -21,3 +21,16 @@ def test_example_type_checks_strictly(tmp_path):
     example = os.path.abspath(os.path.join(ROOT, "examples", "python", "jobs_demo.py"))
     result = run(tmp_path, "mypy", "--strict", "--no-incremental", example)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_stubs_name_the_core_lost_reasons():
+    """The stub's Literal of lost reasons is the core's list (redlease._core.LOST_REASONS)."""
+    import re
+
+    from redlease import _core
+
+    stub = os.path.join(os.path.dirname(_core.__file__), "_core.pyi")
+    with open(stub) as f:
+        literal = re.search(r"_LostReason = Literal\[(.*?)\]", f.read()).group(1)
+    assert tuple(re.findall(r'"(\w+)"', literal)) == _core.LOST_REASONS
+    assert len(_core.LOST_REASONS) == 5

@@ -1,4 +1,5 @@
-"""What redlease writes to Redis is Redisson's RLock layout (PROTOCOL.md), read by a plain client."""
+"""What redlease writes to Redis is Redisson's RLock layout (docs/protocol.md), read by a plain
+client."""
 
 import threading
 

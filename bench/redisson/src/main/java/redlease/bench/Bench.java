@@ -1,4 +1,4 @@
-package redlease.interop;
+package redlease.bench;
 
 import java.io.BufferedReader;
 import java.io.IOException;

@@ -1,7 +1,7 @@
 /* redlease: Redisson-compatible distributed locks on Redis, the C core.
  *
  * One rl_client per process (or per Redis deployment) is shared by any number of host threads.
- * Locks are stored in Redisson's format (see PROTOCOL.md), so redlease, Redisson and the other
+ * Locks are stored in Redisson's format (see docs/protocol.md), so redlease, Redisson and the other
  * redlease bindings exclude each other on the same name.
  *
  * Every function that can fail returns an rl_status and, when it fails, fills *err (which may be
@@ -42,6 +42,8 @@ typedef struct rl_error {
     rl_status status;
     char message[256];
     int lost_reason; /* an rl_lost_reason when status is RL_LOST, else 0 */
+    int hold_kept;   /* a failed rl_lock_release that left the hold counted: calling release
+                        again retries the same release (the only failures that do so) */
 } rl_error;
 
 /* Stable lowercase names ("ok", "not_acquired", "connection", ...) for messages and bindings. */
@@ -62,8 +64,14 @@ typedef enum rl_event_kind {
     RL_EVENT_LOST = 1,         /* a hold was lost while held: name, context, reason */
     RL_EVENT_RENEW_FAILED = 2, /* a renewal round failed and will be retried: holds, message */
     RL_EVENT_RENEWED = 3,      /* a renewal round succeeded: holds renewed */
-    RL_EVENT_SYNC_FAILED = 4   /* sync_replicas: a release or renewal was not acknowledged by
+    RL_EVENT_SYNC_FAILED = 4,  /* sync_replicas: a release or renewal was not acknowledged by
                                   any connected replica in time: message */
+    RL_EVENT_STRAY_HOLDS = 5,  /* Redis counted more holds of an owner than this client knew (an
+                                  acquire whose answer was lost); its last release removed
+                                  them: name, context, holds, message (a warning) */
+    RL_EVENT_ABANDONED = 6     /* a context ended while holding (rl_context_ended: a thread
+                                  exited, a coroutine was collected); its hold was released:
+                                  name, context, holds, message (a warning) */
 } rl_event_kind;
 
 typedef struct rl_event {
@@ -101,6 +109,20 @@ typedef struct rl_options {
                                     wait uses its own time limit); default 300000 */
     rl_event_fn on_event;        /* optional */
     void *event_userdata;
+    /* TLS, for rediss:// URLs only (in builds with TLS). The server's certificate is verified
+     * against the system's CAs (or these) and the name (the URL's host or tls_server_name).
+     * The strings are copied; files are read when the client is made. */
+    const char *tls_ca_file;      /* PEM bundle of trusted CAs; NULL: the system's */
+    const char *tls_ca_dir;       /* a directory of hashed CA certificates */
+    const char *tls_cert_file;    /* client certificate (mutual TLS), PEM; with tls_key_file */
+    const char *tls_key_file;     /* its private key, PEM, unencrypted */
+    const char *tls_server_name;  /* for SNI and verification; NULL: the URL's host */
+    int tls_insecure_skip_verify; /* 1: accept any certificate and name. Encrypts, but protects
+                                     nothing against a man in the middle: for tests only */
+    /* Sentinel (redis+sentinel:// URLs): AUTH for the sentinels themselves (the URL's user and
+     * password are the master's). Copied. */
+    const char *sentinel_user;
+    const char *sentinel_password;
 } rl_options;
 
 void rl_options_init(rl_options *options);
@@ -108,23 +130,47 @@ void rl_options_init(rl_options *options);
 typedef struct rl_client rl_client;
 
 /* url: redis://[user[:password]@]host[:port][/db], unix://[user[:password]@]/path[?db=N],
- * rediss://... (only in builds with TLS). Connects nothing yet: connections open on first use. */
+ * rediss://[user[:password]@]host[:port][/db] (TLS, verified; only in builds with TLS, else
+ * RL_ERR_UNSUPPORTED), redis+sentinel://[user[:password]@]host1:port1[,host2:port2...]/<master
+ * name>[/db] (the master the sentinels name, followed across failovers; rediss+sentinel:// with
+ * TLS). Connects nothing yet: connections open on first use. */
 rl_status rl_client_new(const char *url, const rl_options *options, rl_client **out, rl_error *err);
+
+/* 1 when this build speaks TLS (rediss://). */
+int rl_tls_supported(void);
 
 /* Stops the client's threads, closes its connections and drops the caller's reference. Holds are
  * not released (they expire by their lease). Locks made from the client keep its memory alive
  * until they are freed; using them afterwards answers RL_ERR_CLOSED. */
 void rl_client_free(rl_client *client);
 
+/* Tells every client that `context` ended (a thread exited, a coroutine was collected) while it
+ * may still hold locks: their renewal stops, each is released in Redis if it is still this
+ * owner's, and each is reported as an RL_EVENT_ABANDONED event. Waits for those releases' round
+ * trips; a binding calls it from a thread-exit destructor or a finalizer. */
+void rl_context_ended(uint64_t context);
+
+/* The options the client runs with (the defaults filled in). */
+void rl_client_options(rl_client *client, rl_options *out);
+
+/* The URL the client was made with, its password (if any) replaced by "***": safe to show. */
+const char *rl_client_url(rl_client *client);
+
 /* The client's UUID (36 chars). A forked child gets a new one on its first call. */
 const char *rl_client_id(rl_client *client);
 
 typedef struct rl_stats {
-    uint64_t renew_rounds;      /* renewal rounds that reached Redis */
-    uint64_t renew_round_trips; /* network round trips spent on renewal */
-    uint64_t renew_calls;       /* script calls spent on renewal */
-    uint64_t renewed_holds;     /* (key, owner) pairs renewed */
-    size_t last_round_holds;    /* holds in the most recent round */
+    uint64_t renew_rounds;        /* renewal rounds that reached Redis */
+    uint64_t renew_round_trips;   /* network round trips spent on renewal */
+    uint64_t renew_calls;         /* script calls spent on renewal */
+    uint64_t renewed_holds;       /* (key, owner) pairs renewed */
+    size_t last_round_holds;      /* holds in the most recent round */
+    uint64_t renew_failed_rounds; /* rounds that failed on the network (and were retried) */
+    uint64_t renew_round_us;      /* wall time of the rounds that reached Redis, in total */
+    uint64_t renew_round_cpu_us;  /* the watchdog thread's CPU time in those rounds, in total */
+    uint64_t last_round_us;       /* the most recent such round: wall time, CPU time, and the */
+    uint64_t last_round_cpu_us;   /* time spent waiting for Redis */
+    uint64_t last_round_net_us;
     int watchdog_running;
     size_t subscriptions; /* channels the subscriber connection is subscribed to */
 } rl_stats;
@@ -133,7 +179,7 @@ void rl_client_stats(rl_client *client, rl_stats *out);
 
 typedef struct rl_lock rl_lock;
 
-/* The lock kinds of Redisson, stored in its format (PROTOCOL.md). */
+/* The lock kinds of Redisson, stored in its format (docs/protocol.md). */
 typedef enum rl_lock_kind {
     RL_LOCK_REENTRANT = 0, /* RLock */
     RL_LOCK_FENCED,        /* RFencedLock: every acquire also yields a fencing token */
@@ -147,14 +193,14 @@ rl_status rl_lock_new(rl_client *client, const void *name, size_t name_len, rl_l
                       rl_error *err);
 /* A lock of any kind on `name`. The read and write sides of one read/write lock are two locks
  * made with the same name. */
-rl_status rl_lock_new_kind(rl_client *client, rl_lock_kind kind, const void *name,
-                           size_t name_len, rl_lock **out, rl_error *err);
+rl_status rl_lock_new_kind(rl_client *client, rl_lock_kind kind, const void *name, size_t name_len,
+                           rl_lock **out, rl_error *err);
 rl_lock_kind rl_lock_kind_of(const rl_lock *lock);
 void rl_lock_free(rl_lock *lock);
 
 #define RL_LEASE_WATCHDOG (-1) /* lease_ms: hold with the watchdog timeout and keep renewing */
 #define RL_MAX_LEASE_MS (((int64_t)1) << 40) /* longest lease or watchdog timeout (~34 years) */
-#define RL_WAIT_FOREVER (-1)   /* wait_ms: wait until acquired */
+#define RL_WAIT_FOREVER (-1)                 /* wait_ms: wait until acquired */
 
 /* Called between wait slices of about 50 ms; a non-zero return aborts the wait (RL_ABORTED). */
 typedef int (*rl_wait_hook)(void *userdata);
@@ -183,14 +229,24 @@ rl_status rl_lock_acquire_with(rl_lock *lock, uint64_t context, const rl_acquire
                                rl_error *err);
 
 /* Releases one hold of `context`. RL_OK; RL_NOT_OWNED when it holds none; RL_LOST when the hold
- * was lost (the hold is dropped all the same). When the call fails on the network, renewal stops
- * at once and calling release again retries the same release (idempotent via the unlock latch). */
+ * was lost (the hold is dropped all the same). When the call fails on the network (or Redis
+ * answers an error), renewal stops at once, err->hold_kept is set, and calling release again
+ * retries the same release (idempotent via the unlock latch); after any other answer the hold is
+ * gone. */
 rl_status rl_lock_release(rl_lock *lock, uint64_t context, rl_error *err);
 
 /* Deletes the lock whoever holds it and wakes a waiter. *deleted = 1 if it was held. */
 rl_status rl_lock_force_unlock(rl_lock *lock, int *deleted, rl_error *err);
 
-/* Server-side queries (one round trip each). */
+/* Server-side queries (one round trip each), through one entry point or one function each. */
+typedef enum rl_query {
+    RL_QUERY_LOCKED = 1, /* 1 when anyone holds it (each side of a read/write lock: in its mode) */
+    RL_QUERY_HELD = 2,   /* 1 when `context` holds it, as Redis sees it */
+    RL_QUERY_HOLD_COUNT = 3, /* the context's holds, as Redis counts them */
+    RL_QUERY_REMAINING = 4 /* lease left in ms; -2 when not locked, -1 when the key has no expiry */
+} rl_query;
+rl_status rl_lock_query(rl_lock *lock, rl_query what, uint64_t context, int64_t *out,
+                        rl_error *err);
 rl_status rl_lock_is_locked(rl_lock *lock, int *locked, rl_error *err);
 rl_status rl_lock_is_held(rl_lock *lock, uint64_t context, int *held, rl_error *err);
 rl_status rl_lock_hold_count(rl_lock *lock, uint64_t context, int64_t *count, rl_error *err);
@@ -209,6 +265,12 @@ int rl_lock_lost(rl_lock *lock, uint64_t context, rl_lost_reason *reason);
 int64_t rl_lock_token(rl_lock *lock, uint64_t context);
 
 const char *rl_lock_name(const rl_lock *lock, size_t *len);
+
+/* The Redis scripts of the lock protocol (docs/protocol.md), for tools that must send exactly the
+ * same texts (the OpenResty backend's generator, benchmarks): the name ("acquire", "release",
+ * ...) and the text of script `index`, from 0; NULL past the last. */
+const char *rl_script_name(int index);
+const char *rl_script_source(int index);
 
 #ifdef __cplusplus
 }

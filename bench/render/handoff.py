@@ -1,0 +1,52 @@
+"""Measure 2: hand-off latency, from the holder's release to the waiter holding the lock."""
+
+import statistics
+
+from .fmt import NOT_YET, f2, ms, pct, table
+
+PLOT = "handoff"
+
+
+def series(R, two_processes=""):
+    """(label, latencies in ms) per library, the C core's row second."""
+    out = [(r["label"] + (two_processes if r["impl"] == "redlease" else ""), r["latencies_ms"])
+           for r in R.rows("handoff")]
+    core = R.data("core")
+    if core:
+        out.insert(1, (core["handoff"]["label"], core["handoff"]["latencies_ms"]))
+    return out
+
+
+def render(R):
+    ho = R.rows("handoff")
+    base = next((statistics.median(r["latencies_ms"]) for r in ho if r["impl"] == "redlease"),
+                None)
+    rows = []
+    for label, lat in series(R, ", two processes"):
+        med = statistics.median(lat)
+        rows.append([label, ms(med), ms(pct(lat, 0.9)), ms(pct(lat, 0.99)), ms(max(lat)),
+                     len(lat), f2(base and med / base)])
+    if not R.has_redisson("handoff"):
+        rows.append(["Redisson (Java)", NOT_YET, "", "", "", "", ""])
+    return {
+        "handoffs": R.p["handoffs"],
+        "handoff_table": table(["", "median ms", "p90", "p99", "max", "hand-offs",
+                                "median / redlease's"], rows),
+    }
+
+
+def plot(R, plt):
+    if not R.rows("handoff"):
+        return None
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    for label, lat in series(R):
+        lat = sorted(lat)
+        ax.plot(lat, [(i + 1) / len(lat) for i in range(len(lat))], label=label,
+                linewidth=2 if label.startswith("redlease") else 1.2)
+    ax.set_xscale("log")
+    ax.set_xlabel("release → waiter holds it (ms, log scale)")
+    ax.set_ylabel("fraction of hand-offs")
+    ax.set_title("2. Hand-off latency, CDF")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig

@@ -1,0 +1,84 @@
+/* The lock kinds of Redisson (RLock, RFencedLock, RFairLock, RReadWriteLock). Each kind_*.c file
+ * holds one kind's Redis scripts (their text, written once), its keys beyond the name, and its
+ * calls: which script with which keys and arguments. lock_calls.c reads the answers and dispatches
+ * to the kinds; lock.c runs the flow every kind shares. */
+#ifndef RL_KIND_H
+#define RL_KIND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lock.h"
+
+/* One acquire attempt of `owner`: lease, and for fair locks whether to queue and for how long. */
+typedef struct rl_acquire_args {
+    const char *owner;
+    size_t owner_len;
+    int64_t lease_ms;
+    int queue;
+    int64_t window_ms;
+} rl_acquire_args;
+
+/* One release of hash field `field` under the unlock latch `latch`; delete_latch goes out after
+ * the answer, `wrote` tells replica sync which answers are writes (NULL: no sync). */
+typedef struct rl_release_args {
+    const char *field;
+    size_t field_len;
+    int64_t lease_ms;
+    const char *latch;
+    size_t latch_len;
+    const rl_cmd *delete_latch;
+    rl_reply_test wrote;
+} rl_release_args;
+
+typedef struct rl_kind {
+    const char *channel_prefix;   /* the unlock channel is prefix(channel_prefix, name) */
+    int (*make_keys)(rl_lock *l); /* the kind's own keys; -1 when out of memory (NULL: none) */
+    rl_status (*acquire)(rl_lock *l, const rl_acquire_args *a, redisReply **reply, rl_error *err);
+    rl_status (*release)(rl_lock *l, const rl_release_args *a, redisReply **reply, rl_error *err);
+    rl_status (*force_unlock)(rl_lock *l, redisReply **reply, rl_error *err);
+} rl_kind;
+
+extern const rl_kind rl_kind_reentrant, rl_kind_fenced, rl_kind_fair, rl_kind_read, rl_kind_write;
+
+/* The fenced lock's acquire answer {-1, token, re-entered} (a refusal is {PTTL, -1}). */
+int rl_reply_is_token(const redisReply *r);
+
+/* Fair locks: leave the wait queue (best effort; a dead waiter's place ends with its window). */
+void rl_fair_leave_queue(rl_lock *l, const char *owner, size_t owner_len, int64_t window_ms);
+
+/* The reentrant lock's release and force unlock, which the fenced lock shares. */
+rl_status rl_reentrant_release(rl_lock *l, const rl_release_args *a, redisReply **reply,
+                               rl_error *err);
+rl_status rl_reentrant_force_unlock(rl_lock *l, redisReply **reply, rl_error *err);
+
+/* ---- what the kinds' calls share ----------------------------------------------------------- */
+
+#define RL_PUBLISH "publish"
+#define RL_ONE_MAY_GO "0" /* unlock message: one waiter may proceed */
+#define RL_ALL_MAY_GO "1" /* write unlock message: every waiter may proceed */
+
+typedef struct rl_arg {
+    const char *p;
+    size_t len;
+} rl_arg;
+
+rl_arg rl_arg_str(const char *s);
+rl_arg rl_arg_bytes(const void *p, size_t len);
+rl_arg rl_arg_num(char buf[24], int64_t v);
+
+/* EVALSHA <script> <nkeys> args... on a pooled connection (see rl_client_script). */
+rl_status rl_kind_run(rl_lock *l, rl_script_id id, int nkeys, const rl_arg *args, int nargs,
+                      int idempotent, const rl_cmd *then_send, rl_reply_test wrote,
+                      redisReply **reply, rl_error *err);
+
+/* a + b + c (c may be NULL), NUL-terminated, malloc'd; NULL when out of memory. */
+char *rl_joined(const char *a, size_t a_len, const char *b, size_t b_len, const char *c,
+                size_t *len);
+
+/* Answers that are writes, for replica sync. */
+int rl_reply_is_acquired(const redisReply *r); /* nil or REENTERED */
+int rl_reply_is_reentered(const redisReply *r);
+int rl_reply_is_one(const redisReply *r);
+
+#endif

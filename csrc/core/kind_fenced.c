@@ -1,0 +1,54 @@
+/* Redisson's RFencedLock: the reentrant lock, plus a fencing token per acquire from the counter
+ * prefix("redisson_lock_token", name), which never expires (docs/protocol.md). */
+#include <string.h>
+
+#include "kind.h"
+#include "names.h"
+#include "script_parts.h"
+
+/* The scripts are laid out as Lua, one line per line: */
+/* clang-format off */
+/* Fencing: as acquire, plus one INCR of the token key per acquisition (reentrant ones too).
+ * Acquired: {-1, token, 1 when re-entered else 0}.
+ * KEYS: name, token. ARGV: lease, owner. {-1, token, re-entered 0/1} / {PTTL, -1} */
+const char rl_lua_fenced_acquire[] =
+    "local reentered = redis.call('hexists', KEYS[1], ARGV[2])\n"
+    "if redis.call('exists', KEYS[1]) == 0 or reentered == 1 then\n"
+    "  local token = redis.call('incr', KEYS[2])\n"
+    "  redis.call('hincrby', KEYS[1], ARGV[2], 1)\n"
+    "  redis.call('pexpire', KEYS[1], ARGV[1])\n"
+    "  return {-1, token, reentered}\n"
+    "end\n"
+    "return {redis.call('pttl', KEYS[1]), -1}\n";
+/* clang-format on */
+
+/* {-1, token, re-entered}: acquired. A refusal is {PTTL, -1}, which reads {-1, -1} when the
+ * holder's key has no TTL: only a real token (>= 1) means acquired. */
+int rl_reply_is_token(const redisReply *r) {
+    return r->type == REDIS_REPLY_ARRAY && r->elements >= 2 &&
+           r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer == -1 &&
+           r->element[1]->type == REDIS_REPLY_INTEGER && r->element[1]->integer >= 1;
+}
+
+static int make_keys(rl_lock *l) {
+    l->token_key =
+        rl_name_prefixed("redisson_lock_token", l->name, l->name_len, 0, &l->token_key_len);
+    return l->token_key ? 0 : -1;
+}
+
+static rl_status acquire(rl_lock *l, const rl_acquire_args *a, redisReply **reply, rl_error *err) {
+    char lease[24];
+    rl_arg args[] = {rl_arg_bytes(l->name, l->name_len),
+                     rl_arg_bytes(l->token_key, l->token_key_len), rl_arg_num(lease, a->lease_ms),
+                     rl_arg_bytes(a->owner, a->owner_len)};
+    return rl_kind_run(l, RL_SCRIPT_FENCED_ACQUIRE, 2, args, 4, 0, NULL, rl_reply_is_token, reply,
+                       err);
+}
+
+const rl_kind rl_kind_fenced = {
+    .channel_prefix = "redisson_lock__channel",
+    .make_keys = make_keys,
+    .acquire = acquire,
+    .release = rl_reentrant_release,
+    .force_unlock = rl_reentrant_force_unlock,
+};

@@ -1,0 +1,306 @@
+#include "sentinel.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "error.h"
+#include "threads.h"
+
+#define ASK_AT_MOST_EVERY_MS 100 /* a burst of doubts (every connection failing) asks once */
+#define WATCH_RETRY_MIN_MS 100
+#define WATCH_RETRY_MAX_MS 2000
+
+struct rl_sentinel {
+    rl_config *cfg;
+    pthread_mutex_t mu;
+    char host[256]; /* the master now; "" until known */
+    int port;
+    uint64_t epoch; /* bumped with every new address */
+    int doubted;
+    int64_t asked_at;
+    void (*moved)(void *);
+    void *moved_userdata;
+    /* the watcher: +switch-master from one sentinel */
+    pthread_t thread;
+    int thread_started;
+    atomic_int stop;
+    int wake_pipe[2];
+    rl_conn conn;
+};
+
+rl_status rl_sentinel_new(rl_config *cfg, rl_sentinel **out, rl_error *err) {
+    rl_sentinel *s = calloc(1, sizeof *s);
+    if (!s) return rl_fail(err, RL_ERR_MEMORY, "out of memory");
+    s->cfg = cfg;
+    pthread_mutex_init(&s->mu, NULL);
+    atomic_init(&s->stop, 0);
+    s->wake_pipe[0] = s->wake_pipe[1] = -1;
+    rl_conn_init(&s->conn, cfg);
+    *out = s;
+    return RL_OK;
+}
+
+void rl_sentinel_on_moved(rl_sentinel *s, void (*moved)(void *), void *userdata) {
+    s->moved = moved;
+    s->moved_userdata = userdata;
+}
+
+uint64_t rl_sentinel_epoch(rl_sentinel *s) {
+    pthread_mutex_lock(&s->mu);
+    uint64_t e = s->epoch;
+    pthread_mutex_unlock(&s->mu);
+    return e;
+}
+
+void rl_sentinel_doubt(rl_sentinel *s, uint64_t epoch) {
+    pthread_mutex_lock(&s->mu);
+    if (epoch == s->epoch) s->doubted = 1;
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Takes a new address (mu held); 1 when it differs from the one known. */
+static int set_master(rl_sentinel *s, const char *host, int port) {
+    s->doubted = 0;
+    if (s->host[0] && strcmp(s->host, host) == 0 && s->port == port) return 0;
+    int had = s->host[0] != '\0';
+    snprintf(s->host, sizeof s->host, "%s", host);
+    s->port = port;
+    s->epoch++;
+    return had;
+}
+
+static void moved(rl_sentinel *s) {
+    if (s->moved && !atomic_load(&s->stop)) s->moved(s->moved_userdata);
+}
+
+/* ---- asking the sentinels ------------------------------------------------------------------ */
+
+static rl_target sentinel_target(const rl_sentinel *s, int i) {
+    const rl_options *o = &s->cfg->options;
+    return (rl_target){.host = s->cfg->endpoint.sentinel_hosts[i],
+                       .port = s->cfg->endpoint.sentinel_ports[i],
+                       .user = o->sentinel_password ? o->sentinel_user : NULL,
+                       .password = o->sentinel_password};
+}
+
+/* SENTINEL get-master-addr-by-name on sentinel i: 1 with the address, 0 when it knows no such
+ * master, -1 when it cannot be asked (why in err). */
+static int ask_one(rl_sentinel *s, int i, char *host, size_t host_size, int *port, rl_error *err) {
+    rl_conn c;
+    rl_conn_init(&c, s->cfg);
+    rl_target t = sentinel_target(s, i);
+    const char *argv[3] = {"SENTINEL", "get-master-addr-by-name", s->cfg->endpoint.master_name};
+    size_t lens[3] = {8, 23, strlen(argv[2])};
+    rl_cmd cmd = {3, argv, lens};
+    redisReply *reply = NULL;
+    int64_t timeout = s->cfg->options.command_timeout_ms;
+    rl_status st = rl_conn_open_to(&c, &t, timeout, err);
+    if (st == RL_OK) st = rl_conn_exchange(&c, timeout, 1, &cmd, &reply, 1, err);
+    rl_conn_close(&c);
+    if (st != RL_OK) return -1;
+    int found = 0;
+    if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 2 &&
+        reply->element[0]->type == REDIS_REPLY_STRING &&
+        reply->element[1]->type == REDIS_REPLY_STRING) {
+        snprintf(host, host_size, "%s", reply->element[0]->str);
+        *port = atoi(reply->element[1]->str);
+        found = *port > 0 ? 1 : -1;
+    } else if (reply->type == REDIS_REPLY_ERROR) {
+        rl_fail_reply(err, "SENTINEL get-master-addr-by-name", reply);
+        found = -1;
+    }
+    freeReplyObject(reply);
+    return found;
+}
+
+/* Asks the sentinels in order until one names the master. */
+static rl_status ask(rl_sentinel *s, char *host, size_t host_size, int *port, rl_error *err) {
+    char reasons[sizeof err->message] = "";
+    int unknown = 0;
+    const rl_endpoint *ep = &s->cfg->endpoint;
+    for (int i = 0; i < ep->sentinels && !atomic_load(&s->stop); i++) {
+        rl_error one;
+        int found = ask_one(s, i, host, host_size, port, &one);
+        if (found == 1) return RL_OK;
+        if (found == 0)
+            unknown++;
+        else if (!reasons[0])
+            snprintf(reasons, sizeof reasons, "%s", one.message);
+    }
+    if (unknown > 0)
+        return rl_fail(err, RL_ERR_CONNECTION, "the sentinels know no master named \"%s\"",
+                       ep->master_name);
+    return rl_fail(err, RL_ERR_CONNECTION, "no sentinel could be asked for master \"%s\" (%.150s)",
+                   ep->master_name, reasons[0] ? reasons : "closed");
+}
+
+static void start_watcher(rl_sentinel *s);
+
+rl_status rl_sentinel_master(rl_sentinel *s, char *host, size_t host_size, int *port,
+                             uint64_t *epoch, rl_error *err) {
+    pthread_mutex_lock(&s->mu);
+    int64_t now = rl_now_ms();
+    int fresh = s->host[0] && (!s->doubted || now - s->asked_at < ASK_AT_MOST_EVERY_MS);
+    if (!fresh) s->asked_at = now;
+    pthread_mutex_unlock(&s->mu);
+    int changed = 0;
+    if (!fresh) {
+        char found[256];
+        int found_port;
+        rl_status st = ask(s, found, sizeof found, &found_port, err);
+        if (st != RL_OK) return st;
+        pthread_mutex_lock(&s->mu);
+        changed = set_master(s, found, found_port);
+        pthread_mutex_unlock(&s->mu);
+        start_watcher(s);
+    }
+    if (changed) moved(s);
+    pthread_mutex_lock(&s->mu);
+    snprintf(host, host_size, "%s", s->host);
+    *port = s->port;
+    *epoch = s->epoch;
+    pthread_mutex_unlock(&s->mu);
+    return RL_OK;
+}
+
+/* ---- the watcher ---------------------------------------------------------------------------- */
+
+/* "<master name> <old ip> <old port> <new ip> <new port>" for our master: takes the new one. */
+static void switch_master(rl_sentinel *s, const char *payload) {
+    char name[256], old_host[256], new_host[256];
+    int old_port, new_port;
+    if (sscanf(payload, "%255s %255s %d %255s %d", name, old_host, &old_port, new_host,
+               &new_port) != 5 ||
+        strcmp(name, s->cfg->endpoint.master_name) != 0)
+        return;
+    pthread_mutex_lock(&s->mu);
+    int changed = set_master(s, new_host, new_port);
+    pthread_mutex_unlock(&s->mu);
+    if (changed) moved(s);
+}
+
+static void handle(rl_sentinel *s, const redisReply *r) {
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+        r->element[0]->type == REDIS_REPLY_STRING && strcmp(r->element[0]->str, "message") == 0 &&
+        r->element[2]->type == REDIS_REPLY_STRING)
+        switch_master(s, r->element[2]->str);
+}
+
+/* Subscribed on sentinel i: reads messages until the connection fails or the watcher stops. */
+static void listen_on(rl_sentinel *s, int i) {
+    rl_target t = sentinel_target(s, i);
+    rl_error err;
+    if (rl_conn_open_to(&s->conn, &t, s->cfg->options.command_timeout_ms, &err) != RL_OK) return;
+    const char *argv[2] = {"SUBSCRIBE", "+switch-master"};
+    size_t lens[2] = {9, 14};
+    rl_cmd cmd = {2, argv, lens};
+    if (rl_conn_append(&s->conn, &cmd) != 0 || rl_conn_flush(&s->conn) != 0) return;
+    /* A switch may have happened while nobody listened: ask again. */
+    char host[256];
+    int port;
+    if (ask(s, host, sizeof host, &port, &err) == RL_OK) {
+        pthread_mutex_lock(&s->mu);
+        int changed = set_master(s, host, port);
+        pthread_mutex_unlock(&s->mu);
+        if (changed) moved(s);
+    }
+    while (!atomic_load(&s->stop)) {
+        int readable = rl_conn_buffered(&s->conn) > 0;
+        if (!readable) {
+            struct pollfd fds[2] = {{.fd = s->conn.fd, .events = POLLIN},
+                                    {.fd = s->wake_pipe[0], .events = POLLIN}};
+            if (poll(fds, 2, -1) < 0 && errno != EINTR) return;
+            if (fds[1].revents) return; /* stopping */
+            readable = fds[0].revents != 0;
+        }
+        if (readable && rl_conn_receive(&s->conn, 0) != 0) return;
+        redisReply *reply;
+        for (;;) {
+            if (rl_conn_next_reply(&s->conn, &reply) != 0) return;
+            if (!reply) break;
+            handle(s, reply);
+            freeReplyObject(reply);
+        }
+    }
+}
+
+static void *watcher_main(void *arg) {
+    rl_sentinel *s = arg;
+    int64_t backoff = WATCH_RETRY_MIN_MS;
+    for (int i = 0; !atomic_load(&s->stop); i = (i + 1) % s->cfg->endpoint.sentinels) {
+        int64_t started = rl_now_ms();
+        listen_on(s, i);
+        rl_conn_close(&s->conn);
+        if (rl_now_ms() - started > WATCH_RETRY_MAX_MS) backoff = WATCH_RETRY_MIN_MS;
+        struct pollfd p = {.fd = s->wake_pipe[0], .events = POLLIN};
+        if (!atomic_load(&s->stop)) poll(&p, 1, (int)backoff);
+        backoff = backoff * 2 > WATCH_RETRY_MAX_MS ? WATCH_RETRY_MAX_MS : backoff * 2;
+    }
+    return NULL;
+}
+
+static void start_watcher(rl_sentinel *s) {
+    pthread_mutex_lock(&s->mu);
+    if (!s->thread_started && !atomic_load(&s->stop) &&
+        pipe2(s->wake_pipe, O_NONBLOCK | O_CLOEXEC) == 0) {
+        if (rl_thread_start(&s->thread, watcher_main, s) == 0) {
+            s->thread_started = 1;
+        } else { /* renewals and calls still find the master; failovers are seen later */
+            close(s->wake_pipe[0]);
+            close(s->wake_pipe[1]);
+            s->wake_pipe[0] = s->wake_pipe[1] = -1;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+void rl_sentinel_stop(rl_sentinel *s) {
+    if (!s) return;
+    atomic_store(&s->stop, 1);
+    pthread_mutex_lock(&s->mu);
+    int started = s->thread_started;
+    s->thread_started = 0;
+    if (s->wake_pipe[1] >= 0) {
+        char byte = 1;
+        ssize_t rc = write(s->wake_pipe[1], &byte, 1);
+        (void)rc;
+    }
+    pthread_mutex_unlock(&s->mu);
+    rl_conn_interrupt(&s->conn);
+    if (started) pthread_join(s->thread, NULL);
+}
+
+void rl_sentinel_free(rl_sentinel *s) {
+    if (!s) return;
+    rl_sentinel_stop(s);
+    rl_conn_close(&s->conn);
+    for (int i = 0; i < 2; i++)
+        if (s->wake_pipe[i] >= 0) close(s->wake_pipe[i]);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+void rl_sentinel_lock(rl_sentinel *s) {
+    if (s) pthread_mutex_lock(&s->mu);
+}
+
+void rl_sentinel_unlock(rl_sentinel *s) {
+    if (s) pthread_mutex_unlock(&s->mu);
+}
+
+void rl_sentinel_forget_after_fork(rl_sentinel *s) {
+    rl_conn_abandon(&s->conn);
+    for (int i = 0; i < 2; i++)
+        if (s->wake_pipe[i] >= 0) close(s->wake_pipe[i]);
+    s->wake_pipe[0] = s->wake_pipe[1] = -1;
+    s->thread_started = 0;
+    s->doubted = 1; /* the child asks again */
+}

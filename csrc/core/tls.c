@@ -1,0 +1,342 @@
+#include "tls.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+
+#ifndef RL_WITH_TLS
+
+int rl_tls_available(void) {
+    return 0;
+}
+
+rl_status rl_tls_context_new(const rl_options *o, const char *host, rl_tls_context **out,
+                             rl_error *err) {
+    (void)o, (void)host;
+    *out = NULL;
+    return rl_fail(err, RL_ERR_UNSUPPORTED, "rediss:// (TLS) is not supported by this build");
+}
+
+void rl_tls_context_free(rl_tls_context *context) {
+    (void)context;
+}
+
+rl_tls *rl_tls_connect(rl_tls_context *context, int fd, const char *host, char *why,
+                       size_t why_size) {
+    (void)context, (void)fd, (void)host;
+    snprintf(why, why_size, "this build has no TLS");
+    return NULL;
+}
+
+void rl_tls_free(rl_tls *tls) {
+    (void)tls;
+}
+
+ssize_t rl_tls_send(rl_tls *tls, const void *buf, size_t len, char *why, size_t why_size) {
+    (void)tls, (void)buf, (void)len;
+    snprintf(why, why_size, "this build has no TLS");
+    errno = ENOTSUP;
+    return -1;
+}
+
+ssize_t rl_tls_recv(rl_tls *tls, void *buf, size_t len, int wait, char *why, size_t why_size) {
+    (void)wait;
+    return rl_tls_send(tls, buf, len, why, why_size);
+}
+
+size_t rl_tls_pending(rl_tls *tls) {
+    (void)tls;
+    return 0;
+}
+
+int rl_tls_idle_check(rl_tls *tls) {
+    (void)tls;
+    return 0;
+}
+
+#else
+
+#include <arpa/inet.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+struct rl_tls_context {
+    SSL_CTX *ctx;
+    char *server_name; /* tls_server_name, or NULL: each connection's host */
+    int verify;
+};
+
+struct rl_tls {
+    SSL *ssl;
+    int fd;
+    int probing;    /* an idle check: reads must not block */
+    int last_errno; /* of the socket call that failed */
+};
+
+int rl_tls_available(void) {
+    return 1;
+}
+
+/* ---- the socket BIO: MSG_NOSIGNAL sends, the socket's own timeouts ------------------------- */
+
+static BIO_METHOD *socket_method;
+static pthread_once_t socket_method_once = PTHREAD_ONCE_INIT;
+
+static int bio_write(BIO *bio, const char *buf, int len) {
+    rl_tls *t = BIO_get_data(bio);
+    BIO_clear_retry_flags(bio);
+    for (;;) {
+        ssize_t n = send(t->fd, buf, (size_t)len, MSG_NOSIGNAL);
+        if (n >= 0) return (int)n;
+        if (errno == EINTR) continue;
+        t->last_errno = errno;
+        return -1;
+    }
+}
+
+static int bio_read(BIO *bio, char *buf, int len) {
+    rl_tls *t = BIO_get_data(bio);
+    BIO_clear_retry_flags(bio);
+    for (;;) {
+        ssize_t n = recv(t->fd, buf, (size_t)len, t->probing ? MSG_DONTWAIT : 0);
+        if (n >= 0) return (int)n;
+        if (errno == EINTR) continue;
+        t->last_errno = errno;
+        if (t->probing && (errno == EAGAIN || errno == EWOULDBLOCK)) BIO_set_retry_read(bio);
+        return -1;
+    }
+}
+
+static long bio_ctrl(BIO *bio, int cmd, long num, void *ptr) {
+    (void)bio, (void)num, (void)ptr;
+    return cmd == BIO_CTRL_FLUSH ? 1 : 0;
+}
+
+static void make_socket_method(void) {
+    BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "redlease socket");
+    if (m && BIO_meth_set_write(m, bio_write) && BIO_meth_set_read(m, bio_read) &&
+        BIO_meth_set_ctrl(m, bio_ctrl))
+        socket_method = m;
+    else
+        BIO_meth_free(m);
+}
+
+/* ---- errors -------------------------------------------------------------------------------- */
+
+static void openssl_reason(char *why, size_t size, const char *what) {
+    unsigned long e = ERR_get_error();
+    char text[200] = "no detail";
+    if (e) ERR_error_string_n(e, text, sizeof text);
+    snprintf(why, size, "%s: %s", what, text);
+    ERR_clear_error();
+}
+
+/* What a failed SSL_* call means: -1 with errno and why, or 0 (the peer closed). */
+static ssize_t failed(rl_tls *t, int rc, char *why, size_t size) {
+    int e = SSL_get_error(t->ssl, rc);
+    if (e == SSL_ERROR_ZERO_RETURN) return 0;
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+        errno = EAGAIN;
+        snprintf(why, size, "timed out");
+        return -1;
+    }
+    if (e == SSL_ERROR_SYSCALL && t->last_errno) {
+        errno = t->last_errno;
+        char buf[80];
+        snprintf(why, size, "%s",
+                 t->last_errno == EAGAIN || t->last_errno == EWOULDBLOCK
+                     ? "timed out"
+                     : strerror_r(t->last_errno, buf, sizeof buf));
+        return -1;
+    }
+    if (e == SSL_ERROR_SYSCALL || (e == SSL_ERROR_SSL && ERR_GET_REASON(ERR_peek_error()) ==
+                                                             SSL_R_UNEXPECTED_EOF_WHILE_READING)) {
+        ERR_clear_error();
+        return 0; /* closed without a TLS goodbye */
+    }
+    errno = EPROTO;
+    openssl_reason(why, size, "TLS error");
+    return -1;
+}
+
+/* ---- the context --------------------------------------------------------------------------- */
+
+static rl_status readable(const char *option, const char *path, rl_error *err) {
+    if (!path) return RL_OK;
+    FILE *f = fopen(path, "r");
+    if (f) {
+        fclose(f);
+        return RL_OK;
+    }
+    char buf[80];
+    return rl_fail(err, RL_ERR_ARGUMENT, "%s: cannot read %s: %s", option, path,
+                   strerror_r(errno, buf, sizeof buf));
+}
+
+static rl_status load(SSL_CTX *ctx, const rl_options *o, rl_error *err) {
+    char why[300];
+    if (o->tls_ca_file || o->tls_ca_dir) {
+        if (SSL_CTX_load_verify_locations(ctx, o->tls_ca_file, o->tls_ca_dir) != 1) {
+            openssl_reason(why, sizeof why, "no CA certificate loaded");
+            return rl_fail(err, RL_ERR_ARGUMENT, "tls_ca_file / tls_ca_dir: %s", why);
+        }
+    } else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
+        openssl_reason(why, sizeof why, "the system's CA certificates");
+        return rl_fail(err, RL_ERR_ARGUMENT, "%s", why);
+    }
+    if (!o->tls_cert_file) return RL_OK;
+    if (SSL_CTX_use_certificate_chain_file(ctx, o->tls_cert_file) != 1) {
+        openssl_reason(why, sizeof why, "not a PEM certificate");
+        return rl_fail(err, RL_ERR_ARGUMENT, "tls_cert_file %s: %s", o->tls_cert_file, why);
+    }
+    if (SSL_CTX_use_PrivateKey_file(ctx, o->tls_key_file, SSL_FILETYPE_PEM) != 1) {
+        if (ERR_GET_REASON(ERR_peek_error()) == X509_R_KEY_VALUES_MISMATCH) {
+            ERR_clear_error();
+            return rl_fail(err, RL_ERR_ARGUMENT, "tls_key_file does not match tls_cert_file");
+        }
+        openssl_reason(why, sizeof why, "not an unencrypted PEM private key");
+        return rl_fail(err, RL_ERR_ARGUMENT, "tls_key_file %s: %s", o->tls_key_file, why);
+    }
+    if (SSL_CTX_check_private_key(ctx) != 1) {
+        ERR_clear_error();
+        return rl_fail(err, RL_ERR_ARGUMENT, "tls_key_file does not match tls_cert_file");
+    }
+    return RL_OK;
+}
+
+rl_status rl_tls_context_new(const rl_options *o, const char *host, rl_tls_context **out,
+                             rl_error *err) {
+    *out = NULL;
+    if (!o->tls_cert_file != !o->tls_key_file)
+        return rl_fail(err, RL_ERR_ARGUMENT, "tls_cert_file and tls_key_file go together");
+    rl_status st;
+    if ((st = readable("tls_ca_file", o->tls_ca_file, err)) != RL_OK ||
+        (st = readable("tls_cert_file", o->tls_cert_file, err)) != RL_OK ||
+        (st = readable("tls_key_file", o->tls_key_file, err)) != RL_OK)
+        return st;
+    (void)host; /* each connection verifies the host it connects to (Sentinel: several) */
+    pthread_once(&socket_method_once, make_socket_method);
+    rl_tls_context *t = calloc(1, sizeof *t);
+    if (!t || !socket_method ||
+        (o->tls_server_name && !(t->server_name = strdup(o->tls_server_name))) ||
+        !(t->ctx = SSL_CTX_new(TLS_client_method()))) {
+        rl_tls_context_free(t);
+        return rl_fail(err, RL_ERR_MEMORY, "out of memory setting up TLS");
+    }
+    t->verify = !o->tls_insecure_skip_verify;
+    SSL_CTX_set_min_proto_version(t->ctx, TLS1_2_VERSION);
+    SSL_CTX_set_verify(t->ctx, t->verify ? SSL_VERIFY_PEER : SSL_VERIFY_NONE, NULL);
+    if ((st = load(t->ctx, o, err)) != RL_OK) {
+        rl_tls_context_free(t);
+        return st;
+    }
+    *out = t;
+    return RL_OK;
+}
+
+void rl_tls_context_free(rl_tls_context *t) {
+    if (!t) return;
+    SSL_CTX_free(t->ctx);
+    free(t->server_name);
+    free(t);
+}
+
+/* ---- a connection -------------------------------------------------------------------------- */
+
+rl_tls *rl_tls_connect(rl_tls_context *c, int fd, const char *host, char *why, size_t why_size) {
+    ERR_clear_error();
+    const char *name = c->server_name ? c->server_name : host;
+    unsigned char ip[16];
+    int name_is_ip = inet_pton(AF_INET, name, ip) == 1 || inet_pton(AF_INET6, name, ip) == 1;
+    rl_tls *t = calloc(1, sizeof *t);
+    BIO *bio = NULL;
+    if (!t || !(t->ssl = SSL_new(c->ctx)) || !(bio = BIO_new(socket_method))) {
+        snprintf(why, why_size, "out of memory starting TLS");
+        BIO_free(bio);
+        rl_tls_free(t);
+        return NULL;
+    }
+    t->fd = fd;
+    BIO_set_data(bio, t);
+    BIO_set_init(bio, 1);
+    SSL_set_bio(t->ssl, bio, bio);
+    if (c->verify) {
+        int named = name_is_ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(t->ssl), name)
+                               : SSL_set1_host(t->ssl, name);
+        if (named != 1) {
+            snprintf(why, why_size, "cannot verify against the name %s", name);
+            rl_tls_free(t);
+            return NULL;
+        }
+    }
+    if (!name_is_ip) SSL_set_tlsext_host_name(t->ssl, name);
+    int rc = SSL_connect(t->ssl);
+    if (rc == 1) return t;
+    long verified = SSL_get_verify_result(t->ssl);
+    if (c->verify && verified != X509_V_OK) {
+        snprintf(why, why_size, "TLS certificate verification failed: %s (expected name %s)",
+                 X509_verify_cert_error_string(verified), name);
+        ERR_clear_error();
+    } else {
+        char detail[200];
+        if (failed(t, rc, detail, sizeof detail) == 0) snprintf(detail, sizeof detail, "closed");
+        snprintf(why, why_size, "TLS handshake failed: %s", detail);
+    }
+    rl_tls_free(t);
+    return NULL;
+}
+
+void rl_tls_free(rl_tls *t) {
+    if (!t) return;
+    SSL_free(t->ssl); /* no close_notify: the socket is closed right after */
+    free(t);
+}
+
+ssize_t rl_tls_send(rl_tls *t, const void *buf, size_t len, char *why, size_t why_size) {
+    ERR_clear_error();
+    t->last_errno = 0;
+    int rc = SSL_write(t->ssl, buf, len > INT32_MAX ? INT32_MAX : (int)len);
+    if (rc > 0) return rc;
+    ssize_t n = failed(t, rc, why, why_size);
+    if (n == 0) {
+        errno = EPIPE;
+        snprintf(why, why_size, "the server closed the connection");
+        return -1;
+    }
+    return n;
+}
+
+ssize_t rl_tls_recv(rl_tls *t, void *buf, size_t len, int wait, char *why, size_t why_size) {
+    ERR_clear_error();
+    t->last_errno = 0;
+    t->probing = !wait;
+    int rc = SSL_read(t->ssl, buf, len > INT32_MAX ? INT32_MAX : (int)len);
+    t->probing = 0;
+    return rc > 0 ? rc : failed(t, rc, why, why_size);
+}
+
+size_t rl_tls_pending(rl_tls *t) {
+    return (size_t)SSL_pending(t->ssl);
+}
+
+int rl_tls_idle_check(rl_tls *t) {
+    ERR_clear_error();
+    char byte;
+    t->probing = 1;
+    t->last_errno = 0;
+    int rc = SSL_peek(t->ssl, &byte, 1);
+    t->probing = 0;
+    if (rc > 0) return 0; /* data nobody asked for */
+    int fit = SSL_get_error(t->ssl, rc) == SSL_ERROR_WANT_READ;
+    ERR_clear_error();
+    return fit;
+}
+
+#endif

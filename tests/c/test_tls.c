@@ -1,0 +1,155 @@
+/* rediss://: locks, waits, renewal and reconnects over verified TLS; refused certificates say
+ * why; mutual TLS; bad TLS options refused before anything is sent. The certificates come from
+ * tests/tls/make-certs. */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "harness.h"
+
+/* The options for a client of the test CA (and of the client certificate when mtls is set). */
+static void tls_options(rl_options *o, int mtls) {
+    static char ca[128], cert[128], key[128];
+    snprintf(ca, sizeof ca, "%s/ca.crt", test_certs());
+    snprintf(cert, sizeof cert, "%s/client.crt", test_certs());
+    snprintf(key, sizeof key, "%s/client.key", test_certs());
+    rl_options_init(o);
+    o->connect_timeout_ms = o->command_timeout_ms = 2000;
+    o->tls_ca_file = ca;
+    if (mtls) {
+        o->tls_cert_file = cert;
+        o->tls_key_file = key;
+    }
+}
+
+static rl_status try_lock(const char *url, const rl_options *o, rl_error *e) {
+    rl_client *c;
+    rl_status st = rl_client_new(url, o, &c, e);
+    if (st != RL_OK) return st;
+    rl_lock *l = new_lock(c, "tls");
+    st = rl_lock_acquire(l, 1, 5000, 0, NULL, NULL, e);
+    if (st == RL_OK) st = rl_lock_release(l, 1, e);
+    rl_lock_free(l);
+    rl_client_free(c);
+    return st;
+}
+
+#define NEEDS_TLS()                                                                                \
+    do {                                                                                           \
+        if (!rl_tls_supported()) {                                                                 \
+            test_skip("this build has no TLS (make TLS=0)");                                       \
+            return;                                                                                \
+        }                                                                                          \
+    } while (0)
+
+TEST(tls_locks_waits_and_renewals) {
+    NEEDS_TLS();
+    test_server s;
+    CHECK(tls_server_start(&s, NULL, 0) == 0);
+    rl_options o;
+    tls_options(&o, 0);
+    o.watchdog_timeout_ms = 600; /* renewed every 200 ms */
+    rl_client *a, *b;
+    CHECK_OK(rl_client_new(s.tls_url, &o, &a, err));
+    CHECK_OK(rl_client_new(s.tls_url, &o, &b, err));
+    rl_lock *la = new_lock(a, "over-tls"), *lb = new_lock(b, "over-tls");
+    CHECK_OK(rl_lock_acquire(la, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
+    waiter w = {.lock = lb, .context = 1, .wait_ms = 10000};
+    pthread_t t;
+    pthread_create(&t, NULL, waiter_main, &w);
+    sleep_ms(1500); /* more than two leases: renewed over TLS */
+    redisContext *r = server_connect(&s);
+    CHECK(raw_int(r, "PTTL over-tls") > 0);
+    int64_t released_at = now_ms();
+    CHECK_OK(rl_lock_release(la, 1, err));
+    pthread_join(t, NULL);
+    CHECK_INT(w.status, RL_OK); /* woken by the release message, over TLS */
+    CHECK_MSG(w.acquired_at - released_at < 1000, "woken after %lld ms",
+              (long long)(w.acquired_at - released_at));
+    CHECK_OK(rl_lock_release(lb, 1, err));
+    /* Killed connections reconnect with a new handshake. */
+    CHECK(raw_int(r, "CLIENT KILL TYPE normal SKIPME yes") >= 1);
+    sleep_ms(50);
+    CHECK_OK(rl_lock_acquire(la, 1, 5000, 0, NULL, NULL, err));
+    CHECK_OK(rl_lock_release(la, 1, err));
+    CHECK_INT(raw_int(r, "EXISTS over-tls"), 0);
+    redisFree(r);
+    rl_lock_free(la);
+    rl_lock_free(lb);
+    rl_client_free(a);
+    rl_client_free(b);
+    server_stop(&s);
+}
+
+TEST(tls_refuses_a_certificate_it_cannot_verify_and_says_why) {
+    NEEDS_TLS();
+    test_server s;
+    CHECK(tls_server_start(&s, "rogue", 0) == 0); /* signed by a CA nobody trusts */
+    rl_options o;
+    tls_options(&o, 0);
+    rl_error e;
+    CHECK_INT(try_lock(s.tls_url, &o, &e), RL_ERR_CONNECTION);
+    CHECK_MSG(strstr(e.message, "verification failed"), "message: %s", e.message);
+    o.tls_insecure_skip_verify = 1; /* the loud switch: encrypts, verifies nothing */
+    CHECK_INT(try_lock(s.tls_url, &o, &e), RL_OK);
+    server_stop(&s);
+
+    CHECK(tls_server_start(&s, NULL, 0) == 0);
+    tls_options(&o, 0);
+    o.tls_server_name = "not-this-server.example";
+    CHECK_INT(try_lock(s.tls_url, &o, &e), RL_ERR_CONNECTION);
+    CHECK_MSG(strstr(e.message, "verification failed") && strstr(e.message, "not-this-server"),
+              "message: %s", e.message);
+    o.tls_server_name = "localhost"; /* a name the certificate carries */
+    CHECK_INT(try_lock(s.tls_url, &o, &e), RL_OK);
+    /* Plain text to a TLS port is no fallback: it fails. */
+    char plain[96];
+    snprintf(plain, sizeof plain, "redis://127.0.0.1:%d", s.tls_port);
+    rl_options_init(&o);
+    o.connect_timeout_ms = o.command_timeout_ms = 1000;
+    CHECK_INT(try_lock(plain, &o, &e), RL_ERR_CONNECTION);
+    server_stop(&s);
+}
+
+TEST(tls_mutual_needs_the_client_certificate) {
+    NEEDS_TLS();
+    test_server s;
+    CHECK(tls_server_start(&s, NULL, 1) == 0);
+    rl_options o;
+    tls_options(&o, 0);
+    rl_error e;
+    CHECK_INT(try_lock(s.tls_url, &o, &e), RL_ERR_CONNECTION);
+    tls_options(&o, 1);
+    CHECK_INT(try_lock(s.tls_url, &o, &e), RL_OK);
+    server_stop(&s);
+}
+
+TEST(tls_bad_options_are_refused_before_anything_is_sent) {
+    rl_options o;
+    rl_client *c = NULL;
+    rl_options_init(&o);
+    o.tls_ca_file = "/nonexistent/ca.crt";
+    CHECK_STATUS(rl_client_new(g_server.url, &o, &c, err), RL_ERR_ARGUMENT); /* redis:// */
+    if (!rl_tls_supported()) {
+        CHECK_STATUS(rl_client_new("rediss://127.0.0.1:1", NULL, &c, err), RL_ERR_UNSUPPORTED);
+        return;
+    }
+    rl_error e;
+    CHECK_INT(rl_client_new("rediss://127.0.0.1:1", &o, &c, &e), RL_ERR_ARGUMENT);
+    CHECK_MSG(strstr(e.message, "tls_ca_file") && strstr(e.message, "/nonexistent/ca.crt"),
+              "message: %s", e.message);
+    tls_options(&o, 1);
+    o.tls_cert_file = NULL; /* a key without its certificate */
+    CHECK_INT(rl_client_new("rediss://127.0.0.1:1", &o, &c, &e), RL_ERR_ARGUMENT);
+    CHECK_MSG(strstr(e.message, "go together"), "message: %s", e.message);
+    tls_options(&o, 1);
+    char wrong_key[128];
+    snprintf(wrong_key, sizeof wrong_key, "%s/server.key", test_certs());
+    o.tls_key_file = wrong_key;
+    CHECK_INT(rl_client_new("rediss://127.0.0.1:1", &o, &c, &e), RL_ERR_ARGUMENT);
+    CHECK_MSG(strstr(e.message, "does not match"), "message: %s", e.message);
+    tls_options(&o, 0);
+    o.tls_ca_file = "tests/tls/make-certs"; /* readable, but no certificate */
+    CHECK_INT(rl_client_new("rediss://127.0.0.1:1", &o, &c, &e), RL_ERR_ARGUMENT);
+    CHECK(c == NULL);
+}

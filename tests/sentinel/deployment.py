@@ -1,0 +1,136 @@
+"""A throwaway Sentinel deployment on loopback: a master, a replica and three sentinels, each a
+redis-server on a free port, stopped by pid. ``url`` is the redis+sentinel:// URL of it."""
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+
+from redlease.testing import RedisServer
+from testkit import Raw, wait_for
+
+MASTER = "mymaster"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Sentinel:
+    """One redis-server --sentinel process."""
+
+    def __init__(self, master_port, down_after_ms):
+        self.dir = tempfile.mkdtemp(prefix="redlease-sentinel-")
+        self.port = free_port()
+        conf = os.path.join(self.dir, "sentinel.conf")
+        with open(conf, "w") as f:
+            f.write(f"port {self.port}\nbind 127.0.0.1\ndir {self.dir}\n"
+                    f"sentinel monitor {MASTER} 127.0.0.1 {master_port} 2\n"
+                    f"sentinel down-after-milliseconds {MASTER} {down_after_ms}\n"
+                    f"sentinel failover-timeout {MASTER} 4000\n"
+                    f"sentinel parallel-syncs {MASTER} 1\n")
+        self.process = subprocess.Popen(["redis-server", conf, "--sentinel"],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if not wait_for(self._answers, 10):
+            self.stop()
+            raise RuntimeError("redis-sentinel did not start")
+
+    def _answers(self):
+        try:
+            r = Raw(f"redis://127.0.0.1:{self.port}")
+            try:
+                return r("PING") == "PONG"
+            finally:
+                r.close()
+        except OSError:
+            return False
+
+    def __call__(self, *args):
+        r = Raw(f"redis://127.0.0.1:{self.port}")
+        try:
+            return r(*args)
+        finally:
+            r.close()
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Deployment:
+    """Master, replica, three sentinels that agree on both. ``master_server()`` is the one
+    sentinels call master now."""
+
+    def __init__(self, down_after_ms=1000):
+        self.servers = [RedisServer().start()]
+        self.servers.append(RedisServer(extra_args=["--replicaof", "127.0.0.1",
+                                                    str(self.servers[0].port)]).start())
+        self.sentinels = []
+        try:
+            for _ in range(3):
+                self.sentinels.append(Sentinel(self.servers[0].port, down_after_ms))
+            if not wait_for(self._settled, 20):
+                raise RuntimeError("the sentinels did not see the replica and each other")
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def url(self):
+        hosts = ",".join(f"127.0.0.1:{s.port}" for s in self.sentinels)
+        return f"redis+sentinel://{hosts}/{MASTER}/0"
+
+    def _settled(self):
+        for s in self.sentinels:
+            replicas = s("SENTINEL", "REPLICAS", MASTER)
+            if len(replicas) != 1 or b"s_down" in b"".join(replicas[0]):
+                return False
+            fields = s("SENTINEL", "MASTER", MASTER)
+            info = dict(zip(fields[::2], fields[1::2], strict=True))
+            if int(info[b"num-other-sentinels"]) != 2:
+                return False
+        return self._replica_in_sync()
+
+    def _replica_in_sync(self):
+        raw = Raw(self.master_server().url)
+        try:
+            info = raw("INFO", "replication").decode()
+        finally:
+            raw.close()
+        return "connected_slaves:1" in info and "state=online" in info
+
+    def master_port(self):
+        host, port = self.sentinels[0]("SENTINEL", "GET-MASTER-ADDR-BY-NAME", MASTER)
+        return int(port)
+
+    def master_server(self):
+        port = self.master_port()
+        return next(s for s in self.servers if s.port == port)
+
+    def replica_server(self):
+        port = self.master_port()
+        return next(s for s in self.servers if s.port != port)
+
+    def failover(self, timeout=30):
+        """SENTINEL FAILOVER; returns once the replica has become master and every sentinel
+        says so, and the old master replicates from it."""
+        old = self.master_port()
+        assert wait_for(self._replica_in_sync, 20)
+        self.sentinels[0]("SENTINEL", "FAILOVER", MASTER)
+        settled = wait_for(lambda: all(
+            int(s("SENTINEL", "GET-MASTER-ADDR-BY-NAME", MASTER)[1]) != old
+            for s in self.sentinels), timeout)
+        assert settled, "the failover did not complete"
+        return time.monotonic()
+
+    def close(self):
+        for s in self.sentinels:
+            s.stop()
+        for s in self.servers:
+            s.close()

@@ -1,0 +1,168 @@
+"""redis+sentinel://: the client asks the sentinels for the master, follows failovers (planned
+and a killed master), keeps waiters waiting and renewals going, and reports honestly what a
+failover lost. One deployment per module: each failover swaps the master and the replica."""
+
+import signal
+import threading
+import time
+
+import pytest
+from deployment import Deployment
+
+import redlease
+from redlease.testing import RedisServer
+from testkit import Raw, wait_for
+
+FAST = {"connect_timeout": 1, "command_timeout": 1}
+
+
+@pytest.fixture(scope="module")
+def shared():
+    d = Deployment()
+    yield d
+    d.close()
+
+
+def on_master(d, *args):
+    raw = Raw(d.master_server().url)
+    try:
+        return raw(*args)
+    finally:
+        raw.close()
+
+
+def test_locks_waits_and_renewals_through_sentinel(shared, make_client):
+    holder = make_client(shared.url, watchdog_timeout=1.5, **FAST)
+    waiter = make_client(shared.url, **FAST)
+    got = []
+
+    def wait():
+        lock = waiter.lock("sentinel:job")
+        got.append((lock.acquire(timeout=20), time.monotonic()))
+        lock.release()
+
+    with holder.lock("sentinel:job"):
+        t = threading.Thread(target=wait)
+        t.start()
+        time.sleep(2.0)  # more than a lease: renewed on the master the sentinels named
+        assert on_master(shared, "PTTL", "sentinel:job") > 0
+        released = time.monotonic()
+    t.join()
+    assert got[0][0] is True and got[0][1] - released < 1.0
+    assert on_master(shared, "EXISTS", "sentinel:job") == 0
+
+
+def test_planned_failover_loses_no_hold_with_sync_replicas(shared, make_client):
+    client = make_client(shared.url, watchdog_timeout=1.5, sync_replicas=1, sync_timeout=1,
+                         **FAST)
+    lost = []
+    client2 = make_client(shared.url, watchdog_timeout=1.5, sync_replicas=1, sync_timeout=1,
+                          on_lost=lambda name, reason: lost.append(reason), **FAST)
+    lock = client2.lock("sentinel:planned")
+    lock.acquire()
+    before = shared.master_port()
+    shared.failover()
+    assert shared.master_port() != before
+    time.sleep(2 * 1.5)  # two leases on the new master: only renewals there keep it
+    assert not lock.lost and lost == []
+    assert on_master(shared, "PTTL", "sentinel:planned") > 0
+    lock.release()
+    assert on_master(shared, "EXISTS", "sentinel:planned") == 0
+    with client.lock("sentinel:planned", timeout=5):  # the other client, on the new master too
+        pass
+
+
+def test_failover_while_waiting(shared, make_client):
+    holder = make_client(shared.url, watchdog_timeout=1.5, sync_replicas=1, sync_timeout=1,
+                         **FAST)
+    waiter = make_client(shared.url, **FAST)
+    lock = holder.lock("sentinel:wait")
+    lock.acquire()
+    got = []
+
+    def wait():
+        w = waiter.lock("sentinel:wait")
+        got.append(w.acquire(timeout=30))
+        w.release()
+
+    t = threading.Thread(target=wait)
+    t.start()
+    assert wait_for(lambda: on_master(shared, "PUBSUB", "NUMSUB",
+                                      "redisson_lock__channel:{sentinel:wait}")[1] == 1, 5)
+    shared.failover()
+    # The waiter resubscribes on the new master; the holder's release there wakes it.
+    assert wait_for(lambda: on_master(shared, "PUBSUB", "NUMSUB",
+                                      "redisson_lock__channel:{sentinel:wait}")[1] == 1, 10)
+    lock.release()
+    t.join(20)
+    assert got == [True]
+
+
+def test_killed_master_is_replaced_and_locks_work_again(make_client):
+    d = Deployment()
+    try:
+        events = []
+        holder = make_client(d.url, watchdog_timeout=3, on_lost=lambda n, r: events.append(r),
+                             **FAST)
+        held = holder.lock("sentinel:killed")
+        held.acquire()
+        assert wait_for(lambda: Raw(d.replica_server().url)("EXISTS", "sentinel:killed") == 1, 5)
+        old = d.master_server()
+        killed_at = time.monotonic()
+        old.process.send_signal(signal.SIGKILL)
+        other = make_client(d.url, **FAST)
+        acquired_at = None
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if other.lock("sentinel:after").acquire(timeout=0):
+                    acquired_at = time.monotonic()
+                    break
+            except redlease.ConnectionError:
+                time.sleep(0.1)
+        assert acquired_at is not None, "no acquire succeeded after the master was killed"
+        print(f"master killed -> first acquire on the new master: {acquired_at - killed_at:.2f} s")
+        # The holder either kept its lock (renewed on the promoted replica) or was told it lost it.
+        time.sleep(3)
+        assert (not held.lost and on_master(d, "HEXISTS", "sentinel:killed",
+                                            f"{holder.id}:{redlease._core.current_context()}"))\
+            or held.lost
+    finally:
+        d.close()
+
+
+def test_no_sentinel_reachable_is_a_clear_error():
+    ports = [RedisServer().start() for _ in range(2)]
+    url = "redis+sentinel://" + ",".join(f"127.0.0.1:{s.port}" for s in ports) + "/mymaster"
+    for s in ports:
+        s.close()  # nothing listens there now
+    client = redlease.Client(url, **FAST)
+    try:
+        with pytest.raises(redlease.ConnectionError, match="no sentinel could be asked"):
+            client.lock("x").acquire(timeout=0)
+    finally:
+        client.close()
+
+
+def test_unknown_master_name_is_a_clear_error(shared):
+    url = shared.url.replace("/mymaster/", "/no-such-master/")
+    client = redlease.Client(url, **FAST)
+    try:
+        with pytest.raises(redlease.ConnectionError, match='know no master named "no-such-master"'):
+            client.lock("x").acquire(timeout=0)
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("url,words", [
+    ("redis+sentinel://127.0.0.1:26379", "names the master"),
+    ("redis+sentinel://127.0.0.1:26379/", "names the master"),
+    ("redis+sentinel:///mymaster", "empty host"),
+    ("redis+sentinel://127.0.0.1:26379,/mymaster", "empty host"),
+    ("redis+sentinel://127.0.0.1:99999/mymaster", "port"),
+    ("redis+sentinel://127.0.0.1:26379/mymaster/notadb", "database"),
+    ("redis+sentinel://127.0.0.1:26379/mymaster/0/extra", "database"),
+])
+def test_bad_sentinel_urls(url, words):
+    with pytest.raises(ValueError, match=words):
+        redlease.Client(url)
