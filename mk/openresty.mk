@@ -9,8 +9,10 @@ RESTY_SCRIPTS := luarocks/redlease/resty/scripts.lua
 
 .PHONY: resty-scripts test-openresty demo-openresty
 
-$(B)/gen_resty_scripts: tools/gen_resty_scripts.c $(B)/plain/librlcore.a
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS)
+# Only the public header (PUBLIC_CFLAGS: -Iinclude): the texts come from rl_script_name and
+# rl_script_source, the core's catalogue.
+$(B)/gen_resty_scripts: tools/gen_resty_scripts.c $(B)/plain/librlcore.a include/redlease.h
+	$(CC) $(PUBLIC_CFLAGS) -o $@ $(filter-out %.h,$^) $(LIBS)
 
 resty-scripts: $(B)/gen_resty_scripts
 	$(B)/gen_resty_scripts > $(RESTY_SCRIPTS).tmp && mv $(RESTY_SCRIPTS).tmp $(RESTY_SCRIPTS)
