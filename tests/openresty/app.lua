@@ -6,6 +6,7 @@ local app = {}
 local var = ngx.var
 
 function app.init(url, opts)
+  app.url = url
   app.client = assert(redlease.connect(url, opts))
 end
 
@@ -73,7 +74,9 @@ end
 function app.sequence()
   local l = lock_of(app.client)
   local steps = {}
-  local function step(v, err) steps[#steps + 1] = tostring(v) .. (err and ("(" .. err .. ")") or "") end
+  local function step(v, err)
+    steps[#steps + 1] = tostring(v) .. (err and ("(" .. err .. ")") or "")
+  end
   local g1 = l:acquire { timeout = 0, lease = 10 }
   local g2 = l:acquire { timeout = 0, lease = 10 }
   step(g1 and g2 and true)
@@ -102,7 +105,8 @@ function app.api()
   local t = ngx.thread.spawn(function()
     local g, err = l:acquire { timeout = 0 }
     local ok, rerr = l:release()
-    return (g and "acquired" or err:match("^(%w+):")) .. "," .. (ok and "released" or rerr:match("^([%w_]+):"))
+    return (g and "acquired" or err:match("^(%w+):")) .. ","
+      .. (ok and "released" or rerr:match("^([%w_]+):"))
   end)
   r.thread = select(2, ngx.thread.wait(t))
   r.release1 = g2:release()
@@ -201,6 +205,100 @@ function app.leak_sleep()
   ngx.say("holding")
   ngx.flush(true)
   ngx.sleep(num("secs", 60))
+end
+
+-- /afresh?name=&kind=: a re-entry is answered as one; a re-acquire that Redis grants afresh
+-- (the key was deleted behind the run's back, and no renewal told it yet: fixed leases) reports
+-- the run's hold lost and takes the fresh grant back.
+function app.afresh()
+  local runner = require "redlease.resty.runner"
+  local l = lock_of(app.client)
+  local r = {}
+  local g1 = assert(l:acquire { timeout = 0, lease = 10 })
+  local g2 = assert(l:acquire { timeout = 0, lease = 10 })
+  r.count = l:hold_count()
+  r.release2 = g2:release()
+  runner.command(app.client, { "DEL", l.name })
+  local g3, err = l:acquire { timeout = 0, lease = 10 }
+  r.afresh = g3 == nil and err:match("^(%w+):") .. ":" .. err:match("%((%w+)%)$")
+  local lost, reason = l:lost()
+  r.lost = tostring(lost) .. ":" .. tostring(reason)
+  r.taken_back = runner.command(app.client, { "EXISTS", l.name }) == 0
+  local ok, rerr = g1:release()
+  r.release1 = ok or rerr:match("^(%w+):")
+  local g4 = l:acquire { timeout = 0, lease = 10 }
+  r.again = g4 ~= nil and g4:release()
+  out(r)
+end
+
+-- /settle?name=: a release whose reply is lost (Redis stalled by DEBUG SLEEP past a 0.3 s
+-- command timeout) is settled by the run's next acquire, with the same request id: the new
+-- hold is then counted once by Redis and renewed by the watchdog.
+function app.settle()
+  local runner = require "redlease.resty.runner"
+  local c = assert(redlease.connect(app.url, { command_timeout = 0.3, watchdog_timeout = 1.5 }))
+  local l = c:lock(ngx.unescape_uri(var.arg_name))
+  local r = {}
+  local g1 = assert(l:acquire { timeout = 0 })
+  local stall = ngx.thread.spawn(runner.command, app.client, { "DEBUG", "SLEEP", "1" })
+  ngx.sleep(0.05) -- the stall is under way
+  local ok, err = g1:release()
+  r.release = ok or err:match("^(%w+):")
+  r.guard_open = not g1:released()
+  ngx.thread.wait(stall)
+  local g2, aerr = l:acquire { timeout = 0 }
+  r.acquired = g2 ~= nil or aerr
+  r.settled = g1:released()
+  r.count = l:hold_count()
+  ngx.sleep(2) -- longer than the 1.5 s lease
+  r.lost = l:lost()
+  r.renewed = (l:remaining() or 0) > 0
+  r.release2 = g2 and g2:release()
+  r.gone = not l:locked()
+  c:close()
+  out(r)
+end
+
+-- /stray?name=: Redis counts two holds of this run that it does not know of (as after acquires
+-- whose answers were lost): its last release removes them too. The reentrant and the fenced
+-- lock of one run share their Redis field: there "still held" is expected and left alone.
+function app.stray()
+  local runner = require "redlease.resty.runner"
+  local owner = require "redlease.resty.owner"
+  local c, name = app.client, ngx.unescape_uri(var.arg_name)
+  local l, f = c:lock(name), c:fenced_lock(name)
+  local r = {}
+  local g = assert(l:acquire { timeout = 0, lease = 10 })
+  runner.command(c, { "HINCRBY", name, c:owner_of(owner.run()), "2" })
+  r.release = g:release()
+  r.gone = runner.command(c, { "EXISTS", name }) == 0
+  local a = assert(l:acquire { timeout = 0, lease = 10 })
+  local b = assert(f:acquire { timeout = 0, lease = 10 })
+  r.shared_release = a:release()
+  r.shared_count = l:hold_count()
+  r.fenced_release = b:release()
+  r.shared_gone = runner.command(c, { "EXISTS", name }) == 0
+  out(r)
+end
+
+-- /watch_loss?name=&secs=: a watchdog-mode hold, looked at every 20 ms until it is lost (at
+-- most secs), then released; lost_after: seconds from the acquire to the loss.
+function app.watch_loss()
+  local l = lock_of(app.client)
+  local g = assert(l:acquire { timeout = 0 })
+  ngx.update_time()
+  local got = ngx.now()
+  local deadline = got + num("secs", 5)
+  local lost, reason = l:lost()
+  while not lost and ngx.now() < deadline do
+    ngx.sleep(0.02)
+    ngx.update_time()
+    lost, reason = l:lost()
+  end
+  local lost_after = ngx.now() - got
+  local ok, err = g:release()
+  out { lost = lost, reason = reason, lost_after = lost_after,
+    release = ok or err:match("^(%w+):") }
 end
 
 -- /gc: a full collection in this worker.

@@ -18,7 +18,7 @@ LOCATIONS = """
     location /hold { content_by_lua_block { require("app").hold() } }
     location /cycle { content_by_lua_block { require("app").cycle() } }
     location /stats { content_by_lua_block { require("app").stats() } }
-    location ~ ^/(sequence|critical|many|gc|leak_error|api)$ {
+    location ~ ^/(sequence|critical|many|gc|leak_error|api|afresh|settle|stray|watch_loss)$ {
       content_by_lua_block { require("app")[ngx.var[1]]() }
     }
 """

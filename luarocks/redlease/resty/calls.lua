@@ -6,7 +6,9 @@ local runner = require "redlease.resty.runner"
 
 local calls = {}
 local null = resp.null
+local REENTERED = "REENTERED" -- the acquire scripts' status answer to an owner that held it
 local PUBLISH, ONE_MAY_GO, ALL_MAY_GO = "publish", "0", "1"
+local RELEASE_FULLY_MAX = 100 -- as the core's RL_RELEASE_FULLY_MAX
 
 local function epoch_ms()
   return math.floor(ngx.now() * 1000)
@@ -18,8 +20,10 @@ local function one(client, call, idempotent)
   return replies[1]
 end
 
--- One acquire try for `owner`. -> true, token | false, wait hint ms (-1: unknown) | nil, err.
--- queue (fair): join the wait queue for `window` ms.
+-- One acquire try for `owner`. -> true, token, reentered | false, wait hint ms (-1: unknown) |
+-- nil, err. reentered: Redis answered that this owner already held the lock (REENTERED, or a
+-- fenced {-1, token, 1}), else it was granted afresh. queue (fair): join the wait queue for
+-- `window` ms.
 function calls.acquire(l, owner, lease, queue, window)
   local k, kind = l._keys, l.kind
   local call
@@ -38,17 +42,29 @@ function calls.acquire(l, owner, lease, queue, window)
   end
   local reply, err = one(l.client, call, false)
   if reply == nil then return nil, err end
-  if reply == null then return true end
+  if reply == null then return true, nil, false end
+  if reply == REENTERED then return true, nil, true end
   if type(reply) == "number" then
     if kind == "fair" and not queue then return false, -1 end -- a one-try answers 1, not a time
     return false, reply
   end
-  if kind == "fenced" and type(reply) == "table" and #reply == 2 then
-    -- {-1, token}: acquired; {PTTL, -1} refused (a holder without TTL reads {-1, -1})
-    if reply[1] == -1 and type(reply[2]) == "number" and reply[2] >= 1 then return true, reply[2] end
+  if kind == "fenced" and type(reply) == "table" and #reply >= 2 then
+    -- {-1, token, 0|1}: acquired afresh or re-entered; {PTTL, -1} refused (a holder without
+    -- TTL reads {-1, -1})
+    if reply[1] == -1 and type(reply[2]) == "number" and reply[2] >= 1 then
+      return true, reply[2], reply[3] == 1
+    end
     return false, tonumber(reply[1]) or -1
   end
   return nil, "server: unexpected answer to acquire"
+end
+
+-- Takes back what an acquire just granted `owner` (one release under a fresh request id; best
+-- effort: otherwise it expires by its lease).
+function calls.undo_acquire(l, owner, lease)
+  local client = l.client
+  local reply, latch = calls.release(l, keys.field(l.kind, owner), lease, client:request_id())
+  if reply ~= nil then client:delete_latch(latch) end
 end
 
 -- Fair locks: leave the wait queue (best effort).
@@ -79,6 +95,21 @@ function calls.release(l, field, lease, request_id)
   local reply, err = one(client, call, true)
   if reply == nil then return nil, err end
   return reply, latch
+end
+
+-- Removes every count of `field` from Redis: releases until Redis answers "released" or "not
+-- held" (at most RELEASE_FULLY_MAX). -> the number of "still held" answers | nil, err, that
+-- number.
+function calls.release_fully(l, field, lease)
+  local client, still_held = l.client, 0
+  for _ = 1, RELEASE_FULLY_MAX do
+    local reply, latch = calls.release(l, field, lease, client:request_id())
+    if reply == nil then return nil, latch, still_held end
+    client:delete_latch(latch)
+    if reply ~= 0 then return still_held end
+    still_held = still_held + 1
+  end
+  return nil, ("server: still held after %d releases"):format(RELEASE_FULLY_MAX), still_held
 end
 
 -- Force unlock -> deleted (boolean) | nil, err.

@@ -124,23 +124,19 @@ function Client:forget_hold(hold)
 end
 
 -- A hold lost while held: no longer renewed, said in the error log.
-function Client:hold_lost(hold, reason)
+function Client.hold_lost(_, hold, reason)
   if hold.lost then return end
   hold.lost = reason
   hold.watched = false
   ngx.log(ngx.ERR, ('redlease: lock "%s" lost while held: %s'):format(hold.shown, reason))
 end
 
--- The watchdog found a hold whose run ended: release every count of it.
+-- The watchdog found a hold whose run ended: release every count of it (and any Redis counts
+-- of its owner the run did not know of).
 function Client:release_leftover(hold)
-  local lock = hold.lock
   local lease = hold.watchdog and self.watchdog_ms or hold.lease_ms
-  for _ = 1, hold.count do
-    local reply, latch = calls.release(lock, hold.field, lease, self:request_id())
-    if reply == nil then return nil, latch end
-    self:delete_latch(latch)
-    if reply ~= 0 then break end -- released (1) or not held any more (null)
-  end
+  local ok, err = calls.release_fully(hold.lock, hold.field, lease)
+  if not ok then return nil, err end
   return true
 end
 

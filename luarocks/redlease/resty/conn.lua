@@ -23,11 +23,13 @@ function conn.pool_name(ep)
     ep.user or "", ep.password and ngx.md5(ep.password) or "")
 end
 
--- Opens (or takes from the pool) a connection for client c -> Conn | nil, err.
-function conn.open(c)
+-- Opens (or takes from the pool) a connection for client c -> Conn | nil, err. timeout_ms: a
+-- shorter bound than the client's timeouts for this use of it.
+function conn.open(c, timeout_ms)
   local ep = c.ep
   local sock = tcp()
-  sock:settimeouts(c.connect_ms, c.command_ms, c.command_ms)
+  local command_ms = timeout_ms and math.min(timeout_ms, c.command_ms) or c.command_ms
+  sock:settimeouts(math.min(c.connect_ms, command_ms), command_ms, command_ms)
   local ok, err
   if ep.unix then
     ok, err = sock:connect("unix:" .. ep.path, c.connect_opts)

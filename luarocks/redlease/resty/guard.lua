@@ -11,6 +11,7 @@ function Guard.new(lock, hold)
   return g
 end
 
+-- Closes the guard (its hold was released, or its failed release settled by an acquire).
 local function forget(self)
   self._open = false
   local stack = self._hold.guards
@@ -24,13 +25,16 @@ end
 
 -- true, or nil and an error ("lost: ...", "connection: ..."). Idempotent. After a failure on
 -- the network or the server the guard stays open: calling release again retries the same
--- release (same unlock latch).
+-- release (same unlock latch); an acquire of the lock by the same run settles it first (and
+-- closes this guard once settled).
 function Guard:release()
   if not self._open then return true end
-  local ok, err, keep = self._lock:_release_one(self._hold)
+  local ok, err, keep = self._lock:_release_one(self._hold, false, self)
   if ok or not keep then forget(self) end
   return ok, err
 end
+
+Guard._forget = forget
 
 function Guard:released() return not self._open end
 

@@ -44,22 +44,23 @@ function Lock:_hold()
   return self.client.holds[self._key .. "\0" .. run.id], run
 end
 
+-- -> as calls.acquire (got, token or wait hint or err, reentered), and when it was sent.
 local function try_once(self, who, lease, queue, window)
   local sent_at = now_ms()
-  local got, x = calls.acquire(self, who, lease, queue, window)
+  local got, x, reentered = calls.acquire(self, who, lease, queue, window)
   if got == false and self.kind == "fair" and x < FAIR_RECHECK_MS then x = FAIR_RECHECK_MS end
-  return got, x, sent_at
+  return got, x, sent_at, reentered
 end
 
 -- Subscribe, try again, then sleep until a release message or the holder's lease end, until
 -- acquired, the deadline, or an error. -> as try_once
-local function wait_and_retry(self, who, lease, window, deadline, hint)
+local function wait_and_retry(self, who, lease, window, deadline)
   local sub = self.client.sub
   local entry, err = sub:join(keys.wait_channel(self.kind, self._keys, who))
   if not entry then return nil, err end
-  local got, x, sent_at
+  local got, x, sent_at, reentered
   while true do
-    got, x, sent_at = try_once(self, who, lease, true, window) -- after joining: no wake-up missed
+    got, x, sent_at, reentered = try_once(self, who, lease, true, window) -- no wake-up missed
     if got ~= false then break end
     ngx.update_time()
     local t = now_ms()
@@ -73,7 +74,21 @@ local function wait_and_retry(self, who, lease, window, deadline, hint)
     end
   end
   sub:leave(entry)
-  return got, x, sent_at
+  return got, x, sent_at, reentered
+end
+
+-- Before an acquire: the run's hold must be healthy, and a release of it that failed on the
+-- network is settled first (the same request again, answered from its unlock latch if Redis
+-- did it), so that the acquire starts from what Redis holds and the new hold is renewed.
+local function check_before_acquire(self, hold)
+  if not hold then return true end
+  if hold.lost then return nil, lost_message(self, hold.lost, "; release it first") end
+  if not hold.release_failed then return true end
+  local failed = hold.retry_guard
+  local ok, err, keep = self:_release_one(hold, true)
+  if failed and (ok or not keep) then failed:_forget() end -- that guard's release is settled
+  if not ok then return nil, err end
+  return true
 end
 
 function Lock:_acquire(lease_ms, wait_ms, max_hold)
@@ -81,18 +96,22 @@ function Lock:_acquire(lease_ms, wait_ms, max_hold)
   local ok, err = client:ready("acquire")
   if not ok then return nil, err end
   local hold, run = self:_hold()
-  if hold and hold.lost then return nil, lost_message(self, hold.lost, "; release it first") end
+  ok, err = check_before_acquire(self, hold)
+  if not ok then return nil, err end
   local who = client:owner_of(run)
   local lease = lease_ms > 0 and lease_ms or client.watchdog_ms
   local window = wait_ms > 0 and wait_ms or client.fair_wait_ms
   ngx.update_time()
   local start = now_ms()
-  local got, x, sent_at = try_once(self, who, lease, wait_ms ~= 0, window)
+  local got, x, sent_at, reentered = try_once(self, who, lease, wait_ms ~= 0, window)
   if got == false and wait_ms ~= 0 then
-    got, x, sent_at = wait_and_retry(self, who, lease, window, wait_ms > 0 and start + wait_ms or nil, x)
+    got, x, sent_at, reentered = wait_and_retry(self, who, lease, window,
+      wait_ms > 0 and start + wait_ms or nil)
   end
   -- a fair waiter that did not get the lock leaves the queue, whatever stopped it
-  if got ~= true and wait_ms ~= 0 and self.kind == "fair" then calls.leave_queue(self, who, window) end
+  if got ~= true and wait_ms ~= 0 and self.kind == "fair" then
+    calls.leave_queue(self, who, window)
+  end
   if got == nil then return nil, x end
   if got == false then
     return nil, ('timeout: lock "%s" is held by another owner'):format(self._shown)
@@ -100,6 +119,19 @@ function Lock:_acquire(lease_ms, wait_ms, max_hold)
   -- record the hold (no yield from the answer to here: renewal starts with the hold)
   local key = self._key .. "\0" .. run.id
   hold = client.holds[key]
+  if hold and hold.count > 0 and not hold.lost and not reentered then
+    -- Redis granted it afresh: the hold this run had was gone (deleted, expired) before the
+    -- watchdog could tell
+    ngx.update_time()
+    client:hold_lost(hold, now_ms() >= hold.confirmed_until and "expired" or "deleted")
+  end
+  if hold and hold.lost then
+    -- lost while this acquire was on the wire, or just found so: what Redis granted now is
+    -- not part of a hold that is renewed. Take it back; the caller must release first.
+    local reason = hold.lost
+    calls.undo_acquire(self, who, lease)
+    return nil, lost_message(self, reason, "; release it first")
+  end
   if not hold then
     hold = { key = key, lock = self, name = self.name, shown = self._shown, kind = self.kind,
       field = keys.field(self.kind, who), read_holds = keys.read_holds(self.kind, self._keys, who),
@@ -132,8 +164,51 @@ local function drop_one(client, hold)
   if hold.count <= 0 then client:forget_hold(hold) end
 end
 
+-- Whether another hold of the same run counts in the same Redis field: the reentrant, fenced,
+-- fair and read kinds on one name share the owner's field (the write side has its own).
+local SHARED_FIELD = { "lock", "fenced", "fair", "read" }
+
+local function field_shared(client, hold)
+  if hold.kind == "write" then return false end
+  for _, kind in ipairs(SHARED_FIELD) do
+    if kind ~= hold.kind then
+      local other = client.holds[kind .. ":" .. hold.name .. "\0" .. hold.run.id]
+      if other and other.count > 0 then return true end
+    end
+  end
+  return false
+end
+
+-- The last hold was released and Redis answered "still held": it counts more holds of this
+-- owner than this client knows (an acquire whose answer was lost on the network). Left alone
+-- they would shut every other owner out. Remove them, and say so.
+local function release_stray_holds(self, hold, lease)
+  local still_held, err, counted = calls.release_fully(self, hold.field, lease)
+  ngx.log(ngx.WARN, ('redlease: lock "%s": Redis held %d more hold(s) of this owner than this '
+    .. "client knew (an acquire whose answer was lost); %s"):format(self._shown,
+    (still_held or counted) + 1, still_held and "released them"
+    or "could not release them, they expire by their lease (" .. tostring(err) .. ")"))
+end
+
+-- Release of a hold already lost: nothing to renew, but when the loss came from this side
+-- (max_hold, or Redis unreachable until the lease ran out) the key may still be this owner's:
+-- it is freed now instead of blocking others until it expires.
+local function release_lost(self, hold, lease)
+  local client, reason = self.client, hold.lost
+  if not hold.freed and (reason == "max_hold" or reason == "unreachable") then
+    hold.freed = true
+    hold.releasing = true
+    calls.release_fully(self, hold.field, lease)
+    hold.releasing = false
+  end
+  drop_one(client, hold)
+  return nil, lost_message(self, reason, " while held"), false
+end
+
 -- Releases one hold of `hold` -> true | nil, err, keep (keep: the same release may be retried).
-function Lock:_release_one(hold)
+-- guard: the guard being released (kept with a failed release, which an acquire settles).
+-- settling: an acquire settles this run's failed release.
+function Lock:_release_one(hold, settling, guard)
   local client = self.client
   local ok, err = client:ready("release")
   if not ok then return nil, err, true end
@@ -141,40 +216,47 @@ function Lock:_release_one(hold)
     local _, why = not_owned(self)
     return nil, why, false
   end
-  if hold.lost then
-    local reason = hold.lost
-    drop_one(client, hold)
-    return nil, lost_message(self, reason, " while held"), false
-  end
+  local lease = hold.watchdog and client.watchdog_ms or hold.lease_ms
+  if hold.lost then return release_lost(self, hold, lease) end
   hold.releasing = true
   local request_id = hold.retry_id or client:request_id()
-  local lease = hold.watchdog and client.watchdog_ms or hold.lease_ms
   local reply, latch = calls.release(self, hold.field, lease, request_id)
   hold.releasing = false
   if reply == nil then
-    -- renewal stops now; calling release again retries this same release (same latch)
+    -- renewal stops now; the next release (or acquire) of this run retries this same release
+    -- (same latch)
     hold.retry_id = request_id
+    hold.retry_guard = guard or hold.retry_guard
     hold.release_failed = true
     hold.watched = false
     return nil, latch, true
   end
   client:delete_latch(latch)
+  ngx.update_time()
   if reply == null then
+    if settling and hold.count <= 1 then -- already released, its latch expired since
+      client:forget_hold(hold)
+      return true
+    end
     local reason = now_ms() >= hold.confirmed_until and "expired" or "deleted"
     client:hold_lost(hold, reason)
     drop_one(client, hold)
     return nil, lost_message(self, reason, " while held"), false
   end
   if type(reply) ~= "number" then return nil, "server: unexpected answer to release", true end
-  hold.retry_id = nil
-  if reply == 1 or hold.count <= 1 then
-    client:forget_hold(hold)
-  else
-    hold.count = hold.count - 1
-    if hold.release_failed then -- a retried release went through: renew what remains
-      hold.release_failed = false
-      if hold.watchdog then hold.watched = true end
-    end
+  local was_failed = hold.release_failed
+  hold.retry_id, hold.retry_guard, hold.release_failed = nil, nil, false
+  if hold.count <= 1 then
+    client:forget_hold(hold) -- no hold of this run is left
+    if reply == 0 and not field_shared(client, hold) then release_stray_holds(self, hold, lease) end
+    return true
+  end
+  hold.count = hold.count - 1
+  if reply == 1 then
+    -- Redis had no other hold of this owner: the ones this run still counts are gone
+    client:hold_lost(hold, "deleted")
+  elseif was_failed and hold.watchdog then -- a retried release went through: renew the rest
+    hold.watched = true
   end
   return true
 end

@@ -15,7 +15,8 @@ function phase.check(what)
   local p = get_phase()
   if YIELDABLE[p] then return true end
   return nil, ("unsupported: %s cannot reach Redis in the %s phase (nginx disables cosockets "
-    .. "there): call it from rewrite, access or content, or from an ngx.timer callback"):format(what, p)
+    .. "there): call it from rewrite, access or content, or from an ngx.timer callback")
+    :format(what, p)
 end
 
 return phase

@@ -16,7 +16,8 @@ local ORDER = { "acquire", "release", "force_unlock", "renew", "fenced_acquire",
 
 local sha, head = {}, {}
 for _, name in ipairs(ORDER) do
-  sha[name] = (ngx.sha1_bin(texts[name]):gsub(".", function(c) return ("%02x"):format(c:byte()) end))
+  sha[name] = (ngx.sha1_bin(texts[name]):gsub(".",
+    function(c) return ("%02x"):format(c:byte()) end))
   head[name] = "$7\r\nEVALSHA\r\n$40\r\n" .. sha[name] .. "\r\n" -- the fixed start of a call
 end
 runner.sha = sha
@@ -42,7 +43,8 @@ end
 -- calls: a list of {name, nkeys, keys and args...} (name as in ORDER). Runs them pipelined on
 -- one connection of client `client`. -> replies | nil, err; and the round trips it took.
 -- `idempotent`: a call that failed on the network is tried once more on a fresh connection.
-function runner.run(client, calls, idempotent)
+-- `timeout_ms`: the whole run ends within that long (else the client's timeouts, per try).
+function runner.run(client, calls, idempotent, timeout_ms)
   local parts = {}
   for i = 1, #calls do
     local call = calls[i]
@@ -54,10 +56,17 @@ function runner.run(client, calls, idempotent)
       parts[#parts + 1] = "$" .. #a .. "\r\n" .. a .. "\r\n"
     end
   end
-  local trips, err = 0, nil
+  local trips, err = 0, "connection: no time left for the call"
+  local deadline = timeout_ms and ngx.now() * 1000 + timeout_ms
   for _ = 1, idempotent and 2 or 1 do
+    local left
+    if deadline then
+      ngx.update_time()
+      left = deadline - ngx.now() * 1000
+      if left < 1 then break end
+    end
     local c
-    c, err = conn.open(client)
+    c, err = conn.open(client, left)
     if not c then return nil, err, trips end
     local replies
     replies, err = c:exchange(parts, #calls)
@@ -80,7 +89,8 @@ function runner.run(client, calls, idempotent)
         local e = is_error(replies[i])
         if e then
           local auth = e:sub(1, 6) == "NOAUTH" or e:sub(1, 9) == "WRONGPASS"
-          return nil, (auth and "connection" or "server") .. ": the lock script refused: " .. e, trips
+          return nil, (auth and "connection" or "server") .. ": the lock script refused: " .. e,
+            trips
         end
       end
       return replies, nil, trips

@@ -131,7 +131,7 @@ local function connection_lost(self)
   end
 end
 
-local function run(premature, self)
+local function run(_, self) -- (_: premature; the loop looks at ngx.worker.exiting itself)
   local backoff = RECONNECT_MIN_MS
   local idle_since = now()
   while not self.client.shut do

@@ -1,9 +1,10 @@
 -- The client's watchdog in this worker: an ngx.timer.every at a third of the watchdog timeout
 -- renews every watchdog-mode hold in batched renew calls (up to PER_CALL keys each), all
 -- pipelined on one connection: one round trip per round. A failed round is retried with
--- back-off; a hold is declared lost when Redis says so, or when the lease it last confirmed
--- runs out. Each round also looks for holds whose run is over (owner.ended): those are released
--- and logged (see docs/openresty.md, "A request that ends holding a lock").
+-- back-off; a hold is declared lost when Redis says so, or (unreachable) when the lease it last
+-- confirmed runs out: a round may not outlast the first confirmed lease it carries, and a retry
+-- is due by then. Each round also looks for holds whose run is over (owner.ended): those are
+-- released and logged (see docs/openresty.md, "A request that ends holding a lock").
 -- When the worker exits, nginx calls the timer once more ("premature"); that call goes on
 -- renewing while requests of the exiting worker still hold locks, and returns when none do.
 local calls = require "redlease.resty.calls"
@@ -28,10 +29,12 @@ local function release_ended(client, ended)
   end
 end
 
--- One round. -> true when Redis answered (or nothing was to be renewed).
+-- One round. -> true when Redis answered (or nothing was to be renewed); and the earliest end of
+-- a confirmed lease among the holds still renewed (math.huge: none).
 local function round(client)
   local stats = client.counters
   local batch, ended = {}, {}
+  ngx.update_time()
   local start = now_ms()
   for _, h in pairs(client.holds) do
     if not h.releasing and owner.ended(h.run) then
@@ -39,21 +42,38 @@ local function round(client)
     elseif h.watched and not h.releasing and not h.lost then
       if h.renew_until and start >= h.renew_until then
         client:hold_lost(h, "max_hold")
+      elseif start >= h.confirmed_until then
+        -- Redis was not reached in time: another owner may hold the lock from now on
+        client:hold_lost(h, "unreachable")
       else
         batch[#batch + 1] = h
       end
     end
   end
   if #ended > 0 then release_ended(client, ended) end
-  if #batch == 0 then return true end
+  local earliest = math.huge
+  for i = #batch, 1, -1 do -- released or lost while the ended runs' holds were released
+    local h = batch[i]
+    if client.holds[h.key] ~= h or h.releasing or h.lost or not h.watched then
+      table.remove(batch, i)
+    elseif h.confirmed_until < earliest then
+      earliest = h.confirmed_until
+    end
+  end
+  if #batch == 0 then return true, math.huge end
   for _, h in ipairs(batch) do h.in_round = true end
   local lease = client.watchdog_ms
+  ngx.update_time()
   local sent_at = now_ms()
+  -- the round may not outlast the first confirmed lease it carries: that hold is then declared
+  -- lost when its lease ends, not a timeout later
+  local timeout = math.max(1, math.min(client.command_ms, lease / 3, earliest - sent_at))
   local batch_calls = calls.renew_batch(batch, lease, PER_CALL)
-  local replies, err, trips = runner.run(client, batch_calls, true)
+  local replies, err, trips = runner.run(client, batch_calls, true, timeout)
   ngx.update_time()
   local t = now_ms()
   local renewed = 0
+  earliest = math.huge
   for i, h in ipairs(batch) do
     h.in_round = false
     local answer
@@ -61,17 +81,22 @@ local function round(client)
       local r = replies[math.floor((i - 1) / PER_CALL) + 1]
       answer = type(r) == "table" and r[(i - 1) % PER_CALL + 1]
     end
-    if client.holds[h.key] ~= h or h.releasing then
-      -- released (or being released) meanwhile: its answer says nothing about a hold
-    elseif answer == 1 then
-      h.confirmed_until = sent_at + lease
-      renewed = renewed + 1
-    elseif answer == 0 then
-      client:hold_lost(h, t >= h.confirmed_until and "expired" or "deleted")
-    elseif answer == 2 then
-      client:hold_lost(h, "owner_changed")
-    elseif t >= h.confirmed_until then
-      client:hold_lost(h, "unreachable")
+    -- a hold released (or being released, or whose release failed) meanwhile: its answer says
+    -- nothing about a hold
+    if client.holds[h.key] == h and not h.releasing and not h.lost and h.watched then
+      if answer == 1 then
+        h.confirmed_until = sent_at + lease
+        renewed = renewed + 1
+      elseif answer == 0 then
+        client:hold_lost(h, t >= h.confirmed_until and "expired" or "deleted")
+      elseif answer == 2 then
+        client:hold_lost(h, "owner_changed")
+      elseif t >= h.confirmed_until then
+        client:hold_lost(h, "unreachable")
+      end
+    end
+    if not h.lost and h.watched and client.holds[h.key] == h and h.confirmed_until < earliest then
+      earliest = h.confirmed_until
     end
   end
   if replies then
@@ -80,11 +105,11 @@ local function round(client)
     stats.renew_calls = stats.renew_calls + #batch_calls
     stats.renewed_holds = stats.renewed_holds + renewed
     stats.last_round_holds = #batch
-    return true
+    return true, earliest
   end
   stats.renew_round_trips = stats.renew_round_trips + trips
   log(WARN, ("redlease: renewal of %d hold(s) failed, retrying: %s"):format(#batch, tostring(err)))
-  return false
+  return false, earliest
 end
 
 local function has_holds(client)
@@ -102,12 +127,15 @@ local function tick(premature, client, exiting_loop)
   collectgarbage("step", 64)
   local ok, err = pcall(function()
     while not client.shut and has_holds(client) do
-      if round(client) then
+      local renewed, earliest = round(client)
+      if renewed then
         if not premature then return end
         retry = math.min(0.1, period / 4)
         ngx.sleep(period) -- exiting: this call is the last, it keeps the rounds going
       else
-        ngx.sleep(retry)
+        -- retry with back-off, but be awake when the first confirmed lease ends
+        ngx.update_time()
+        ngx.sleep(math.max(0.001, math.min(retry, (earliest - now_ms()) / 1000)))
         retry = math.min(retry * 2, retry_max)
       end
       ngx.update_time()
