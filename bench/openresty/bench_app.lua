@@ -19,7 +19,8 @@ end
 local app = {}
 local client, url
 local POLL_STEP = 0.05 -- the polling lock's retry interval (seconds)
-local RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
+local RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then "
+  .. "return redis.call('del', KEYS[1]) end return 0"
 
 function app.init(redis_url)
   url = redis_url
@@ -40,7 +41,9 @@ local function command(...)
   end
   sock:send(parts)
   local line = sock:receive("*l")
-  if line and line:sub(1, 1) == "$" and line ~= "$-1" then sock:receive(tonumber(line:sub(2)) + 2) end
+  if line and line:sub(1, 1) == "$" and line ~= "$-1" then
+    sock:receive(tonumber(line:sub(2)) + 2)
+  end
   sock:setkeepalive(60000, 256)
   return line
 end

@@ -9,8 +9,8 @@ Prints one JSON object: {"measure": "openresty", "rows": [...]}."""
 
 import argparse
 import json
-import random
 import os
+import random
 import re
 import subprocess
 import sys
@@ -56,7 +56,7 @@ def handoffs(ng, impl, rounds):
     for i in range(rounds):
         name = f"handoff:{impl}:{i}"
         holder = {}
-        t = threading.Thread(target=lambda: holder.update(
+        t = threading.Thread(target=lambda holder=holder, name=name: holder.update(
             fields(ng.get(f"/handoff?impl={impl}&name={name}&secs=0.05")[1])))
         t.start()
         time.sleep(random.uniform(0.005, 0.045))  # any phase of the polling loop

@@ -17,7 +17,8 @@ end
 local function compute(day)
   store.incr(url, "report:computations") -- the demo counts them
   ngx.sleep(1.5) -- the expensive part (a database query, a remote API...)
-  return ("report for %s, computed by host %s (worker %d) at %s"):format(day, host, ngx.worker.pid(), ngx.http_time(ngx.time()))
+  return ("report for %s, computed by host %s (worker %d) at %s"):format(day, host,
+    ngx.worker.pid(), ngx.http_time(ngx.time()))
 end
 
 function report.serve(day)

@@ -83,7 +83,8 @@ def wave(hosts, title):
         futures = [pool.submit(get, hosts[i % 2].port, "/report/2024-06-01") for i in range(12)]
         for i, f in enumerate(futures):
             status, how, body, took = f.result()
-            print(f"  client {i + 1:2} -> host {hosts[i % 2].name + ':':6} {status} {how:28} {took:5.2f} s")
+            host = hosts[i % 2].name + ":"
+            print(f"  client {i + 1:2} -> host {host:6} {status} {how:28} {took:5.2f} s")
     return body
 
 
@@ -96,7 +97,8 @@ def main():
             wave(hosts, "the same report again: served from the cache")
             out = subprocess.run(["redis-cli", "-p", str(redis.port), "GET", "report:computations"],
                                  capture_output=True, text=True).stdout.strip()
-            print(f"== computations of the report in Redis: {out} (one, for 24 requests on two hosts)")
+            print(f"== computations of the report in Redis: {out} "
+                  "(one, for 24 requests on two hosts)")
             return 0 if out == "1" else 1
         finally:
             for h in hosts:

@@ -1,8 +1,9 @@
 """A throwaway nginx with the Lua module for the openresty suite: writes conf/nginx.conf into a
 temp dir (a free loopback port, the worktree's Lua modules first on lua_package_path, the error
 log in the dir), runs `nginx -p DIR -c conf/nginx.conf` in the foreground, and stops it by pid.
-``lua_dir`` is one more folder of Lua modules; ``http_block`` and ``server_block`` are nginx config text added to the http {} and server {}
-blocks; ``{redis}`` in them is replaced by the Redis URL."""
+``lua_dir`` is one more folder of Lua modules; ``http_block`` and ``server_block`` are nginx
+config text added to the http {} and server {} blocks; ``{redis}`` in them is replaced by the
+Redis URL."""
 
 import http.client
 import os
@@ -43,7 +44,7 @@ http {{
   fastcgi_temp_path tmp/fastcgi;
   uwsgi_temp_path tmp/uwsgi;
   scgi_temp_path tmp/scgi;
-  lua_package_path "{extra_lua}{lua_dir}/?.lua;{lua_dir}/?/init.lua;{test_dir}/?.lua;{resty_lua}/?.lua;;";
+  lua_package_path "{lua_path}";
   lua_socket_log_errors off;
 {http_block}
   server {{
@@ -77,17 +78,19 @@ class Nginx:
         self.process: Optional[subprocess.Popen] = None
         self.write_conf()
 
-    def write_conf(self, http_block: Optional[str] = None, server_block: Optional[str] = None) -> None:
+    def write_conf(self, http_block: Optional[str] = None,
+                   server_block: Optional[str] = None) -> None:
         h, s, m = self.blocks
         h = h if http_block is None else http_block
         s = s if server_block is None else server_block
         self.blocks = (h, s, m)
-        text = CONF.format(modules=MODULES, workers=self.workers, lua_dir=LUA_DIR, port=self.port,
-                           test_dir=TEST_DIR, resty_lua=RESTY_LUA,
-                           user="user root;" if os.geteuid() == 0 else "",
+        lua_path = (f"{self.extra_lua}{LUA_DIR}/?.lua;{LUA_DIR}/?/init.lua;{TEST_DIR}/?.lua;"
+                    f"{RESTY_LUA}/?.lua;;")
+        text = CONF.format(modules=MODULES, workers=self.workers, lua_path=lua_path,
+                           port=self.port, user="user root;" if os.geteuid() == 0 else "",
                            http_block=h.replace("{redis}", self.redis_url),
                            server_block=s.replace("{redis}", self.redis_url),
-                           main_block=m, log_level=self.log_level, extra_lua=self.extra_lua)
+                           main_block=m, log_level=self.log_level)
         with open(os.path.join(self.dir, "conf", "nginx.conf"), "w") as f:
             f.write(text)
 
@@ -160,5 +163,5 @@ class Nginx:
 
     def errors(self, since: int = 0):
         """[error]/[alert]/[crit]/[emerg] lines of the log (from byte offset `since`)."""
-        return [l for l in self.log()[since:].splitlines()
-                if re.search(r"\[(error|alert|crit|emerg)\]", l)]
+        return [line for line in self.log()[since:].splitlines()
+                if re.search(r"\[(error|alert|crit|emerg)\]", line)]

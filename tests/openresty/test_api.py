@@ -64,7 +64,7 @@ def test_fair_lock_in_arrival_order(server, raw, make_nginx):
             {i: fields(ng.get("/hold?name=queue&kind=fair&timeout=20&secs=0.05")[1])}))
         t.start()
         threads.append(t)
-        assert wait_for(lambda: raw("LLEN", "redisson_lock_queue:{queue}") == i + 1, 5)
+        assert wait_for(lambda i=i: raw("LLEN", "redisson_lock_queue:{queue}") == i + 1, 5)
     for t in [holder] + threads:
         t.join(30)
     got = [float(results[i]["got"]) for i in range(5)]

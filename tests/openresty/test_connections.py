@@ -7,16 +7,17 @@ import subprocess
 import tempfile
 
 import pytest
+from nginx import free_port
 
 from conftest import fields
-from nginx import free_port
 from redlease.testing import RedisServer
 from testkit import wait_for
 
 
 def test_acl_user_and_database(server, raw, make_nginx):
     raw("ACL", "SETUSER", "app", "on", ">s3cret", "~*", "&*", "+@all")
-    ng = make_nginx(url=server.url.rsplit("/", 1)[0].replace("redis://", "redis://app:s3cret@") + "/3")
+    base = server.url.rsplit("/", 1)[0]
+    ng = make_nginx(url=base.replace("redis://", "redis://app:s3cret@") + "/3")
     holder = {}
     import threading
     t = threading.Thread(target=lambda: holder.update(fields(ng.get("/hold?name=acl&secs=1")[1])))
@@ -43,7 +44,7 @@ def test_wrong_password_is_a_connection_error(server, raw, make_nginx):
 def test_unix_socket(make_nginx):
     d = tempfile.mkdtemp(prefix="redlease-sock-")
     path = os.path.join(d, "redis.sock")
-    with RedisServer(extra_args=["--unixsocket", path, "--unixsocketperm", "777"]) as unix:
+    with RedisServer(extra_args=["--unixsocket", path, "--unixsocketperm", "777"]):
         ng = make_nginx(url=f"unix://{path}?db=2")
         assert fields(ng.get("/cycle?name=sock")[1])["ok"] == "true"
         assert fields(ng.get("/hold?name=sock&kind=fenced")[1])["token"] == "1"

@@ -52,9 +52,10 @@ def test_two_workers_and_python_exclude_each_other(server, raw, make_nginx):
 def test_hand_off_between_requests_is_woken_by_pubsub(server, raw, make_nginx):
     ng = make_nginx()
     latencies = []
-    for i in range(20):
+    for _ in range(20):
         holder = {}
-        t = threading.Thread(target=lambda: holder.update(fields(ng.get("/hold?name=baton&secs=0.2")[1])))
+        t = threading.Thread(target=lambda holder=holder: holder.update(
+            fields(ng.get("/hold?name=baton&secs=0.2")[1])))
         t.start()
         assert wait_for(lambda: raw("EXISTS", "baton") == 1, 5)
         waiter = fields(ng.get("/hold?name=baton&timeout=10")[1])

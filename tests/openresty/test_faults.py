@@ -74,16 +74,19 @@ def test_bad_arguments_and_phases(server, raw, make_nginx):
     for phase in yieldable + disabled:
         args = re.findall(rf"PROBE-ARG {phase} (.*?)(?:, client|, context|$)", log, re.M)
         assert len(args) == 2, (phase, args)
-        assert "bad argument 'timeout' to 'acquire' (number of seconds expected, got string)" in args[0]
+        assert ("bad argument 'timeout' to 'acquire' (number of seconds expected, got string)"
+                in args[0])
         assert "bad argument 'name' to 'lock' (string expected, got number)" in args[1]
         call = re.search(rf"PROBE-CALL {phase} (.*?)(?:, client|, context|$)", log, re.M).group(1)
         if phase in yieldable:
             assert call == "acquired", (phase, call)
             assert re.search(rf"PROBE-RELEASE {phase} true", log), phase
         else:
-            assert call.startswith(f"unsupported: acquire cannot reach Redis in the {phase} phase"), call
-    assert "PROBE-RELEASE" not in "".join(l for l in log.splitlines() if any(f" {d} " in l for d in disabled))
-    assert not [l for l in ng.errors() if "PROBE-" not in l], "no other error"
+            assert call.startswith(
+                f"unsupported: acquire cannot reach Redis in the {phase} phase"), call
+    assert "PROBE-RELEASE" not in "".join(
+        line for line in log.splitlines() if any(f" {d} " in line for d in disabled))
+    assert not [line for line in ng.errors() if "PROBE-" not in line], "no other error"
 
 
 def test_waiters_survive_a_redis_restart(server, raw, make_nginx):

@@ -20,14 +20,16 @@ def test_handler_error_releases_the_hold(server, raw, make_nginx):
     assert status == 500
     taken = time.monotonic()
     assert raw("EXISTS", "leak") == 1
-    t = threading.Thread(target=lambda: waiter.update(fields(ng.get("/hold?name=leak&timeout=20")[1])))
+    t = threading.Thread(target=lambda: waiter.update(
+        fields(ng.get("/hold?name=leak&timeout=20")[1])))
     t.start()
     assert wait_for(lambda: raw("EXISTS", "leak") == 0 or "was still held" in ng.log(), 10)
     t.join(20)
     assert waiter["acquired"] == "true", waiter
     assert float(waiter["waited"]) < WATCHDOG - 1  # released, not left to expire
     assert time.monotonic() - taken < WATCHDOG
-    assert 'redlease: lock "leak" was still held (1 hold(s)) when the request or timer that took it ended; released it' in ng.log()
+    assert ('redlease: lock "leak" was still held (1 hold(s)) when the request or timer that '
+            'took it ended; released it') in ng.log()
 
 
 ABORT = """

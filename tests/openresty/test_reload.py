@@ -66,7 +66,7 @@ def test_reload_cut_short_releases_the_cut_requests_holds(server, raw, make_ngin
     assert time.monotonic() - t0 < 5.0
     assert 'lock "cut" was still held (1 hold(s))' in ng.log()[log_at:]
     assert fields(ng.get("/hold?name=cut&timeout=0")[1])["acquired"] == "true"
-    assert [l for l in ng.errors(log_at) if "redlease" in l] == []
+    assert [line for line in ng.errors(log_at) if "redlease" in line] == []
 
 
 def test_worker_killed_its_holds_expire_by_their_lease(server, raw, make_nginx):

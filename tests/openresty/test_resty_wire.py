@@ -59,7 +59,8 @@ def test_python_lock_blocks_nginx_and_back(server, make_nginx):
         assert f["acquired"] == "false" and f["err"].startswith("timeout:"), f
         # a waiting handler is woken by the Python release (Redisson's unlock message)
         result = {}
-        t = threading.Thread(target=lambda: result.update(fields(ng.get("/hold?name=cross&timeout=10")[1])))
+        t = threading.Thread(target=lambda: result.update(
+            fields(ng.get("/hold?name=cross&timeout=10")[1])))
         t.start()
         time.sleep(0.5)
         released_at = time.time()
@@ -68,7 +69,8 @@ def test_python_lock_blocks_nginx_and_back(server, make_nginx):
         assert result["acquired"] == "true", result
         assert float(result["got"]) - released_at < 0.5
         # and the other way round
-        t = threading.Thread(target=lambda: result.update(fields(ng.get("/hold?name=cross&secs=1.5")[1])))
+        t = threading.Thread(target=lambda: result.update(
+            fields(ng.get("/hold?name=cross&secs=1.5")[1])))
         t.start()
         assert wait_for(lambda: lock.locked(), 5)
         assert not lock.acquire(timeout=0.2)

@@ -6,9 +6,10 @@ import hashlib
 import os
 import subprocess
 
+from nginx import ROOT
+
 from kit import Listener
 from luapeer import LuaPeer
-from nginx import ROOT
 from test_wire import parse
 
 SCRIPTS = os.path.join(ROOT, "luarocks", "redlease", "resty", "scripts.lua")

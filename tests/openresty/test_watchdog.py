@@ -34,7 +34,8 @@ def evalsha_calls(raw):
 def test_1000_holds_one_round_trip_per_round(server, raw, make_nginx):
     ng = make_nginx(watchdog=3.0)  # a round every second
     with ThreadPoolExecutor(10) as pool:
-        holds = [pool.submit(ng.get, f"/many?prefix=bulk{r}:&n=100&secs=4.5", 60) for r in range(10)]
+        holds = [pool.submit(ng.get, f"/many?prefix=bulk{r}:&n=100&secs=4.5", 60)
+                 for r in range(10)]
         assert wait_for(lambda: len(raw("KEYS", "bulk*")) == 1000, 10)
         # from here until the releases, only the watchdog talks to Redis
         before, calls_before = fields(ng.get("/stats")[1]), evalsha_calls(raw)
