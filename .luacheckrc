@@ -6,3 +6,11 @@ max_line_length = 100 -- the project's width, as .clang-format and ruff
 files["tests/lua"] = {std = "+busted"}
 -- a `<close>` guard is used by being closed at the end of its scope
 files["tests/lua/close54.lua"] = {ignore = {"211/guard"}}
+-- the OpenResty backend, its tests, example and benchmark run inside nginx (lua-nginx-module)
+for _, dir in ipairs { "luarocks/redlease/resty", "tests/openresty", "examples/openresty",
+  "bench/openresty" } do
+  files[dir] = { std = "max+ngx_lua" }
+end
+-- generated from the C core's script texts (tools/gen_resty_scripts.c): each script line is one
+-- Lua string, whatever its length
+files["luarocks/redlease/resty/scripts.lua"] = { max_line_length = false }

@@ -16,6 +16,7 @@ from render import (
     handoff,
     memory,
     notes,
+    openresty,
     parallel,
     redisson,
     run_info,
@@ -27,7 +28,7 @@ from render.template import fill
 
 TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report_template.md")
 PARTS = (run_info, goals, cycles, parallel, handoff, semaphore, contended, watchdog, gil, memory,
-         failures, notes, redisson)
+         openresty, failures, notes, redisson)
 PLOTTED = (cycles, parallel, handoff, contended, watchdog, gil, memory)
 
 

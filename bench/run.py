@@ -44,13 +44,14 @@ SIZES = {
                  handoffs=250, contended_seconds=3.0, contended_workers=[2, 8, 32],
                  contended_procs=4, wd_timeout_ms=6000, wd_periods=3,
                  wd_sizes=[1000, 10000, 100000], gil_seconds=2.0, gil_waiters=[1, 8, 32],
-                 mem_objects=100000, mem_cycles=1000000, mem_threads=4),
+                 mem_objects=100000, mem_cycles=1000000, mem_threads=4,
+                 openresty_seconds=5, openresty_handoffs=100),
     "smoke": dict(cycles=400, cycle_bursts=2, cycle_seconds=1.0,
                   c_handoffs=20, parallel_threads=16, parallel_seconds=0.3, rb_requests=2000,
                   handoffs=10, contended_seconds=0.3, contended_workers=[2, 8],
                   contended_procs=4, wd_timeout_ms=300, wd_periods=3, wd_sizes=[100, 1000],
                   gil_seconds=0.2, gil_waiters=[1, 8], mem_objects=2000, mem_cycles=4000,
-                  mem_threads=4),
+                  mem_threads=4, openresty_seconds=1, openresty_handoffs=5),
 }
 LUA_INTERPRETERS = ["lua5.4", "luajit"]
 STEP_TIMEOUT = 600
@@ -227,6 +228,10 @@ class Harness:
         self.run("memory-python", "memory-python",
                  self.py("memory.py", "--objects", p["mem_objects"], "--cycles", p["mem_cycles"],
                          "--threads", p["mem_threads"]))
+        # 7: OpenResty (bench/openresty): requests/s with wrk, hand-off in nginx
+        self.run("openresty", "openresty",
+                 [sys.executable, os.path.join(HERE, "openresty", "run.py"), self.url,
+                  "--seconds", p["openresty_seconds"], "--handoffs", p["openresty_handoffs"]])
 
     def paired_limits(self):
         """The limits on their own (bench_limits) and the Lua rows, which run in processes of

@@ -46,6 +46,10 @@ def check_step(name, step, params):
                                              r["lock_object"]["core_bytes"])
                                          and len(r["rss"]["samples"]) >= 2):
             bad.append("memory figures")
+        if m == "openresty" and not (pos(r["requests_per_s"]) if r["kind"] == "rps" else
+                                     len(r["latencies_ms"]) == params["openresty_handoffs"]
+                                     and all(x >= 0 for x in r["latencies_ms"])):
+            bad.append(f"openresty {r['kind']} {r['impl']}")
     if m == "core" and len(d["handoff"]["latencies_ms"]) != params["c_handoffs"]:
         bad.append("core hand-offs")
     if m == "ceiling" and not pos(d.get("requests_per_s", d.get("cycles_per_s"))):

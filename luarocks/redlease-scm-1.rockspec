@@ -15,6 +15,7 @@ description = {
 Reentrant locks with Redisson's semantics and Redis format (RLock): a watchdog renews the lease
 while the holder works, waiters are woken by pub/sub, and a crashed holder's lock expires on its
 own. Holds belong to a coroutine. Lua 5.1, LuaJIT 2.1, 5.2, 5.3 and 5.4 (with `<close>`).
+Inside nginx (OpenResty, lua-nginx-module) the same API runs on cosockets (redlease.resty).
 ]],
    license = "MIT",
 }
@@ -45,6 +46,22 @@ build = {
       ["redlease.lock"] = "luarocks/redlease/lock.lua",
       ["redlease.multilock"] = "luarocks/redlease/multilock.lua",
       ["redlease.semaphore"] = "luarocks/redlease/semaphore.lua",
+      -- the OpenResty backend (pure Lua; `require "redlease"` picks it inside nginx)
+      ["redlease.resty"] = "luarocks/redlease/resty/init.lua",
+      ["redlease.resty.calls"] = "luarocks/redlease/resty/calls.lua",
+      ["redlease.resty.client"] = "luarocks/redlease/resty/client.lua",
+      ["redlease.resty.conn"] = "luarocks/redlease/resty/conn.lua",
+      ["redlease.resty.guard"] = "luarocks/redlease/resty/guard.lua",
+      ["redlease.resty.keys"] = "luarocks/redlease/resty/keys.lua",
+      ["redlease.resty.lock"] = "luarocks/redlease/resty/lock.lua",
+      ["redlease.resty.owner"] = "luarocks/redlease/resty/owner.lua",
+      ["redlease.resty.phase"] = "luarocks/redlease/resty/phase.lua",
+      ["redlease.resty.resp"] = "luarocks/redlease/resty/resp.lua",
+      ["redlease.resty.runner"] = "luarocks/redlease/resty/runner.lua",
+      ["redlease.resty.scripts"] = "luarocks/redlease/resty/scripts.lua",
+      ["redlease.resty.subscriber"] = "luarocks/redlease/resty/subscriber.lua",
+      ["redlease.resty.url"] = "luarocks/redlease/resty/url.lua",
+      ["redlease.resty.watchdog"] = "luarocks/redlease/resty/watchdog.lua",
       ["redlease.core"] = {
          sources = {
             "csrc/lua/client.c",

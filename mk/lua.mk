@@ -3,13 +3,15 @@
 # both. The binding is also compiled once with the project's warning flags.
 SUITES += lua
 
+# luajit is OpenResty's LuaJIT 2.1 (Debian luajit2, libluajit2-5.1-dev): the one nginx's Lua module
+# runs, so that both can be installed on one machine (scripts/install-deps).
 LUA_INTERPRETERS := lua5.4 luajit
 LUA_ABI_lua5.4 := 5.4
 LUA_ABI_luajit := 5.1
 LUA_INCDIR_lua5.4 := /usr/include/lua5.4
 LUA_INCDIR_luajit := /usr/include/luajit-2.1
 LUA_SOURCES := $(wildcard csrc/lua/*.c csrc/lua/*.h csrc/core/*.c csrc/core/*.h include/*.h \
-                 luarocks/*.rockspec luarocks/redlease/*.lua)
+                 luarocks/*.rockspec luarocks/redlease/*.lua luarocks/redlease/resty/*.lua)
 
 .PHONY: lua-rocks lua-strict lua-valgrind test-lua bench-lua demo-lua
 

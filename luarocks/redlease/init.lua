@@ -1,5 +1,11 @@
 -- redlease: Redisson-compatible distributed locks on Redis. The lock logic lives in the C core
--- (redlease.core); this module gives it Lua's habits.
+-- (redlease.core); this module gives it Lua's habits. Inside nginx (lua-nginx-module) it is the
+-- OpenResty backend instead (redlease.resty): the C core's blocking calls would stall a worker.
+local ngx = rawget(_G, "ngx")
+if type(ngx) == "table" and type(ngx.config) == "table" and ngx.config.subsystem then
+  return require "redlease.resty"
+end
+
 local core = require "redlease.core"
 local args = require "redlease.args"
 local Lock = require "redlease.lock"

@@ -1,0 +1,103 @@
+-- The handlers of the OpenResty benchmark (bench/openresty/run.py): an empty one (the limit),
+-- one lock cycle per request with redlease, and the same with a polling lock written the usual
+-- way (SET NX PX, retried with ngx.sleep, released by a compare-and-delete script).
+local redlease = require "redlease"
+
+local ffi = require "ffi"
+ffi.cdef [[
+  struct redlease_timespec { long tv_sec; long tv_nsec; };
+  int clock_gettime(int clk_id, struct redlease_timespec *tp);
+]]
+local ts = ffi.new("struct redlease_timespec")
+
+-- Wall-clock seconds with microseconds (ngx.now() has milliseconds only).
+local function wall()
+  ffi.C.clock_gettime(0, ts)
+  return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
+end
+
+local app = {}
+local client, url
+local POLL_STEP = 0.05 -- the polling lock's retry interval (seconds)
+local RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then "
+  .. "return redis.call('del', KEYS[1]) end return 0"
+
+function app.init(redis_url)
+  url = redis_url
+  client = assert(redlease.connect(redis_url))
+end
+
+-- The polling lock: one command per cosocket from the keepalive pool.
+local function command(...)
+  local host, port = url:match("^redis://([^:/]+):(%d+)")
+  local sock = ngx.socket.tcp()
+  local ok, err = sock:connect(host, tonumber(port))
+  if not ok then return nil, err end
+  local args = { ... }
+  local parts = { "*" .. #args .. "\r\n" }
+  for _, a in ipairs(args) do
+    a = tostring(a)
+    parts[#parts + 1] = "$" .. #a .. "\r\n" .. a .. "\r\n"
+  end
+  sock:send(parts)
+  local line = sock:receive("*l")
+  if line and line:sub(1, 1) == "$" and line ~= "$-1" then
+    sock:receive(tonumber(line:sub(2)) + 2)
+  end
+  sock:setkeepalive(60000, 256)
+  return line
+end
+
+local serial = 0
+local function poll_acquire(name, timeout)
+  serial = serial + 1
+  local token = ngx.worker.pid() .. ":" .. serial
+  local deadline = ngx.now() + timeout
+  while true do
+    if command("SET", name, token, "NX", "PX", 30000) == "+OK" then return token end
+    if ngx.now() >= deadline then return nil end
+    ngx.sleep(POLL_STEP)
+  end
+end
+
+local function poll_release(name, token)
+  command("EVAL", RELEASE, 1, name, token)
+end
+
+-- Per connection its own name: requests of one connection come one after the other.
+local function cycle_name() return "rps:" .. ngx.var.connection end
+
+function app.empty() ngx.say("ok") end
+
+function app.redlease_cycle()
+  local g = assert(client:lock(cycle_name()):acquire { timeout = 5, lease = 30 })
+  assert(g:release())
+  ngx.say("ok")
+end
+
+function app.polling_cycle()
+  local name = cycle_name()
+  local token = assert(poll_acquire(name, 5))
+  poll_release(name, token)
+  ngx.say("ok")
+end
+
+-- /handoff?impl=&name=&secs=: acquire (waiting), hold `secs`, release; prints got and left.
+function app.handoff()
+  local impl, name, secs = ngx.var.arg_impl, ngx.var.arg_name, tonumber(ngx.var.arg_secs or 0)
+  local release
+  if impl == "redlease" then
+    local g = assert(client:lock(name):acquire { timeout = 10, lease = 30 })
+    release = function() assert(g:release()) end
+  else
+    local token = assert(poll_acquire(name, 10))
+    release = function() poll_release(name, token) end
+  end
+  local got = wall()
+  if secs > 0 then ngx.sleep(secs) end
+  local left = wall()
+  release()
+  ngx.say(("got=%.6f\nleft=%.6f"):format(got, left))
+end
+
+return app

@@ -1,0 +1,99 @@
+"""The OpenResty rows of `make bench`: requests/s with wrk through nginx (1 and 2 workers) for
+an empty handler (the limit), one redlease lock cycle per request, and one cycle of a polling
+lock written the usual way (SET NX PX retried every 50 ms with ngx.sleep); and hand-off latency
+between two nginx requests, redlease (woken by pub/sub) against the polling lock.
+
+    python bench/openresty/run.py REDIS_URL [--seconds 5] [--connections 32] [--handoffs 50]
+
+Prints one JSON object: {"measure": "openresty", "rows": [...]}."""
+
+import argparse
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "openresty"))
+
+from nginx import Nginx  # noqa: E402  (the suite's throwaway nginx)
+
+HTTP = """
+  init_worker_by_lua_block { require("bench_app").init("{redis}") }
+"""
+LOCATIONS = """
+    location = /empty { content_by_lua_block { require("bench_app").empty() } }
+    location = /redlease { content_by_lua_block { require("bench_app").redlease_cycle() } }
+    location = /polling { content_by_lua_block { require("bench_app").polling_cycle() } }
+    location = /handoff { content_by_lua_block { require("bench_app").handoff() } }
+"""
+
+
+def wrk(port, path, seconds, connections):
+    out = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{seconds}s",
+                          f"http://127.0.0.1:{port}{path}"],
+                         capture_output=True, text=True, timeout=seconds + 60).stdout
+    rps = float(re.search(r"Requests/sec:\s+([0-9.]+)", out).group(1))
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    if errors:
+        raise RuntimeError(f"{path}: {errors.group(1)} failed requests\n{out}")
+    return rps
+
+
+def fields(body):
+    return dict(line.split("=", 1) for line in body.splitlines() if "=" in line)
+
+
+def handoffs(ng, impl, rounds):
+    """Each round: a holder keeps the lock 50 ms; a waiter asks meanwhile; latency = the
+    waiter's acquire time minus the holder's release start (clock_gettime, microseconds)."""
+    out = []
+    for i in range(rounds):
+        name = f"handoff:{impl}:{i}"
+        holder = {}
+        t = threading.Thread(target=lambda holder=holder, name=name: holder.update(
+            fields(ng.get(f"/handoff?impl={impl}&name={name}&secs=0.05")[1])))
+        t.start()
+        time.sleep(random.uniform(0.005, 0.045))  # any phase of the polling loop
+        waiter = fields(ng.get(f"/handoff?impl={impl}&name={name}&secs=0")[1])
+        t.join(30)
+        out.append(round((float(waiter["got"]) - float(holder["left"])) * 1000, 3))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("url")
+    ap.add_argument("--seconds", type=float, default=5)
+    ap.add_argument("--connections", type=int, default=32)
+    ap.add_argument("--handoffs", type=int, default=50)
+    a = ap.parse_args()
+    seconds = max(1, int(round(a.seconds)))
+    rows = []
+    for workers in (1, 2):
+        ng = Nginx(a.url, http_block=HTTP, server_block=LOCATIONS, workers=workers,
+                   log_level="warn", lua_dir=HERE).start()
+        try:
+            for path in ("/empty", "/redlease", "/polling"):
+                wrk(ng.port, path, 1, a.connections)  # warm-up: pools, JIT
+            for impl, path in (("empty", "/empty"), ("redlease", "/redlease"),
+                               ("polling", "/polling")):
+                rows.append({"kind": "rps", "impl": impl, "workers": workers,
+                             "connections": a.connections, "seconds": seconds,
+                             "requests_per_s": wrk(ng.port, path, seconds, a.connections)})
+            if workers == 1:
+                for impl in ("redlease", "polling"):
+                    rows.append({"kind": "handoff", "impl": impl, "workers": 1,
+                                 "latencies_ms": handoffs(ng, impl, a.handoffs)})
+        finally:
+            ng.close()
+    print(json.dumps({"measure": "openresty", "poll_step_s": 0.05, "rows": rows}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,153 @@
+-- The script calls of each lock kind: which script, its KEYS and ARGV, and what the answer means
+-- (the same calls as csrc/core/lock_calls.c; csrc/core/scripts.h documents each script).
+local keys = require "redlease.resty.keys"
+local resp = require "redlease.resty.resp"
+local runner = require "redlease.resty.runner"
+
+local calls = {}
+local null = resp.null
+local REENTERED = "REENTERED" -- the acquire scripts' status answer to an owner that held it
+local PUBLISH, ONE_MAY_GO, ALL_MAY_GO = "publish", "0", "1"
+local RELEASE_FULLY_MAX = 100 -- as the core's RL_RELEASE_FULLY_MAX
+
+local function epoch_ms()
+  return math.floor(ngx.now() * 1000)
+end
+
+local function one(client, call, idempotent)
+  local replies, err = runner.run(client, { call }, idempotent)
+  if not replies then return nil, err end
+  return replies[1]
+end
+
+-- One acquire try for `owner`. -> true, token, reentered | false, wait hint ms (-1: unknown) |
+-- nil, err. reentered: Redis answered that this owner already held the lock (REENTERED, or a
+-- fenced {-1, token, 1}), else it was granted afresh. queue (fair): join the wait queue for
+-- `window` ms.
+function calls.acquire(l, owner, lease, queue, window)
+  local k, kind = l._keys, l.kind
+  local call
+  if kind == "fenced" then
+    call = { "fenced_acquire", 2, k.name, k.token, lease, owner }
+  elseif kind == "fair" then
+    call = { "fair_acquire", 3, k.name, k.queue, k.deadlines, lease, owner, window, epoch_ms(),
+      queue and "1" or "0" }
+  elseif kind == "read" then
+    call = { "read_acquire", 2, k.name, keys.read_holds(kind, k, owner), lease, owner,
+      owner .. ":write" }
+  elseif kind == "write" then
+    call = { "write_acquire", 1, k.name, lease, keys.field(kind, owner) }
+  else
+    call = { "acquire", 1, k.name, lease, owner }
+  end
+  local reply, err = one(l.client, call, false)
+  if reply == nil then return nil, err end
+  if reply == null then return true, nil, false end
+  if reply == REENTERED then return true, nil, true end
+  if type(reply) == "number" then
+    if kind == "fair" and not queue then return false, -1 end -- a one-try answers 1, not a time
+    return false, reply
+  end
+  if kind == "fenced" and type(reply) == "table" and #reply >= 2 then
+    -- {-1, token, 0|1}: acquired afresh or re-entered; {PTTL, -1} refused (a holder without
+    -- TTL reads {-1, -1})
+    if reply[1] == -1 and type(reply[2]) == "number" and reply[2] >= 1 then
+      return true, reply[2], reply[3] == 1
+    end
+    return false, tonumber(reply[1]) or -1
+  end
+  return nil, "server: unexpected answer to acquire"
+end
+
+-- Takes back what an acquire just granted `owner` (one release under a fresh request id; best
+-- effort: otherwise it expires by its lease).
+function calls.undo_acquire(l, owner, lease)
+  local client = l.client
+  local reply, latch = calls.release(l, keys.field(l.kind, owner), lease, client:request_id())
+  if reply ~= nil then client:delete_latch(latch) end
+end
+
+-- Fair locks: leave the wait queue (best effort).
+function calls.leave_queue(l, owner, window)
+  local k = l._keys
+  one(l.client, { "fair_cancel", 4, k.queue, k.deadlines, k.name, k.channel, owner, window,
+    ONE_MAY_GO, PUBLISH }, true)
+end
+
+-- One release of `field`'s hold under the latch of request_id. -> reply (null = not held,
+-- 0 = still held, 1 = released), latch key | nil, err.
+function calls.release(l, field, lease, request_id)
+  local k, kind, client = l._keys, l.kind, l.client
+  local latch = k.latch_prefix .. request_id
+  local ttl = client.latch_ttl_ms
+  local call
+  if kind == "fair" then
+    call = { "fair_release", 5, k.name, k.queue, k.deadlines, k.channel, latch, ONE_MAY_GO, lease,
+      field, epoch_ms(), PUBLISH, ttl }
+  elseif kind == "read" then
+    call = { "read_release", 5, k.name, k.channel, keys.read_holds(kind, k, field), k.base, latch,
+      ONE_MAY_GO, field, PUBLISH, ttl }
+  elseif kind == "write" then
+    call = { "write_release", 3, k.name, k.channel, latch, ALL_MAY_GO, lease, field, PUBLISH, ttl }
+  else
+    call = { "release", 3, k.name, k.channel, latch, ONE_MAY_GO, lease, field, ttl, PUBLISH }
+  end
+  local reply, err = one(client, call, true)
+  if reply == nil then return nil, err end
+  return reply, latch
+end
+
+-- Removes every count of `field` from Redis: releases until Redis answers "released" or "not
+-- held" (at most RELEASE_FULLY_MAX). -> the number of "still held" answers | nil, err, that
+-- number.
+function calls.release_fully(l, field, lease)
+  local client, still_held = l.client, 0
+  for _ = 1, RELEASE_FULLY_MAX do
+    local reply, latch = calls.release(l, field, lease, client:request_id())
+    if reply == nil then return nil, latch, still_held end
+    client:delete_latch(latch)
+    if reply ~= 0 then return still_held end
+    still_held = still_held + 1
+  end
+  return nil, ("server: still held after %d releases"):format(RELEASE_FULLY_MAX), still_held
+end
+
+-- Force unlock -> deleted (boolean) | nil, err.
+function calls.force_unlock(l)
+  local k, kind = l._keys, l.kind
+  local call
+  if kind == "fair" then
+    call = { "fair_force_unlock", 4, k.name, k.queue, k.deadlines, k.channel, ONE_MAY_GO, PUBLISH,
+      epoch_ms() }
+  elseif kind == "read" or kind == "write" then
+    call = { "rw_force_unlock", 2, k.name, k.channel, kind, kind == "read" and ONE_MAY_GO
+      or ALL_MAY_GO, PUBLISH }
+  else
+    call = { "force_unlock", 2, k.name, k.channel, ONE_MAY_GO, PUBLISH }
+  end
+  local reply, err = one(l.client, call, false)
+  if reply == nil then return nil, err end
+  return reply == 1
+end
+
+-- Renewal calls for a list of holds, at most `per_call` keys each: {renew, n, names...,
+-- lease, (field, read-hold prefix or "")...}.
+function calls.renew_batch(holds, lease, per_call)
+  local out = {}
+  for first = 1, #holds, per_call do
+    local last = math.min(first + per_call - 1, #holds)
+    local n = last - first + 1
+    local call = { "renew", n }
+    for i = first, last do call[#call + 1] = holds[i].name end
+    call[#call + 1] = lease
+    for i = first, last do
+      local h = holds[i]
+      call[#call + 1] = h.field
+      call[#call + 1] = h.read_holds or ""
+    end
+    out[#out + 1] = call
+  end
+  return out
+end
+
+return calls

@@ -1,0 +1,177 @@
+-- A client in one nginx worker: the endpoint and options, the worker's identity (a UUID made in
+-- the worker, never inherited from the master), the table of holds, the subscriber and the
+-- watchdog, and the unlock latches waiting to be deleted.
+local args = require "redlease.args"
+local conn = require "redlease.resty.conn"
+local owner = require "redlease.resty.owner"
+local phase = require "redlease.resty.phase"
+local calls = require "redlease.resty.calls"
+local Lock = require "redlease.resty.lock"
+local Sub = require "redlease.resty.subscriber"
+
+local Client = {}
+Client.__index = Client
+
+local LATCH_FLUSH_S = 0.1 -- latches not carried by another command by then get their own DEL
+
+function Client.new(ep, o)
+  local self = setmetatable({
+    ep = ep,
+    connect_ms = o.connect_timeout or 5000,
+    command_ms = o.command_timeout or 5000,
+    watchdog_ms = o.watchdog_timeout or 30000,
+    max_hold_ms = o.max_hold,
+    latch_ttl_ms = 20000,
+    fair_wait_ms = 300000,
+    keepalive_ms = 60000,
+    pool_size = 256,
+    shut = false,
+    holds = {},
+    latches = {},
+    wd = {},
+    counters = { renew_rounds = 0, renew_round_trips = 0, renew_calls = 0, renewed_holds = 0,
+      last_round_holds = 0 },
+  }, Client)
+  self.pool = conn.pool_name(ep)
+  self.connect_opts = { pool = self.pool }
+  self.sub = Sub.new(self)
+  return self
+end
+
+-- The worker's identity, made on first use in this process (a client made in init_by_lua is
+-- copied into every worker: each gets its own UUID and forgets what the master knew).
+local function identity(self)
+  local pid = ngx.worker.pid()
+  if self.pid ~= pid then
+    self.pid = pid
+    self.uuid = owner.uuid()
+    self.latch_id_prefix = owner.random_hex(8)
+    self.latch_serial = 0
+    self.holds = {}
+    self.latches = {}
+    self.wd = {}
+    self.sub = Sub.new(self)
+  end
+end
+
+-- true, or nil and why the client cannot talk to Redis here and now.
+function Client:ready(what)
+  if self.shut then return nil, "closed: the client is closed" end
+  local ok, err = phase.check(what)
+  if not ok then return nil, err end
+  identity(self)
+  return true
+end
+
+function Client:id()
+  identity(self)
+  return self.uuid
+end
+
+function Client:owner_of(run)
+  identity(self)
+  local who = run[self] -- the run's owner string for this client, made once
+  if not who or who.uuid ~= self.uuid then
+    who = { uuid = self.uuid, owner = self.uuid .. ":" .. run.id }
+    run[self] = who
+  end
+  return who.owner
+end
+
+-- A fresh unlock request id (32 hex): random per worker, then a counter.
+function Client:request_id()
+  self.latch_serial = self.latch_serial + 1
+  return self.latch_id_prefix .. ("%016x"):format(self.latch_serial)
+end
+
+local function flush_latches(premature, self)
+  self.latch_timer = false
+  local del = self:take_latches()
+  if not del or premature and self.shut then return end
+  local c = conn.open(self)
+  if not c then return end -- the latches expire by their TTL
+  local ok = c:raw_exchange(require("redlease.resty.resp").encode({}, del), 1)
+  if ok then c:done() end
+end
+
+-- An answered release's latch: deleted with this worker's next command, or by a timer.
+function Client:delete_latch(key)
+  local l = self.latches
+  l[#l + 1] = key
+  if not self.latch_timer then
+    self.latch_timer = ngx.timer.at(LATCH_FLUSH_S, flush_latches, self)
+      or ngx.timer.at(0, flush_latches, self) -- exiting: only zero delays are allowed
+  end
+end
+
+-- {"DEL", keys...} of the pending latches (and forgets them), or nil.
+function Client:take_latches()
+  local l = self.latches
+  if #l == 0 then return nil end
+  self.latches = {}
+  table.insert(l, 1, "DEL")
+  return l
+end
+
+function Client:give_back_latches(del)
+  for i = 2, #del do self.latches[#self.latches + 1] = del[i] end
+end
+
+function Client:forget_hold(hold)
+  if self.holds[hold.key] == hold then self.holds[hold.key] = nil end
+  hold.watched = false
+  hold.count = math.max(hold.count, 0)
+end
+
+-- A hold lost while held: no longer renewed, said in the error log.
+function Client.hold_lost(_, hold, reason)
+  if hold.lost then return end
+  hold.lost = reason
+  hold.watched = false
+  ngx.log(ngx.ERR, ('redlease: lock "%s" lost while held: %s'):format(hold.shown, reason))
+end
+
+-- The watchdog found a hold whose run ended: release every count of it (and any Redis counts
+-- of its owner the run did not know of).
+function Client:release_leftover(hold)
+  local lease = hold.watchdog and self.watchdog_ms or hold.lease_ms
+  local ok, err = calls.release_fully(hold.lock, hold.field, lease)
+  if not ok then return nil, err end
+  return true
+end
+
+-- Locks (same API as the C rock's redlease.lock).
+function Client:lock(name) return Lock.new(self, args.name(name), "lock") end
+function Client:fenced_lock(name) return Lock.new(self, args.name(name), "fenced") end
+function Client:fair_lock(name) return Lock.new(self, args.name(name), "fair") end
+function Client:rw_lock(name)
+  args.name(name)
+  return { name = name, read = Lock.new(self, name, "read"), write = Lock.new(self, name, "write") }
+end
+
+-- Stops renewal and the subscriber in this worker. Holds are not released: they expire by
+-- their lease.
+function Client:close()
+  self.shut = true
+  if self.sub then self.sub.wake:post(1) end
+end
+
+function Client:closed() return self.shut end
+
+-- Renewal counters of this worker (as the C core's rl_stats) and the subscriptions.
+function Client:stats()
+  local s = {}
+  for k, v in pairs(self.counters) do s[k] = v end
+  local n = 0
+  for _, h in pairs(self.holds) do if h.watched then n = n + 1 end end
+  s.watched = n
+  s.subscriptions = self.sub.subscriptions
+  s.watchdog_running = self.wd.started == true
+  return s
+end
+
+function Client:__tostring()
+  return self.shut and "redlease.client (closed)" or "redlease.client " .. tostring(self.uuid)
+end
+
+return Client

@@ -1,0 +1,131 @@
+-- Command connections: a cosocket from nginx's keepalive pool per call (a cosocket cannot outlive
+-- the request or timer that made it). A new connection (getreusedtimes() == 0) gets the TLS
+-- handshake, AUTH and SELECT once; then it goes back to the pool. Unlock latches waiting to be
+-- deleted ride along with the next exchange (see client:delete_latch).
+local resp = require "redlease.resty.resp"
+local url = require "redlease.resty.url"
+
+local conn = {}
+local Conn = {}
+Conn.__index = Conn
+
+local tcp = ngx.socket.tcp
+local encode, is_error, null = resp.encode, resp.is_error, resp.null
+
+local function fail(c, what, err)
+  return nil, ("connection: %s %s: %s"):format(what, url.where(c.ep), err)
+end
+
+-- The pool name: one pool per endpoint, database and credentials.
+function conn.pool_name(ep)
+  local where = ep.unix and "unix:" .. ep.path or ep.host .. ":" .. ep.port
+  return ("redlease:%s:%d:%s:%s:%s"):format(where, ep.db or 0, ep.tls and "tls" or "plain",
+    ep.user or "", ep.password and ngx.md5(ep.password) or "")
+end
+
+-- Opens (or takes from the pool) a connection for client c -> Conn | nil, err. timeout_ms: a
+-- shorter bound than the client's timeouts for this use of it.
+function conn.open(c, timeout_ms)
+  local ep = c.ep
+  local sock = tcp()
+  local command_ms = timeout_ms and math.min(timeout_ms, c.command_ms) or c.command_ms
+  sock:settimeouts(math.min(c.connect_ms, command_ms), command_ms, command_ms)
+  local ok, err
+  if ep.unix then
+    ok, err = sock:connect("unix:" .. ep.path, c.connect_opts)
+  else
+    ok, err = sock:connect(ep.host, ep.port, c.connect_opts)
+  end
+  if not ok then return fail(c, "cannot connect to", err) end
+  local self = setmetatable({ sock = sock, reader = resp.reader(sock), client = c, exchanges = 0 },
+    Conn)
+  if sock:getreusedtimes() == 0 then
+    if ep.tls then
+      -- false: no session object wanted back (verification and SNI as usual)
+      local session, herr = sock:sslhandshake(false, ep.host, true)
+      if not session then
+        sock:close()
+        return fail(c, "TLS handshake with", herr)
+      end
+      -- A handshake that completes asynchronously can answer success after nginx closed the
+      -- connection for a certificate that failed verification: a closed socket says so here.
+      if not sock:getreusedtimes() then
+        return fail(c, "TLS handshake with",
+          "the connection was closed during the handshake (certificate verification failed?)")
+      end
+    end
+    local parts, n = {}, 0
+    if ep.password then
+      encode(parts, ep.user and { "AUTH", ep.user, ep.password } or { "AUTH", ep.password })
+      n = n + 1
+    end
+    if ep.db and ep.db ~= 0 then
+      encode(parts, { "SELECT", ep.db })
+      n = n + 1
+    end
+    if n > 0 then
+      local replies, xerr = self:raw_exchange(parts, n)
+      if not replies then return nil, xerr end
+      for i = 1, n do
+        local e = is_error(replies[i])
+        if e then
+          sock:close()
+          return nil, ("connection: %s refused: %s"):format(i == 1 and ep.password and "AUTH"
+            or "SELECT", e)
+        end
+      end
+    end
+  end
+  return self
+end
+
+-- Sends the encoded parts, reads n replies. Closes the connection on any failure.
+function Conn:raw_exchange(parts, n)
+  local sock = self.sock
+  self.exchanges = self.exchanges + 1 -- round trips, for the watchdog's counters
+  local ok, err = sock:send(parts)
+  if not ok then
+    sock:close()
+    return fail(self.client, "lost the connection to", err)
+  end
+  local replies, reader = {}, self.reader
+  for i = 1, n do
+    local v, rerr = reader:read()
+    if v == nil then
+      sock:close()
+      return fail(self.client, "no answer from", rerr)
+    end
+    replies[i] = v
+  end
+  return replies
+end
+
+-- Sends the commands of `parts` (n of them) after any pending latch deletion, reads the n
+-- answers. -> replies | nil, err
+function Conn:exchange(parts, n)
+  local latches = self.client:take_latches()
+  if latches then
+    local all = encode({}, latches)
+    for i = 1, #parts do all[#all + 1] = parts[i] end
+    local replies, err = self:raw_exchange(all, n + 1)
+    if not replies then
+      self.client:give_back_latches(latches)
+      return nil, err
+    end
+    table.remove(replies, 1) -- DEL's count: nothing to learn from it
+    return replies
+  end
+  return self:raw_exchange(parts, n)
+end
+
+-- Back to the pool, unless something is left unread.
+function Conn:done()
+  if self.reader:pending() then
+    self.sock:close()
+  else
+    self.sock:setkeepalive(self.client.keepalive_ms, self.client.pool_size)
+  end
+end
+
+conn.null = null
+return conn

@@ -1,0 +1,23 @@
+-- redlease for OpenResty / lua-nginx-module: the same API as the Lua rock (docs/lua.md), on
+-- cosockets, ngx.semaphore and ngx.timer, so that a waiting request never blocks its worker.
+-- `require "redlease"` inside nginx returns this module; `require "redlease.resty"` names it.
+local args = require "redlease.args"
+local Client = require "redlease.resty.client"
+local url = require "redlease.resty.url"
+
+local redlease = { _VERSION = "0.1.0", backend = "resty" }
+
+-- connect(url, {watchdog_timeout=, connect_timeout=, command_timeout=, max_hold=} in seconds)
+-- -> client. Nothing connects here (any phase, init_by_lua and init_worker_by_lua included);
+-- each worker gets its own client identity on first use.
+function redlease.connect(u, opts)
+  local o = args.connect(u, opts)
+  if (o.sync_replicas or 0) > 0 then
+    return nil, "unsupported: sync_replicas is not available in the OpenResty backend"
+  end
+  local ep, why = url.parse(u)
+  if not ep then error(("bad argument 'url' to 'connect' (%s)"):format(why), 2) end
+  return Client.new(ep, o)
+end
+
+return redlease

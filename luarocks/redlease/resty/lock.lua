@@ -1,0 +1,351 @@
+-- A lock of any Redisson kind ("lock", "fenced", "fair", "read", "write") on one name of one
+-- client: acquire with waiting, release through the unlock latch, the queries. The flow is the
+-- C core's (csrc/core/lock.c); every wait is a cosocket or ngx.semaphore wait, so the worker
+-- serves other requests meanwhile.
+local args = require "redlease.args"
+local calls = require "redlease.resty.calls"
+local Guard = require "redlease.resty.guard"
+local keys = require "redlease.resty.keys"
+local owner = require "redlease.resty.owner"
+local resp = require "redlease.resty.resp"
+local runner = require "redlease.resty.runner"
+local watchdog = require "redlease.resty.watchdog"
+
+local Lock = {}
+Lock.__index = Lock
+
+local null = resp.null
+local FAIR_RECHECK_MS = 100 -- a fair waiter told "0 ms" (another is first in line) looks again
+
+local function now_ms()
+  return ngx.now() * 1000
+end
+
+function Lock.new(client, name, kind)
+  return setmetatable({ client = client, name = name, kind = kind, _keys = keys.of(kind, name),
+    _shown = keys.shown(name), _key = kind .. ":" .. name }, Lock)
+end
+
+function Lock:__tostring()
+  return ("redlease.%s %q"):format(self.kind, self.name)
+end
+
+local function lost_message(self, reason, what)
+  return ('lost: the hold of lock "%s" was lost%s (%s)'):format(self._shown, what, reason)
+end
+
+local function not_owned(self)
+  return nil, ('not_owned: lock "%s" is not held by this context'):format(self._shown)
+end
+
+-- The calling run's hold of this lock, or nil (and the run).
+function Lock:_hold()
+  local run = owner.run()
+  return self.client.holds[self._key .. "\0" .. run.id], run
+end
+
+-- -> as calls.acquire (got, token or wait hint or err, reentered), and when it was sent.
+local function try_once(self, who, lease, queue, window)
+  local sent_at = now_ms()
+  local got, x, reentered = calls.acquire(self, who, lease, queue, window)
+  if got == false and self.kind == "fair" and x < FAIR_RECHECK_MS then x = FAIR_RECHECK_MS end
+  return got, x, sent_at, reentered
+end
+
+-- Subscribe, try again, then sleep until a release message or the holder's lease end, until
+-- acquired, the deadline, or an error. -> as try_once
+local function wait_and_retry(self, who, lease, window, deadline)
+  local sub = self.client.sub
+  local entry, err = sub:join(keys.wait_channel(self.kind, self._keys, who))
+  if not entry then return nil, err end
+  local got, x, sent_at, reentered
+  while true do
+    got, x, sent_at, reentered = try_once(self, who, lease, true, window) -- no wake-up missed
+    if got ~= false then break end
+    ngx.update_time()
+    local t = now_ms()
+    if deadline and t >= deadline then break end
+    local wake = deadline
+    if x >= 0 and (not wake or t + x < wake) then wake = t + x end
+    local ok, werr = sub:wait(entry, wake)
+    if ok == nil then
+      got, x = nil, werr
+      break
+    end
+  end
+  sub:leave(entry)
+  return got, x, sent_at, reentered
+end
+
+-- Before an acquire: the run's hold must be healthy, and a release of it that failed on the
+-- network is settled first (the same request again, answered from its unlock latch if Redis
+-- did it), so that the acquire starts from what Redis holds and the new hold is renewed.
+local function check_before_acquire(self, hold)
+  if not hold then return true end
+  if hold.lost then return nil, lost_message(self, hold.lost, "; release it first") end
+  if not hold.release_failed then return true end
+  local failed = hold.retry_guard
+  local ok, err, keep = self:_release_one(hold, true)
+  if failed and (ok or not keep) then failed:_forget() end -- that guard's release is settled
+  if not ok then return nil, err end
+  return true
+end
+
+function Lock:_acquire(lease_ms, wait_ms, max_hold)
+  local client = self.client
+  local ok, err = client:ready("acquire")
+  if not ok then return nil, err end
+  local hold, run = self:_hold()
+  ok, err = check_before_acquire(self, hold)
+  if not ok then return nil, err end
+  local who = client:owner_of(run)
+  local lease = lease_ms > 0 and lease_ms or client.watchdog_ms
+  local window = wait_ms > 0 and wait_ms or client.fair_wait_ms
+  ngx.update_time()
+  local start = now_ms()
+  local got, x, sent_at, reentered = try_once(self, who, lease, wait_ms ~= 0, window)
+  if got == false and wait_ms ~= 0 then
+    got, x, sent_at, reentered = wait_and_retry(self, who, lease, window,
+      wait_ms > 0 and start + wait_ms or nil)
+  end
+  -- a fair waiter that did not get the lock leaves the queue, whatever stopped it
+  if got ~= true and wait_ms ~= 0 and self.kind == "fair" then
+    calls.leave_queue(self, who, window)
+  end
+  if got == nil then return nil, x end
+  if got == false then
+    return nil, ('timeout: lock "%s" is held by another owner'):format(self._shown)
+  end
+  -- record the hold (no yield from the answer to here: renewal starts with the hold)
+  local key = self._key .. "\0" .. run.id
+  hold = client.holds[key]
+  if hold and hold.count > 0 and not hold.lost and not reentered then
+    -- Redis granted it afresh: the hold this run had was gone (deleted, expired) before the
+    -- watchdog could tell
+    ngx.update_time()
+    client:hold_lost(hold, now_ms() >= hold.confirmed_until and "expired" or "deleted")
+  end
+  if hold and hold.lost then
+    -- lost while this acquire was on the wire, or just found so: what Redis granted now is
+    -- not part of a hold that is renewed. Take it back; the caller must release first.
+    local reason = hold.lost
+    calls.undo_acquire(self, who, lease)
+    return nil, lost_message(self, reason, "; release it first")
+  end
+  if not hold then
+    hold = { key = key, lock = self, name = self.name, shown = self._shown, kind = self.kind,
+      field = keys.field(self.kind, who), read_holds = keys.read_holds(self.kind, self._keys, who),
+      count = 0, guards = {}, run = run }
+    client.holds[key] = hold
+  end
+  local cap = client.max_hold_ms -- nil: the client's
+  if max_hold ~= nil then cap = max_hold > 0 and max_hold or nil end -- -1: none
+  if hold.count == 0 and cap and cap > 0 then hold.renew_until = sent_at + cap end
+  hold.count = hold.count + 1
+  hold.token = self.kind == "fenced" and x or nil
+  hold.confirmed_until = sent_at + lease
+  if lease_ms == -1 then hold.watchdog = true else hold.lease_ms = lease_ms end
+  if hold.watchdog and not hold.release_failed then hold.watched = true end
+  local started, werr = watchdog.start(client)
+  if not started then ngx.log(ngx.ERR, "redlease: ", werr) end
+  local g = Guard.new(self, hold)
+  if self.kind == "fenced" then g.token = hold.token end
+  return g
+end
+
+-- acquire{timeout = seconds (nil: forever, 0: one try), lease = seconds (nil: watchdog),
+--         max_hold = seconds (nil: the client's, false: none)} -> guard | nil, err
+function Lock:acquire(opts)
+  return self:_acquire(args.acquire("acquire", opts))
+end
+
+local function drop_one(client, hold)
+  hold.count = hold.count - 1
+  if hold.count <= 0 then client:forget_hold(hold) end
+end
+
+-- Whether another hold of the same run counts in the same Redis field: the reentrant, fenced,
+-- fair and read kinds on one name share the owner's field (the write side has its own).
+local SHARED_FIELD = { "lock", "fenced", "fair", "read" }
+
+local function field_shared(client, hold)
+  if hold.kind == "write" then return false end
+  for _, kind in ipairs(SHARED_FIELD) do
+    if kind ~= hold.kind then
+      local other = client.holds[kind .. ":" .. hold.name .. "\0" .. hold.run.id]
+      if other and other.count > 0 then return true end
+    end
+  end
+  return false
+end
+
+-- The last hold was released and Redis answered "still held": it counts more holds of this
+-- owner than this client knows (an acquire whose answer was lost on the network). Left alone
+-- they would shut every other owner out. Remove them, and say so.
+local function release_stray_holds(self, hold, lease)
+  local still_held, err, counted = calls.release_fully(self, hold.field, lease)
+  ngx.log(ngx.WARN, ('redlease: lock "%s": Redis held %d more hold(s) of this owner than this '
+    .. "client knew (an acquire whose answer was lost); %s"):format(self._shown,
+    (still_held or counted) + 1, still_held and "released them"
+    or "could not release them, they expire by their lease (" .. tostring(err) .. ")"))
+end
+
+-- Release of a hold already lost: nothing to renew, but when the loss came from this side
+-- (max_hold, or Redis unreachable until the lease ran out) the key may still be this owner's:
+-- it is freed now instead of blocking others until it expires.
+local function release_lost(self, hold, lease)
+  local client, reason = self.client, hold.lost
+  if not hold.freed and (reason == "max_hold" or reason == "unreachable") then
+    hold.freed = true
+    hold.releasing = true
+    calls.release_fully(self, hold.field, lease)
+    hold.releasing = false
+  end
+  drop_one(client, hold)
+  return nil, lost_message(self, reason, " while held"), false
+end
+
+-- Releases one hold of `hold` -> true | nil, err, keep (keep: the same release may be retried).
+-- guard: the guard being released (kept with a failed release, which an acquire settles).
+-- settling: an acquire settles this run's failed release.
+function Lock:_release_one(hold, settling, guard)
+  local client = self.client
+  local ok, err = client:ready("release")
+  if not ok then return nil, err, true end
+  if client.holds[hold.key] ~= hold or hold.count <= 0 then
+    local _, why = not_owned(self)
+    return nil, why, false
+  end
+  local lease = hold.watchdog and client.watchdog_ms or hold.lease_ms
+  if hold.lost then return release_lost(self, hold, lease) end
+  hold.releasing = true
+  local request_id = hold.retry_id or client:request_id()
+  local reply, latch = calls.release(self, hold.field, lease, request_id)
+  hold.releasing = false
+  if reply == nil then
+    -- renewal stops now; the next release (or acquire) of this run retries this same release
+    -- (same latch)
+    hold.retry_id = request_id
+    hold.retry_guard = guard or hold.retry_guard
+    hold.release_failed = true
+    hold.watched = false
+    return nil, latch, true
+  end
+  client:delete_latch(latch)
+  ngx.update_time()
+  if reply == null then
+    if settling and hold.count <= 1 then -- already released, its latch expired since
+      client:forget_hold(hold)
+      return true
+    end
+    local reason = now_ms() >= hold.confirmed_until and "expired" or "deleted"
+    client:hold_lost(hold, reason)
+    drop_one(client, hold)
+    return nil, lost_message(self, reason, " while held"), false
+  end
+  if type(reply) ~= "number" then return nil, "server: unexpected answer to release", true end
+  local was_failed = hold.release_failed
+  hold.retry_id, hold.retry_guard, hold.release_failed = nil, nil, false
+  if hold.count <= 1 then
+    client:forget_hold(hold) -- no hold of this run is left
+    if reply == 0 and not field_shared(client, hold) then release_stray_holds(self, hold, lease) end
+    return true
+  end
+  hold.count = hold.count - 1
+  if reply == 1 then
+    -- Redis had no other hold of this owner: the ones this run still counts are gone
+    client:hold_lost(hold, "deleted")
+  elseif was_failed and hold.watchdog then -- a retried release went through: renew the rest
+    hold.watched = true
+  end
+  return true
+end
+
+-- Releases one hold of the calling run (its newest guard of this lock).
+function Lock:release()
+  local hold = self:_hold()
+  if not hold or #hold.guards == 0 then return not_owned(self) end
+  return hold.guards[#hold.guards]:release()
+end
+
+local function finish(g, ok, ...)
+  local released, err = g:release()
+  if not ok then error((...), 0) end -- the body's error, after the release
+  if not released then error(err, 0) end
+  return ...
+end
+
+-- Acquires, calls fn(...), releases; returns fn's results. Raises when the lock cannot be
+-- acquired, re-raises fn's error after releasing, and raises when the hold was lost meanwhile.
+function Lock:with(fn, opts, ...)
+  args.callable("with", fn)
+  local g, err = self:_acquire(args.acquire("with", opts))
+  if not g then error(err, 0) end
+  return finish(g, pcall(fn, ...))
+end
+
+-- Server-side queries, one round trip each: value, or nil and an error.
+local function query(self, what, cmd)
+  local ok, err = self.client:ready(what)
+  if not ok then return nil, err end
+  return runner.command(self.client, cmd)
+end
+
+local function my_field(self)
+  local _, run = self:_hold()
+  return keys.field(self.kind, self.client:owner_of(run))
+end
+
+function Lock:locked()
+  if self.kind == "read" or self.kind == "write" then
+    local mode, err = query(self, "locked", { "HGET", self.name, "mode" })
+    if mode == nil then return nil, err end
+    return mode == self.kind
+  end
+  local n, err = query(self, "locked", { "EXISTS", self.name })
+  if n == nil then return nil, err end
+  return n > 0
+end
+
+function Lock:held()
+  local n, err = query(self, "held", { "HEXISTS", self.name, my_field(self) })
+  if n == nil then return nil, err end
+  return n > 0
+end
+
+function Lock:hold_count()
+  local n, err = query(self, "hold_count", { "HGET", self.name, my_field(self) })
+  if n == nil then return nil, err end
+  return tonumber(n) or 0
+end
+
+-- Seconds of lease left; false when not locked, math.huge when the key has no expiry.
+function Lock:remaining()
+  local ms, err = query(self, "remaining", { "PTTL", self.name })
+  if ms == nil then return nil, err end
+  if ms == -2 then return false end
+  if ms == -1 then return math.huge end
+  return ms / 1000
+end
+
+function Lock:force_unlock()
+  local ok, err = self.client:ready("force_unlock")
+  if not ok then return nil, err end
+  return calls.force_unlock(self)
+end
+
+-- Local, no round trip: true and the reason when the calling run's hold was lost while held.
+function Lock:lost()
+  local hold = self:_hold()
+  if hold and hold.lost then return true, hold.lost end
+  return false
+end
+
+-- Fenced locks: the token of the calling run's latest acquire while it holds the lock.
+function Lock:token()
+  local hold = self:_hold()
+  if hold and hold.count > 0 and not hold.lost then return hold.token end
+  return nil
+end
+
+return Lock

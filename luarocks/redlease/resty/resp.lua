@@ -1,0 +1,124 @@
+-- RESP2, both ways: commands out as arrays of bulk strings, replies in through a buffer filled
+-- by receiveany (so that a read timeout loses nothing: the subscriber reads in slices).
+local resp = {}
+
+local find, sub, byte, tostring, tonumber = string.find, string.sub, string.byte, tostring, tonumber
+local concat = table.concat
+
+-- A nil reply ($-1 or *-1).
+resp.null = setmetatable({}, { __tostring = function() return "null" end })
+
+-- An error reply: resp.is_error(v) -> its text.
+local Err = {}
+Err.__index = Err
+Err.__tostring = function(e) return e.msg end
+function resp.is_error(v) return getmetatable(v) == Err and v.msg end
+
+-- Appends one command (a list of strings or numbers) to the parts list `out`.
+function resp.encode(out, args, n)
+  n = n or #args
+  local k = #out
+  out[k + 1] = "*" .. n .. "\r\n"
+  k = k + 1
+  for i = 1, n do
+    local a = tostring(args[i])
+    out[k + 1] = "$" .. #a .. "\r\n"
+    out[k + 2] = a
+    out[k + 3] = "\r\n"
+    k = k + 3
+  end
+  return out
+end
+
+local Reader = {}
+Reader.__index = Reader
+
+function resp.reader(sock)
+  return setmetatable({ sock = sock, buf = "", pos = 1, mark = 1 }, Reader)
+end
+
+-- Whether bytes are left unread (a connection with leftovers is not reused).
+function Reader:pending() return self.pos <= #self.buf end
+
+-- Keeps the bytes from the start of the reply being read (self.mark) on.
+local function fill(self)
+  local data, err = self.sock:receiveany(65536)
+  if not data then return nil, err end
+  local mark = self.mark
+  if mark > #self.buf then
+    self.buf = data
+  else
+    self.buf = sub(self.buf, mark) .. data
+  end
+  self.pos = self.pos - mark + 1
+  self.mark = 1
+  return true
+end
+
+local function line(self)
+  while true do
+    local e = find(self.buf, "\r\n", self.pos, true)
+    if e then
+      local l = sub(self.buf, self.pos, e - 1)
+      self.pos = e + 2
+      return l
+    end
+    local ok, err = fill(self)
+    if not ok then return nil, err end
+  end
+end
+
+local function exact(self, n)
+  while #self.buf - self.pos + 1 < n + 2 do
+    local ok, err = fill(self)
+    if not ok then return nil, err end
+  end
+  local s = sub(self.buf, self.pos, self.pos + n - 1)
+  self.pos = self.pos + n + 2
+  return s
+end
+
+local read
+
+-- One reply: a string, a number, a table (array), resp.null, an error object; or nil and the
+-- socket's error ("timeout", "closed", ...). After a timeout the reader is as it was before the
+-- call (the bytes of a partly received reply are kept), so reading again is safe.
+function Reader:read()
+  self.mark = self.pos
+  local v, err = read(self)
+  if v == nil then self.pos = self.mark end
+  return v, err
+end
+
+read = function(self)
+  local l, err = line(self)
+  if not l then return nil, err end
+  local kind, rest = byte(l), sub(l, 2)
+  if kind == 36 then -- $
+    local n = tonumber(rest)
+    if not n then return nil, "protocol error: " .. l end
+    if n < 0 then return resp.null end
+    return exact(self, n)
+  elseif kind == 58 then -- :
+    return tonumber(rest)
+  elseif kind == 43 then -- +
+    return rest
+  elseif kind == 45 then -- -
+    return setmetatable({ msg = rest }, Err)
+  elseif kind == 42 then -- *
+    local n = tonumber(rest)
+    if not n then return nil, "protocol error: " .. l end
+    if n < 0 then return resp.null end
+    local t = {}
+    for i = 1, n do
+      local v, e = read(self)
+      if v == nil then return nil, e end
+      t[i] = v
+    end
+    return t
+  end
+  return nil, "protocol error: " .. l
+end
+
+resp.concat = concat
+return resp

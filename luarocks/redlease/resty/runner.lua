@@ -1,0 +1,122 @@
+-- Runs the lock scripts with EVALSHA. The texts come from scripts.lua, generated from the C core
+-- (tools/gen_resty_scripts.c), so the SHA1s are the core's and either side's SCRIPT LOAD serves
+-- both. A NOSCRIPT answer (a restarted or flushed server) loads every script in one round trip
+-- and runs the calls again: a call answered NOSCRIPT did not run, so that is safe for any script.
+local conn = require "redlease.resty.conn"
+local resp = require "redlease.resty.resp"
+local texts = require "redlease.resty.scripts"
+
+local runner = {}
+local encode, is_error = resp.encode, resp.is_error
+
+-- The core's order (rl_script_id), for SCRIPT LOAD.
+local ORDER = { "acquire", "release", "force_unlock", "renew", "fenced_acquire", "fair_acquire",
+  "fair_cancel", "fair_release", "fair_force_unlock", "read_acquire", "write_acquire",
+  "read_release", "write_release", "rw_force_unlock" }
+
+local sha, head = {}, {}
+for _, name in ipairs(ORDER) do
+  sha[name] = (ngx.sha1_bin(texts[name]):gsub(".",
+    function(c) return ("%02x"):format(c:byte()) end))
+  head[name] = "$7\r\nEVALSHA\r\n$40\r\n" .. sha[name] .. "\r\n" -- the fixed start of a call
+end
+runner.sha = sha
+runner.order = ORDER
+
+local function load_all(c)
+  local parts = {}
+  for _, name in ipairs(ORDER) do encode(parts, { "SCRIPT", "LOAD", texts[name] }) end
+  local replies, err = c:exchange(parts, #ORDER)
+  if not replies then return nil, err end
+  for i = 1, #ORDER do
+    local e = is_error(replies[i])
+    if e then return nil, "server: SCRIPT LOAD refused: " .. e end
+  end
+  return true
+end
+
+local function is_noscript(v)
+  local e = is_error(v)
+  return e and e:sub(1, 8) == "NOSCRIPT"
+end
+
+-- calls: a list of {name, nkeys, keys and args...} (name as in ORDER). Runs them pipelined on
+-- one connection of client `client`. -> replies | nil, err; and the round trips it took.
+-- `idempotent`: a call that failed on the network is tried once more on a fresh connection.
+-- `timeout_ms`: the whole run ends within that long (else the client's timeouts, per try).
+function runner.run(client, calls, idempotent, timeout_ms)
+  local parts = {}
+  for i = 1, #calls do
+    local call = calls[i]
+    local n = #call
+    parts[#parts + 1] = "*" .. (n + 1) .. "\r\n"
+    parts[#parts + 1] = head[call[1]] or error("no script " .. tostring(call[1]))
+    for j = 2, n do
+      local a = tostring(call[j])
+      parts[#parts + 1] = "$" .. #a .. "\r\n" .. a .. "\r\n"
+    end
+  end
+  local trips, err = 0, "connection: no time left for the call"
+  local deadline = timeout_ms and ngx.now() * 1000 + timeout_ms
+  for _ = 1, idempotent and 2 or 1 do
+    local left
+    if deadline then
+      ngx.update_time()
+      left = deadline - ngx.now() * 1000
+      if left < 1 then break end
+    end
+    local c
+    c, err = conn.open(client, left)
+    if not c then return nil, err, trips end
+    local replies
+    replies, err = c:exchange(parts, #calls)
+    if replies then
+      local missing = false
+      for i = 1, #calls do missing = missing or is_noscript(replies[i]) end
+      if missing then
+        local ok, lerr = load_all(c)
+        if not ok then
+          c.sock:close()
+          return nil, lerr, trips + c.exchanges
+        end
+        replies, err = c:exchange(parts, #calls)
+      end
+    end
+    trips = trips + c.exchanges
+    if replies then
+      c:done()
+      for i = 1, #calls do
+        local e = is_error(replies[i])
+        if e then
+          local auth = e:sub(1, 6) == "NOAUTH" or e:sub(1, 9) == "WRONGPASS"
+          return nil, (auth and "connection" or "server") .. ": the lock script refused: " .. e,
+            trips
+        end
+      end
+      return replies, nil, trips
+    end
+  end
+  return nil, err, trips
+end
+
+-- One plain command (a list of strings) -> reply | nil, err; retried once (read-only queries).
+function runner.command(client, args)
+  local parts = encode({}, args)
+  local err
+  for _ = 1, 2 do
+    local c
+    c, err = conn.open(client)
+    if not c then return nil, err end
+    local replies
+    replies, err = c:exchange(parts, 1)
+    if replies then
+      c:done()
+      local e = is_error(replies[1])
+      if e then return nil, ("server: %s refused: %s"):format(args[1], e) end
+      return replies[1]
+    end
+  end
+  return nil, err
+end
+
+return runner

@@ -1,0 +1,163 @@
+-- The client's watchdog in this worker: an ngx.timer.every at a third of the watchdog timeout
+-- renews every watchdog-mode hold in batched renew calls (up to PER_CALL keys each), all
+-- pipelined on one connection: one round trip per round. A failed round is retried with
+-- back-off; a hold is declared lost when Redis says so, or (unreachable) when the lease it last
+-- confirmed runs out: a round may not outlast the first confirmed lease it carries, and a retry
+-- is due by then. Each round also looks for holds whose run is over (owner.ended): those are
+-- released and logged (see docs/openresty.md, "A request that ends holding a lock").
+-- When the worker exits, nginx calls the timer once more ("premature"); that call goes on
+-- renewing while requests of the exiting worker still hold locks, and returns when none do.
+local calls = require "redlease.resty.calls"
+local owner = require "redlease.resty.owner"
+local runner = require "redlease.resty.runner"
+
+local watchdog = {}
+local PER_CALL = 1000
+
+local now, log, ERR, WARN = ngx.now, ngx.log, ngx.ERR, ngx.WARN
+
+local function now_ms() return now() * 1000 end
+
+-- Releases holds whose run ended without releasing them (all their counts at once).
+local function release_ended(client, ended)
+  for _, h in ipairs(ended) do
+    client:forget_hold(h)
+    local ok, err = client:release_leftover(h)
+    log(WARN, ("redlease: lock \"%s\" was still held (%d hold(s)) when the request or timer that "
+      .. "took it ended; %s"):format(h.shown, h.count, ok and "released it"
+      or "could not release it, it expires by its lease (" .. tostring(err) .. ")"))
+  end
+end
+
+-- One round. -> true when Redis answered (or nothing was to be renewed); and the earliest end of
+-- a confirmed lease among the holds still renewed (math.huge: none).
+local function round(client)
+  local stats = client.counters
+  local batch, ended = {}, {}
+  ngx.update_time()
+  local start = now_ms()
+  for _, h in pairs(client.holds) do
+    if not h.releasing and owner.ended(h.run) then
+      ended[#ended + 1] = h
+    elseif h.watched and not h.releasing and not h.lost then
+      if h.renew_until and start >= h.renew_until then
+        client:hold_lost(h, "max_hold")
+      elseif start >= h.confirmed_until then
+        -- Redis was not reached in time: another owner may hold the lock from now on
+        client:hold_lost(h, "unreachable")
+      else
+        batch[#batch + 1] = h
+      end
+    end
+  end
+  if #ended > 0 then release_ended(client, ended) end
+  local earliest = math.huge
+  for i = #batch, 1, -1 do -- released or lost while the ended runs' holds were released
+    local h = batch[i]
+    if client.holds[h.key] ~= h or h.releasing or h.lost or not h.watched then
+      table.remove(batch, i)
+    elseif h.confirmed_until < earliest then
+      earliest = h.confirmed_until
+    end
+  end
+  if #batch == 0 then return true, math.huge end
+  for _, h in ipairs(batch) do h.in_round = true end
+  local lease = client.watchdog_ms
+  ngx.update_time()
+  local sent_at = now_ms()
+  -- the round may not outlast the first confirmed lease it carries: that hold is then declared
+  -- lost when its lease ends, not a timeout later
+  local timeout = math.max(1, math.min(client.command_ms, lease / 3, earliest - sent_at))
+  local batch_calls = calls.renew_batch(batch, lease, PER_CALL)
+  local replies, err, trips = runner.run(client, batch_calls, true, timeout)
+  ngx.update_time()
+  local t = now_ms()
+  local renewed = 0
+  earliest = math.huge
+  for i, h in ipairs(batch) do
+    h.in_round = false
+    local answer
+    if replies then
+      local r = replies[math.floor((i - 1) / PER_CALL) + 1]
+      answer = type(r) == "table" and r[(i - 1) % PER_CALL + 1]
+    end
+    -- a hold released (or being released, or whose release failed) meanwhile: its answer says
+    -- nothing about a hold
+    if client.holds[h.key] == h and not h.releasing and not h.lost and h.watched then
+      if answer == 1 then
+        h.confirmed_until = sent_at + lease
+        renewed = renewed + 1
+      elseif answer == 0 then
+        client:hold_lost(h, t >= h.confirmed_until and "expired" or "deleted")
+      elseif answer == 2 then
+        client:hold_lost(h, "owner_changed")
+      elseif t >= h.confirmed_until then
+        client:hold_lost(h, "unreachable")
+      end
+    end
+    if not h.lost and h.watched and client.holds[h.key] == h and h.confirmed_until < earliest then
+      earliest = h.confirmed_until
+    end
+  end
+  if replies then
+    stats.renew_rounds = stats.renew_rounds + 1
+    stats.renew_round_trips = stats.renew_round_trips + trips
+    stats.renew_calls = stats.renew_calls + #batch_calls
+    stats.renewed_holds = stats.renewed_holds + renewed
+    stats.last_round_holds = #batch
+    return true, earliest
+  end
+  stats.renew_round_trips = stats.renew_round_trips + trips
+  log(WARN, ("redlease: renewal of %d hold(s) failed, retrying: %s"):format(#batch, tostring(err)))
+  return false, earliest
+end
+
+local function has_holds(client)
+  return next(client.holds) ~= nil
+end
+
+local function tick(premature, client, exiting_loop)
+  premature = premature or exiting_loop
+  local wd = client.wd
+  if client.shut or wd.busy or not has_holds(client) then return end
+  wd.busy = true
+  local period = client.watchdog_ms / 3000
+  local retry, retry_max = math.min(0.1, period / 4), math.min(2, period / 2)
+  -- a bounded collector step, so that runs whose request ended are found (owner.ended)
+  collectgarbage("step", 64)
+  local ok, err = pcall(function()
+    while not client.shut and has_holds(client) do
+      local renewed, earliest = round(client)
+      if renewed then
+        if not premature then return end
+        retry = math.min(0.1, period / 4)
+        ngx.sleep(period) -- exiting: this call is the last, it keeps the rounds going
+      else
+        -- retry with back-off, but be awake when the first confirmed lease ends
+        ngx.update_time()
+        ngx.sleep(math.max(0.001, math.min(retry, (earliest - now_ms()) / 1000)))
+        retry = math.min(retry * 2, retry_max)
+      end
+      ngx.update_time()
+    end
+  end)
+  wd.busy = false
+  if not ok then log(ERR, "redlease: watchdog round failed: ", err) end
+end
+
+-- Starts the client's timer in this worker (once).
+function watchdog.start(client)
+  local wd = client.wd
+  if wd.started then
+    -- the worker is exiting and its last timer call has returned: a request still running
+    -- here took a new hold, which a zero-delay timer (still allowed) keeps renewing
+    if ngx.worker.exiting() and not wd.busy then ngx.timer.at(0, tick, client, true) end
+    return true
+  end
+  local ok, err = ngx.timer.every(client.watchdog_ms / 3000, tick, client)
+  if not ok then return nil, "memory: cannot start the watchdog timer: " .. tostring(err) end
+  wd.started = true
+  return true
+end
+
+return watchdog

@@ -1,0 +1,328 @@
+-- The test app's handlers (tests/openresty): each location of the suite's nginx.conf calls one of
+-- these. Answers are "key=value" lines, read by the Python side (nginx.py, test_*.py).
+local redlease = require "redlease"
+
+local app = {}
+local var = ngx.var
+
+function app.init(url, opts)
+  app.url = url
+  app.client = assert(redlease.connect(url, opts))
+end
+
+local function num(name, default)
+  local v = var["arg_" .. name]
+  if v == nil or v == "" then return default end
+  if v == "huge" then return math.huge end
+  return tonumber(v)
+end
+
+local function lock_of(client)
+  local kind, name = var.arg_kind or "lock", ngx.unescape_uri(var.arg_name)
+  if kind == "read" or kind == "write" then return client:rw_lock(name)[kind] end
+  if kind == "fenced" then return client:fenced_lock(name) end
+  if kind == "fair" then return client:fair_lock(name) end
+  return client:lock(name)
+end
+app.lock_of = lock_of
+
+local function out(t)
+  local keys = {}
+  for k in pairs(t) do keys[#keys + 1] = k end
+  table.sort(keys)
+  for _, k in ipairs(keys) do ngx.say(k, "=", tostring(t[k])) end
+end
+app.out = out
+
+-- /hold?name=&secs=&timeout=&lease=&kind=: acquire, keep it `secs`, release; times in epoch s.
+function app.hold()
+  local l = lock_of(app.client)
+  local t0 = ngx.now()
+  local max_hold = num("max_hold")
+  local g, err = l:acquire { timeout = num("timeout"), lease = num("lease"), max_hold = max_hold }
+  ngx.update_time()
+  if not g then return out { acquired = false, err = err, waited = ngx.now() - t0 } end
+  local got = ngx.now()
+  local secs = num("secs", 0)
+  if secs > 0 then ngx.sleep(secs) end
+  local lost, reason = l:lost()
+  ngx.update_time()
+  local left = ngx.now()
+  local ok, rerr = g:release()
+  out { acquired = true, got = got, left = left, waited = got - t0, released = ok,
+    release_err = rerr, lost = lost, reason = reason, token = g.token }
+end
+
+-- /cycle?name=: one acquire and release.
+function app.cycle()
+  local l = lock_of(app.client)
+  local g, err = l:acquire { timeout = num("timeout"), lease = num("lease") }
+  if not g then return out { ok = false, err = err } end
+  local ok, rerr = g:release()
+  out { ok = ok, err = rerr }
+end
+
+-- /stats: this worker's client counters.
+function app.stats()
+  local s = app.client:stats()
+  s.pid = ngx.worker.pid()
+  s.id = app.client:id()
+  out(s)
+end
+
+-- /sequence?name=: the interop suite's wire sequence (tests/interop/test_wire.py).
+function app.sequence()
+  local l = lock_of(app.client)
+  local steps = {}
+  local function step(v, err)
+    steps[#steps + 1] = tostring(v) .. (err and ("(" .. err .. ")") or "")
+  end
+  local g1 = l:acquire { timeout = 0, lease = 10 }
+  local g2 = l:acquire { timeout = 0, lease = 10 }
+  step(g1 and g2 and true)
+  step(l:release())
+  step(l:release())
+  step(l:acquire { timeout = 0 } and true)
+  step(l:force_unlock())
+  step(l:force_unlock())
+  out { steps = table.concat(steps, ",") }
+end
+
+-- /api?name=: the lock API within one request, each check a "name=value" line.
+function app.api()
+  local c = app.client
+  local name = ngx.unescape_uri(var.arg_name)
+  local l = c:lock(name)
+  local r = {}
+  local g1 = assert(l:acquire { timeout = 0 })
+  local g2 = assert(l:acquire { timeout = 0 }) -- the same run re-enters
+  r.hold_count = l:hold_count()
+  r.held = l:held()
+  r.locked = l:locked()
+  local rem = l:remaining()
+  r.remaining_ok = rem > 0 and rem <= 1.5
+  -- a light thread is an owner of its own: it cannot take it, nor release it
+  local t = ngx.thread.spawn(function()
+    local g, err = l:acquire { timeout = 0 }
+    local ok, rerr = l:release()
+    return (g and "acquired" or err:match("^(%w+):")) .. ","
+      .. (ok and "released" or rerr:match("^([%w_]+):"))
+  end)
+  r.thread = select(2, ngx.thread.wait(t))
+  r.release1 = g2:release()
+  r.release1_again = g2:release() -- idempotent
+  r.released_flag = g2:released()
+  r.count_after = l:hold_count()
+  r.release2 = l:release() -- through the newest open guard: g1
+  r.g1_released = g1:released()
+  local ok, err = l:release()
+  r.not_owned = not ok and err:match("^([%w_]+):")
+  r.remaining_free = l:remaining()
+  -- fenced: strictly increasing tokens, reentrant ones too
+  local f = c:fenced_lock(name .. ":fenced")
+  local a, b = assert(f:acquire { timeout = 0 }), assert(f:acquire { timeout = 0 })
+  r.tokens = a.token < b.token and f:token() == b.token
+  b:release(); a:release()
+  r.token_after = tostring(f:token())
+  -- read/write: two readers of this run and a light thread share; a writer waits
+  local rw = c:rw_lock(name .. ":rw")
+  local rg = assert(rw.read:acquire { timeout = 0 })
+  local t2 = ngx.thread.spawn(function()
+    local g = rw.read:acquire { timeout = 0 }
+    local w, werr = rw.write:acquire { timeout = 0 }
+    if g then g:release() end
+    return (g and "read" or "noread") .. "," .. (w and "write" or werr:match("^(%w+):"))
+  end)
+  r.rw_thread = select(2, ngx.thread.wait(t2))
+  r.read_locked = rw.read:locked()
+  rg:release()
+  -- force unlock: the holder learns its hold was lost
+  local victim = assert(l:acquire { timeout = 0, lease = 5 })
+  r.forced = l:force_unlock()
+  local vok, verr = victim:release()
+  r.after_force = not vok and verr:match("^(%w+):") .. ":" .. verr:match("%((%w+)%)$")
+  -- with: results, errors re-raised after the release
+  r.with_result = l:with(function(x, y) return x + y end, { timeout = 1 }, 2, 3)
+  local wok, werr = pcall(l.with, l, function() error("inside") end, { timeout = 1 })
+  r.with_error = not wok and tostring(werr):match("inside") ~= nil and not l:locked()
+  out(r)
+end
+
+-- /critical?name=&n=&key=: n times acquire, enter (INCR key: anything but 1 means someone else
+-- is inside: INCR key:overlaps), stay 2 ms, leave (DECR key), release.
+function app.critical()
+  local runner = require "redlease.resty.runner"
+  local l = lock_of(app.client)
+  local key, done, overlaps = var.arg_key, 0, 0
+  for _ = 1, num("n", 1) do
+    local g, err = l:acquire { timeout = 60 }
+    if not g then return out { done = done, err = err, pid = ngx.worker.pid() } end
+    if runner.command(app.client, { "INCR", key }) ~= 1 then
+      overlaps = overlaps + 1
+      runner.command(app.client, { "INCR", key .. ":overlaps" })
+    end
+    ngx.sleep(0.002)
+    runner.command(app.client, { "DECR", key })
+    local ok, rerr = g:release()
+    if not ok then return out { done = done, err = rerr, pid = ngx.worker.pid() } end
+    done = done + 1
+  end
+  out { done = done, overlaps = overlaps, pid = ngx.worker.pid() }
+end
+
+-- /many?prefix=&n=&secs=: n light threads, each its own owner, hold prefix..i for secs.
+function app.many()
+  local n, secs, prefix = num("n", 1), num("secs", 1), var.arg_prefix
+  local threads = {}
+  for i = 1, n do
+    threads[i] = ngx.thread.spawn(function()
+      local l = app.client:lock(prefix .. i)
+      local g, err = l:acquire { timeout = 0 }
+      if not g then return "acquire: " .. err end
+      ngx.sleep(secs)
+      local ok, rerr = g:release()
+      return ok and "ok" or "release: " .. rerr
+    end)
+  end
+  local ok_count, first_err = 0, nil
+  for i = 1, n do
+    local _, r = ngx.thread.wait(threads[i])
+    if r == "ok" then ok_count = ok_count + 1 else first_err = first_err or r end
+  end
+  out { ok = ok_count, err = first_err }
+end
+
+-- /leak_error?name=: takes the lock and fails without releasing it.
+function app.leak_error()
+  local g = assert(lock_of(app.client):acquire { timeout = 0, lease = num("lease") })
+  ngx.ctx.guard = g -- reachable from the request only
+  error("the handler failed while holding " .. var.arg_name)
+end
+
+-- /leak_sleep?name=: takes the lock and sleeps (the client aborts meanwhile).
+function app.leak_sleep()
+  assert(lock_of(app.client):acquire { timeout = 0 })
+  ngx.say("holding")
+  ngx.flush(true)
+  ngx.sleep(num("secs", 60))
+end
+
+-- /afresh?name=&kind=: a re-entry is answered as one; a re-acquire that Redis grants afresh
+-- (the key was deleted behind the run's back, and no renewal told it yet: fixed leases) reports
+-- the run's hold lost and takes the fresh grant back.
+function app.afresh()
+  local runner = require "redlease.resty.runner"
+  local l = lock_of(app.client)
+  local r = {}
+  local g1 = assert(l:acquire { timeout = 0, lease = 10 })
+  local g2 = assert(l:acquire { timeout = 0, lease = 10 })
+  r.count = l:hold_count()
+  r.release2 = g2:release()
+  runner.command(app.client, { "DEL", l.name })
+  local g3, err = l:acquire { timeout = 0, lease = 10 }
+  r.afresh = g3 == nil and err:match("^(%w+):") .. ":" .. err:match("%((%w+)%)$")
+  local lost, reason = l:lost()
+  r.lost = tostring(lost) .. ":" .. tostring(reason)
+  r.taken_back = runner.command(app.client, { "EXISTS", l.name }) == 0
+  local ok, rerr = g1:release()
+  r.release1 = ok or rerr:match("^(%w+):")
+  local g4 = l:acquire { timeout = 0, lease = 10 }
+  r.again = g4 ~= nil and g4:release()
+  out(r)
+end
+
+-- /settle?name=: a release whose reply is lost (Redis stalled by DEBUG SLEEP past a 0.3 s
+-- command timeout) is settled by the run's next acquire, with the same request id: the new
+-- hold is then counted once by Redis and renewed by the watchdog.
+function app.settle()
+  local runner = require "redlease.resty.runner"
+  local c = assert(redlease.connect(app.url, { command_timeout = 0.3, watchdog_timeout = 1.5 }))
+  local l = c:lock(ngx.unescape_uri(var.arg_name))
+  local r = {}
+  local g1 = assert(l:acquire { timeout = 0 })
+  local stall = ngx.thread.spawn(runner.command, app.client, { "DEBUG", "SLEEP", "1" })
+  ngx.sleep(0.05) -- the stall is under way
+  local ok, err = g1:release()
+  r.release = ok or err:match("^(%w+):")
+  r.guard_open = not g1:released()
+  ngx.thread.wait(stall)
+  local g2, aerr = l:acquire { timeout = 0 }
+  r.acquired = g2 ~= nil or aerr
+  r.settled = g1:released()
+  r.count = l:hold_count()
+  ngx.sleep(2) -- longer than the 1.5 s lease
+  r.lost = l:lost()
+  r.renewed = (l:remaining() or 0) > 0
+  r.release2 = g2 and g2:release()
+  r.gone = not l:locked()
+  c:close()
+  out(r)
+end
+
+-- /stray?name=: Redis counts two holds of this run that it does not know of (as after acquires
+-- whose answers were lost): its last release removes them too. The reentrant and the fenced
+-- lock of one run share their Redis field: there "still held" is expected and left alone.
+function app.stray()
+  local runner = require "redlease.resty.runner"
+  local owner = require "redlease.resty.owner"
+  local c, name = app.client, ngx.unescape_uri(var.arg_name)
+  local l, f = c:lock(name), c:fenced_lock(name)
+  local r = {}
+  local g = assert(l:acquire { timeout = 0, lease = 10 })
+  runner.command(c, { "HINCRBY", name, c:owner_of(owner.run()), "2" })
+  r.release = g:release()
+  r.gone = runner.command(c, { "EXISTS", name }) == 0
+  local a = assert(l:acquire { timeout = 0, lease = 10 })
+  local b = assert(f:acquire { timeout = 0, lease = 10 })
+  r.shared_release = a:release()
+  r.shared_count = l:hold_count()
+  r.fenced_release = b:release()
+  r.shared_gone = runner.command(c, { "EXISTS", name }) == 0
+  out(r)
+end
+
+-- /watch_loss?name=&secs=: a watchdog-mode hold, looked at every 20 ms until it is lost (at
+-- most secs), then released; lost_after: seconds from the acquire to the loss.
+function app.watch_loss()
+  local l = lock_of(app.client)
+  local g = assert(l:acquire { timeout = 0 })
+  ngx.update_time()
+  local got = ngx.now()
+  local deadline = got + num("secs", 5)
+  local lost, reason = l:lost()
+  while not lost and ngx.now() < deadline do
+    ngx.sleep(0.02)
+    ngx.update_time()
+    lost, reason = l:lost()
+  end
+  local lost_after = ngx.now() - got
+  local ok, err = g:release()
+  out { lost = lost, reason = reason, lost_after = lost_after,
+    release = ok or err:match("^(%w+):") }
+end
+
+-- /gc: a full collection in this worker.
+function app.gc()
+  collectgarbage()
+  collectgarbage()
+  out { pid = ngx.worker.pid() }
+end
+
+-- Phase probes: a bad argument, then a one-try acquire, each said in the error log as
+-- "PROBE-ARG <where> <error>" and "PROBE-CALL <where> <result>".
+function app.probe(where, url)
+  local client = url and redlease.connect(url) or app.client
+  local l = client:lock("probe:" .. where)
+  local _, msg = pcall(l.acquire, l, { timeout = "soon" })
+  ngx.log(ngx.ERR, "PROBE-ARG ", where, " ", tostring(msg))
+  local _, msg2 = pcall(client.lock, client, 42)
+  ngx.log(ngx.ERR, "PROBE-ARG ", where, " ", tostring(msg2))
+  local g, err = l:acquire { timeout = 0 }
+  ngx.log(ngx.ERR, "PROBE-CALL ", where, " ", g and "acquired" or tostring(err))
+  if g then
+    local ok, rerr = g:release()
+    ngx.log(ngx.ERR, "PROBE-RELEASE ", where, " ", tostring(ok or rerr))
+  end
+end
+
+return app

@@ -1,0 +1,67 @@
+"""Fixtures of the openresty suite: per test a throwaway redis-server (tests/conftest.py) and
+nginx instances made by ``make_nginx(...)`` (nginx.py), all stopped by pid afterwards; their
+error logs are printed when a test fails."""
+
+import os
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "interop"))
+
+from nginx import Nginx  # noqa: E402
+
+# The locations every test app has (app.lua); a test adds its own.
+LOCATIONS = """
+    location /hold { content_by_lua_block { require("app").hold() } }
+    location /cycle { content_by_lua_block { require("app").cycle() } }
+    location /stats { content_by_lua_block { require("app").stats() } }
+    location ~ ^/(sequence|critical|many|gc|leak_error|api|afresh|settle|stray|watch_loss)$ {
+      content_by_lua_block { require("app")[ngx.var[1]]() }
+    }
+"""
+
+
+def init_worker(watchdog=1.5, code=""):
+    return (f'  init_worker_by_lua_block {{ require("app").init("{{redis}}", '
+            f'{{ watchdog_timeout = {watchdog} }}) {code} }}\n')
+
+
+@pytest.fixture
+def make_nginx(server, request):
+    """make_nginx(workers=1, watchdog=1.5, http="", locations="", main="", start=True,
+    init_worker_code="")."""
+    made = []
+
+    def make(workers=1, watchdog=1.5, http="", locations="", main="", start=True, url=None,
+             init_worker_code=""):
+        ng = Nginx(url or server.url, http_block=init_worker(watchdog, init_worker_code) + http,
+                   server_block=LOCATIONS + locations, workers=workers, main_block=main)
+        made.append(ng)
+        return ng.start() if start else ng
+
+    yield make
+    failed = getattr(request.node, "rep_call", None)
+    for ng in made:
+        if failed is not None and failed.failed:
+            print(f"--- nginx error log ({ng.dir}) ---\n{ng.log()[-20000:]}")
+        ng.close()
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, "rep_" + rep.when, rep)
+
+
+def fields(body: str) -> dict:
+    """The key=value lines of an app answer."""
+    out = {}
+    for line in body.splitlines():
+        if "=" in line:
+            k, v = line.split("=", 1)
+            out[k] = v
+    return out
