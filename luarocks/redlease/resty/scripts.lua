@@ -41,11 +41,29 @@ return {
   renew =
     "local lease = tonumber(ARGV[1])\n"
     .. "local answers = {}\n"
+    .. "local now\n"
     .. "for i, key in ipairs(KEYS) do\n"
     .. "  local field, holds = ARGV[2 * i], ARGV[2 * i + 1]\n"
     .. "  local kind = redis.call('type', key).ok\n"
     .. "  if kind == 'none' then\n"
     .. "    answers[i] = 0\n"
+    .. "  elseif holds == '#permit' then\n"
+    .. "    if kind ~= 'zset' then\n"
+    .. "      answers[i] = 2\n"
+    .. "    else\n"
+    .. "      if not now then\n"
+    .. "        local t = redis.call('time')\n"
+    .. "        now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    .. "      end\n"
+    .. "      local id = field:gsub('..', function(h) return string.char(tonumber(h, 16)) end)\n"
+    .. "      local date = redis.call('zscore', key, id)\n"
+    .. "      if date == false or tonumber(date) <= now then\n"
+    .. "        answers[i] = 0\n"
+    .. "      else\n"
+    .. "        redis.call('zadd', key, string.format('%.0f', now + lease), id)\n"
+    .. "        answers[i] = 1\n"
+    .. "      end\n"
+    .. "    end\n"
     .. "  elseif kind ~= 'hash' then\n"
     .. "    answers[i] = 2\n"
     .. "  elseif holds == '' then\n"
@@ -282,6 +300,107 @@ return {
     .. "if redis.call('hget', KEYS[1], 'mode') == ARGV[1] then\n"
     .. "  redis.call('del', KEYS[1])\n"
     .. "  redis.call(ARGV[3], KEYS[2], ARGV[2])\n"
+    .. "  return 1\n"
+    .. "end\n"
+    .. "return 0\n",
+  semaphore_try_set =
+    "if redis.call('get', KEYS[1]) ~= false then return 0 end\n"
+    .. "redis.call('set', KEYS[1], ARGV[1])\n"
+    .. "redis.call(ARGV[2], KEYS[2], ARGV[1])\n"
+    .. "return 1\n",
+  semaphore_add =
+    "local value = tonumber(redis.call('get', KEYS[1]) or '0') + tonumber(ARGV[1])\n"
+    .. "redis.call('set', KEYS[1], string.format('%.0f', value))\n"
+    .. "redis.call(ARGV[2], KEYS[2], string.format('%.0f', value))\n"
+    .. "return value\n",
+  semaphore_acquire =
+    "local value = redis.call('get', KEYS[1])\n"
+    .. "if value ~= false and tonumber(value) >= tonumber(ARGV[1]) then\n"
+    .. "  redis.call('decrby', KEYS[1], ARGV[1])\n"
+    .. "  return 1\n"
+    .. "end\n"
+    .. "return 0\n",
+  semaphore_release =
+    "local value = redis.call('incrby', KEYS[1], ARGV[1])\n"
+    .. "redis.call(ARGV[2], KEYS[2], value)\n"
+    .. "return value\n",
+  semaphore_drain =
+    "local value = tonumber(redis.call('get', KEYS[1]) or '0')\n"
+    .. "if value <= 0 then return 0 end\n"
+    .. "redis.call('set', KEYS[1], 0)\n"
+    .. "return value\n",
+  permit_acquire =
+    "local t = redis.call('time')\n"
+    .. "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    .. "local expired = redis.call('zrangebyscore', KEYS[2], 0, now, 'limit', 0, 1)\n"
+    .. "if #expired > 0 then\n"
+    .. "  redis.call('zrem', KEYS[2], unpack(expired))\n"
+    .. "  local value = redis.call('incrby', KEYS[1], #expired)\n"
+    .. "  if value > 0 then redis.call(ARGV[2], KEYS[3], value) end\n"
+    .. "end\n"
+    .. "local value = redis.call('get', KEYS[1])\n"
+    .. "if value ~= false and tonumber(value) >= 1 then\n"
+    .. "  redis.call('decrby', KEYS[1], 1)\n"
+    .. "  redis.call('zadd', KEYS[2], string.format('%.0f', now + tonumber(ARGV[1])), ARGV[3])\n"
+    .. "  local ttl = redis.call('pttl', KEYS[1])\n"
+    .. "  if ttl > 0 then redis.call('pexpire', KEYS[2], ttl) end\n"
+    .. "  return redis.status_reply('ACQUIRED')\n"
+    .. "end\n"
+    .. "local first = redis.call('zrange', KEYS[2], 0, 0, 'WITHSCORES')\n"
+    .. "if first[1] ~= nil and first[2] ~= '922337203685477' then\n"
+    .. "  return math.max(tonumber(first[2]) - now, 0)\n"
+    .. "end\n"
+    .. "return -1\n",
+  permit_release =
+    "local t = redis.call('time')\n"
+    .. "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    .. "local date = redis.call('zscore', KEYS[3], ARGV[1])\n"
+    .. "if date == false then return 0 end\n"
+    .. "redis.call('zrem', KEYS[3], ARGV[1])\n"
+    .. "local value = redis.call('incrby', KEYS[1], 1)\n"
+    .. "redis.call(ARGV[2], KEYS[2], value)\n"
+    .. "if tonumber(date) <= now then return 2 end\n"
+    .. "return 1\n",
+  permit_update_lease =
+    "local t = redis.call('time')\n"
+    .. "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    .. "local expired = redis.call('zrangebyscore', KEYS[2], 0, now, 'limit', 0, -1)\n"
+    .. "if #expired > 0 then\n"
+    .. "  redis.call('zrem', KEYS[2], unpack(expired))\n"
+    .. "  local value = redis.call('incrby', KEYS[1], #expired)\n"
+    .. "  if value > 0 then redis.call(ARGV[3], KEYS[3], value) end\n"
+    .. "end\n"
+    .. "if redis.call('zscore', KEYS[2], ARGV[1]) == false then return 0 end\n"
+    .. "redis.call('zadd', KEYS[2], string.format('%.0f', now + tonumber(ARGV[2])), ARGV[1])\n"
+    .. "return 1\n",
+  permit_available =
+    "local t = redis.call('time')\n"
+    .. "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    .. "local expired = redis.call('zrangebyscore', KEYS[2], 0, now, 'limit', 0, -1)\n"
+    .. "if #expired > 0 then\n"
+    .. "  redis.call('zrem', KEYS[2], unpack(expired))\n"
+    .. "  local value = redis.call('incrby', KEYS[1], #expired)\n"
+    .. "  if value > 0 then redis.call(ARGV[1], KEYS[3], value) end\n"
+    .. "end\n"
+    .. "return tonumber(redis.call('get', KEYS[1]) or '0')\n",
+  permit_add =
+    "local value = tonumber(redis.call('get', KEYS[1]) or '0') + tonumber(ARGV[1])\n"
+    .. "redis.call('set', KEYS[1], string.format('%.0f', value))\n"
+    .. "if tonumber(ARGV[1]) > 0 then redis.call(ARGV[2], KEYS[2], ARGV[1]) end\n"
+    .. "return value\n",
+  latch_try_set =
+    "if redis.call('exists', KEYS[1]) == 1 then return 0 end\n"
+    .. "redis.call('set', KEYS[1], ARGV[1])\n"
+    .. "redis.call(ARGV[3], KEYS[2], ARGV[2])\n"
+    .. "return 1\n",
+  latch_count_down =
+    "local v = redis.call('decr', KEYS[1])\n"
+    .. "if v <= 0 then redis.call('del', KEYS[1]) end\n"
+    .. "if v == 0 then redis.call(ARGV[2], KEYS[2], ARGV[1]) end\n"
+    .. "return v\n",
+  latch_delete =
+    "if redis.call('del', KEYS[1]) == 1 then\n"
+    .. "  redis.call(ARGV[2], KEYS[2], ARGV[1])\n"
     .. "  return 1\n"
     .. "end\n"
     .. "return 0\n",
