@@ -58,6 +58,6 @@ def test_both_sides_load_the_same_script_texts(server, raw, make_nginx):
     # every text the backend sends is byte for byte one the C rock sends
     assert len(resty_texts) == 14 and len(c_texts) >= 14
     assert set(resty_texts) <= set(c_texts)
-    # and the C rock's SHA1s are known to Redis after the backend's loads
-    shas = [hashlib.sha1(t).hexdigest() for t in c_texts]
+    # and the C rock's SHA1s of those scripts are known to Redis after the backend's loads
+    shas = [hashlib.sha1(t).hexdigest() for t in c_texts if t in resty_texts]
     assert raw("SCRIPT", "EXISTS", *shas) == [1] * len(shas)
