@@ -63,7 +63,10 @@ rl_status rl_watch_wait(rl_client *c, const void *name, size_t name_len, int64_t
         free(channel);
         if (st == RL_OK) {
             if (notified) *notified = 1;
-            st = rl_sub_wait(&c->sub, &ticket, rl_now_ms() + timeout_ms, hook, hook_userdata, err);
+            /* The first wake-up is the subscription's confirmation; the next one a change. */
+            int64_t until = rl_now_ms() + timeout_ms;
+            st = rl_sub_wait(&c->sub, &ticket, until, hook, hook_userdata, err);
+            if (st == RL_OK) st = rl_sub_wait(&c->sub, &ticket, until, hook, hook_userdata, err);
             if (st == RL_NOT_ACQUIRED) st = RL_OK; /* the time ran out: nothing changed */
             rl_sub_leave(&c->sub, &ticket);
         }

@@ -10,7 +10,7 @@ from .render import inspection_lines, json_text, name_text, seconds, table
 
 FOUND, NOT_FOUND, REFUSED = 0, 1, 2
 POLL_SECONDS = 0.5
-NOTIFIED_SECONDS = 5.0  # with keyspace notifications: redraw at least this often
+NOTIFIED_SECONDS = 30.0  # with keyspace notifications: redraw at least this often
 LOCK_KINDS = ("reentrant", "fenced", "fair", "read_write")
 
 
