@@ -43,8 +43,8 @@ rl_status rl_lock_set_lease(rl_lock *l, uint64_t context, int64_t lease_ms, int 
         [2] = 1, [3] = l->name_len, [4] = (size_t)lease_len, [5] = owner_len, [6] = read_keys_len};
     redisReply *reply = NULL;
     int64_t sent_at = rl_now_ms();
-    rl_status st = rl_client_script(c, RL_SCRIPT_RENEW, RL_SCRIPT_ARGV_HEAD + 4, argv, lens,
-                                    &reply, 1, NULL, NULL, err);
+    rl_status st = rl_client_script(c, RL_SCRIPT_RENEW, RL_SCRIPT_ARGV_HEAD + 4, argv, lens, &reply,
+                                    1, NULL, NULL, err);
     free(read_keys);
     if (st != RL_OK) return st;
     int answer = renew_answer(reply);
@@ -52,9 +52,9 @@ rl_status rl_lock_set_lease(rl_lock *l, uint64_t context, int64_t lease_ms, int 
     if (answer < 0) return rl_fail(err, RL_ERR_SERVER, "unexpected answer to a lease change");
     pthread_mutex_lock(&c->mu);
     h = rl_holds_find(&c->holds, l->name, l->name_len, l->kind, context);
-    rl_lost_reason reason = answer == 2 ? RL_LOST_OWNER_CHANGED
+    rl_lost_reason reason = answer == 2                              ? RL_LOST_OWNER_CHANGED
                             : h && rl_now_ms() >= h->confirmed_until ? RL_LOST_EXPIRED
-                                                                      : RL_LOST_DELETED;
+                                                                     : RL_LOST_DELETED;
     if (answer == 1 && h && !h->lost) {
         if (adopt && !h->watchdog) h->lease_ms = lease_ms;
         h->confirmed_until = sent_at + lease_ms;
@@ -96,8 +96,7 @@ static rl_status pttl(rl_lock *l, int64_t *out, rl_error *err) {
     return rl_lock_query(l, RL_QUERY_REMAINING, 0, out, err);
 }
 
-rl_status rl_lock_extend(rl_lock *l, uint64_t context, int64_t add_ms, int replace,
-                         rl_error *err) {
+rl_status rl_lock_extend(rl_lock *l, uint64_t context, int64_t add_ms, int replace, rl_error *err) {
     rl_error_clear(err);
     if (!l) return rl_fail(err, RL_ERR_ARGUMENT, "lock must not be NULL");
     if (add_ms <= 0 || add_ms > RL_MAX_LEASE_MS)

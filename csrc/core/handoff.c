@@ -11,8 +11,7 @@
 #include "names.h"
 #include "random.h"
 
-rl_status rl_lock_hand_off(rl_lock *l, uint64_t context, char token[RL_TOKEN_MAX],
-                           rl_error *err) {
+rl_status rl_lock_hand_off(rl_lock *l, uint64_t context, char token[RL_TOKEN_MAX], rl_error *err) {
     rl_error_clear(err);
     if (!l || !token) return rl_fail(err, RL_ERR_ARGUMENT, "lock and token must not be NULL");
     token[0] = '\0';
@@ -49,8 +48,7 @@ static int token_fits(const rl_lock *l, const char *token, size_t len) {
     size_t suffix_len = sizeof suffix - 1;
     int write = l->kind == RL_LOCK_WRITE;
     if (write) {
-        if (len < suffix_len || memcmp(token + len - suffix_len, suffix, suffix_len) != 0)
-            return 0;
+        if (len < suffix_len || memcmp(token + len - suffix_len, suffix, suffix_len) != 0) return 0;
         len -= suffix_len;
     }
     if (len < 38 || len >= RL_TOKEN_MAX || token[36] != ':') return 0;

@@ -20,8 +20,8 @@
 #define MAX_READ_HOLDS 100 /* hold keys read per reader */
 
 const char *rl_key_kind_name(rl_key_kind kind) {
-    static const char *const names[] = {"none", "reentrant", "fenced", "fair",
-                                        "read_write", "counter", "other"};
+    static const char *const names[] = {"none",       "reentrant", "fenced", "fair",
+                                        "read_write", "counter",   "other"};
     return (int)kind >= 0 && kind <= RL_KEY_OTHER ? names[kind] : "other";
 }
 
@@ -35,24 +35,25 @@ void rl_inspection_free(rl_inspection *in) {
 /* The derived names of one lock name. */
 typedef struct names {
     char *token, *queue, *deadlines, *lock_channel, *rw_channel, *sem_channel, *latch_channel;
-    size_t token_len, queue_len, deadlines_len, lock_channel_len, rw_channel_len,
-        sem_channel_len, latch_channel_len;
+    size_t token_len, queue_len, deadlines_len, lock_channel_len, rw_channel_len, sem_channel_len,
+        latch_channel_len;
 } names;
 
 static int make_names(rl_batch *b, names *n, const char *name, size_t len) {
-    n->token = rl_batch_own(b, rl_name_prefixed("redisson_lock_token", name, len, 0, &n->token_len));
-    n->queue = rl_batch_own(b, rl_name_prefixed("redisson_lock_queue", name, len, 0, &n->queue_len));
-    n->deadlines = rl_batch_own(
-        b, rl_name_prefixed("redisson_lock_timeout", name, len, 0, &n->deadlines_len));
+    n->token =
+        rl_batch_own(b, rl_name_prefixed("redisson_lock_token", name, len, 0, &n->token_len));
+    n->queue =
+        rl_batch_own(b, rl_name_prefixed("redisson_lock_queue", name, len, 0, &n->queue_len));
+    n->deadlines =
+        rl_batch_own(b, rl_name_prefixed("redisson_lock_timeout", name, len, 0, &n->deadlines_len));
     n->lock_channel = rl_batch_own(
         b, rl_name_prefixed("redisson_lock__channel", name, len, 0, &n->lock_channel_len));
     n->rw_channel =
         rl_batch_own(b, rl_name_prefixed("redisson_rwlock", name, len, 0, &n->rw_channel_len));
     n->sem_channel =
         rl_batch_own(b, rl_name_prefixed("redisson_sc", name, len, 0, &n->sem_channel_len));
-    n->latch_channel = rl_batch_own(
-        b, rl_joined("redisson_countdownlatch__channel__{", 35, name, len, "}",
-                     &n->latch_channel_len));
+    n->latch_channel = rl_batch_own(b, rl_joined("redisson_countdownlatch__channel__{", 35, name,
+                                                 len, "}", &n->latch_channel_len));
     return b->failed ? -1 : 0;
 }
 
@@ -205,11 +206,14 @@ static rl_status inspect(rl_client *c, const char *name, size_t len, rl_inspecti
         rl_batch_free(&b);
         return rl_fail(err, RL_ERR_MEMORY, "out of memory");
     }
-    const char *q[Q_COUNT][4] = {{"TYPE", name},          {"PTTL", name},
-                                 {"HLEN", name},          {"GET", n.token},
-                                 {"LRANGE", n.queue, "0", "999"}, {"GET", name}};
-    size_t ql[Q_COUNT][4] = {{4, len}, {4, len}, {4, len}, {3, n.token_len},
-                             {6, n.queue_len, 1, 3}, {3, len}};
+    const char *q[Q_COUNT][4] = {{"TYPE", name},
+                                 {"PTTL", name},
+                                 {"HLEN", name},
+                                 {"GET", n.token},
+                                 {"LRANGE", n.queue, "0", "999"},
+                                 {"GET", name}};
+    size_t ql[Q_COUNT][4] = {{4, len}, {4, len}, {4, len}, {3, n.token_len}, {6, n.queue_len, 1, 3},
+                             {3, len}};
     int qn[Q_COUNT] = {2, 2, 2, 2, 4, 2};
     for (int i = 0; i < Q_COUNT; i++)
         rl_batch_add(&b, qn[i], q[i], ql[i]);
@@ -274,8 +278,8 @@ static rl_status inspect(rl_client *c, const char *name, size_t len, rl_inspecti
         for (size_t i = 0; i < queued && nch < 2 + MAX_QUEUE; i++) {
             const redisReply *w = queue->element[i];
             size_t ch_len;
-            char *ch = rl_batch_own(&b2, rl_joined(n.lock_channel, n.lock_channel_len, ":", 1,
-                                                   w->str, &ch_len));
+            char *ch = rl_batch_own(
+                &b2, rl_joined(n.lock_channel, n.lock_channel_len, ":", 1, w->str, &ch_len));
             if (ch) numsub[nch] = ch, numsub_lens[nch++] = ch_len;
         }
     }

@@ -85,10 +85,10 @@ rl_status rl_scan_locks(rl_client *c, uint64_t cursor, const char *pattern, size
     char cursor_text[24], count_text[24];
     snprintf(cursor_text, sizeof cursor_text, "%llu", (unsigned long long)cursor);
     snprintf(count_text, sizeof count_text, "%zu", count);
-    const char *argv[8] = {"SCAN", cursor_text, "COUNT", count_text, "TYPE", "hash",
-                           "MATCH", pattern};
-    size_t lens[8] = {4, strlen(cursor_text), 5, strlen(count_text), 4, 4, 5,
-                      pattern ? strlen(pattern) : 0};
+    const char *argv[8] = {"SCAN", cursor_text, "COUNT", count_text,
+                           "TYPE", "hash",      "MATCH", pattern};
+    size_t lens[8] = {4, strlen(cursor_text),          5, strlen(count_text), 4, 4,
+                      5, pattern ? strlen(pattern) : 0};
     redisReply *reply = NULL;
     if (!p)
         st = rl_fail(err, RL_ERR_MEMORY, "out of memory");

@@ -309,7 +309,8 @@ static PyMethodDef lock_methods[] = {
     {"release", (PyCFunction)(void (*)(void))lock_release, METH_VARARGS | METH_KEYWORDS,
      "release(*, token=None) -> None\n--\n\nReleases one hold of the calling thread; with a "
      "token from hand_off(), every hold of the token's owner (any thread, any process). Raises "
-     "NotOwnedError when it holds none (a token: when its owner holds none), LockLostError when its hold was lost while held (the hold is dropped "
+     "NotOwnedError when it holds none (a token: when its owner holds none), LockLostError when "
+     "its hold was lost while held (the hold is dropped "
      "all the same), ConnectionError when Redis could not be reached (renewal stops at once; "
      "calling release() again retries the same release)."},
     {"__enter__", (PyCFunction)lock_enter, METH_NOARGS,

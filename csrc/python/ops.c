@@ -34,9 +34,9 @@ static PyObject *queue_list(const rl_inspection *in) {
     PyObject *list = PyList_New((Py_ssize_t)in->n_queue);
     for (size_t i = 0; list && i < in->n_queue; i++) {
         const rl_waiter_info *w = &in->queue[i];
-        PyObject *d = Py_BuildValue("{sssssssd}", "owner", w->owner, "client_id", w->client_id,
-                                    "context", w->context, "timeout",
-                                    (double)w->timeout_ms / 1000.0);
+        PyObject *d =
+            Py_BuildValue("{sssssssd}", "owner", w->owner, "client_id", w->client_id, "context",
+                          w->context, "timeout", (double)w->timeout_ms / 1000.0);
         if (!d) {
             Py_CLEAR(list);
             break;
@@ -52,12 +52,12 @@ static PyObject *inspection_dict(const rl_inspection *in) {
         Py_XDECREF(owners);
         return NULL;
     }
-    return Py_BuildValue(
-        "{sssssz#sNsLsLsLsNsN}", "kind", rl_key_kind_name(in->kind), "type", in->type, "mode",
-        in->mode[0] ? in->mode : NULL, (Py_ssize_t)strlen(in->mode), "lease",
-        seconds_or_none(in->lease_ms), "count", (long long)in->count, "last_token",
-        (long long)in->last_token, "subscribers", (long long)in->subscribers, "owners", owners,
-        "queue", queue);
+    return Py_BuildValue("{sssssz#sNsLsLsLsNsN}", "kind", rl_key_kind_name(in->kind), "type",
+                         in->type, "mode", in->mode[0] ? in->mode : NULL,
+                         (Py_ssize_t)strlen(in->mode), "lease", seconds_or_none(in->lease_ms),
+                         "count", (long long)in->count, "last_token", (long long)in->last_token,
+                         "subscribers", (long long)in->subscribers, "owners", owners, "queue",
+                         queue);
 }
 
 /* rl_inspect with the GIL released; NULL with the exception set. */
@@ -107,10 +107,9 @@ PyObject *rlpy_client_scan(PyObject *client, PyObject *args) {
         }
         PyList_SET_ITEM(names, (Py_ssize_t)i, b);
     }
-    PyObject *result =
-        names ? Py_BuildValue("(KNn)", (unsigned long long)page->next, names,
-                              (Py_ssize_t)page->looked_at)
-              : NULL;
+    PyObject *result = names ? Py_BuildValue("(KNn)", (unsigned long long)page->next, names,
+                                             (Py_ssize_t)page->looked_at)
+                             : NULL;
     rl_scan_page_free(page);
     return result;
 }
@@ -129,8 +128,8 @@ PyObject *rlpy_client_watch_wait(PyObject *client, PyObject *args) {
     int notified = 0;
     rl_error err;
     rl_status st;
-    RLPY_WAITING(&w, st = rl_watch_wait(core, bytes, (size_t)len, ms, rlpy_wait_hook, &w,
-                                        &notified, &err));
+    RLPY_WAITING(
+        &w, st = rl_watch_wait(core, bytes, (size_t)len, ms, rlpy_wait_hook, &w, &notified, &err));
     if (st != RL_OK) return rlpy_raise(&err);
     return PyBool_FromLong(notified);
 }

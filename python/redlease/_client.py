@@ -10,8 +10,8 @@ from . import _core
 from ._core import CountDownLatch, Lock, MultiLock, Semaphore
 from ._events import EventDispatcher, OnLost
 from ._family import PermitExpirableSemaphore
-from ._ops import Inspection, Stats
 from ._locks import KINDS, FairLock, FencedLock, ReadLock, ReadWriteLock, WriteLock
+from ._ops import Inspection, Stats
 
 L = TypeVar("L", bound=Lock)
 _Path = Union[str, "os.PathLike[str]"]

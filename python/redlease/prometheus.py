@@ -8,7 +8,7 @@ names and a ``client`` label (the client's id unless ``label`` is given). Import
 alone never imports prometheus_client; this module does.
 """
 
-from typing import Iterator, Optional
+from typing import Dict, Iterator, Optional
 
 from prometheus_client.core import REGISTRY, CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
@@ -41,14 +41,14 @@ class RedleaseCollector(Collector):
         if self._client.closed:
             return
         stats = self._client.stats()
-        values = dict(stats)
+        values: Dict[str, float] = {k: v for k, v in stats.items() if isinstance(v, (int, float))}
         for name, doc, key in _COUNTERS:
             counter = CounterMetricFamily(name, doc, labels=["client"])
-            counter.add_metric([self._label], float(values[key]))
+            counter.add_metric([self._label], values[key])
             yield counter
         for name, doc, key in _GAUGES:
             gauge = GaugeMetricFamily(name, doc, labels=["client"])
-            gauge.add_metric([self._label], float(values[key]))
+            gauge.add_metric([self._label], values[key])
             yield gauge
         lost = CounterMetricFamily("redlease_holds_lost", "Holds lost while held, by reason.",
                                    labels=["client", "reason"])

@@ -85,7 +85,8 @@ def test_inspect_fair_lock_with_two_waiters(client, make_client, server):
         waiters.append(w)
         threading.Thread(target=lambda w=w: w.fair_lock("orders:7").acquire(timeout=30),
                          daemon=True).start()
-        assert wait_for(lambda n=len(waiters): len(client.inspect("orders:7")["queue"]) == n, 10)
+        queued = len(waiters)
+        assert wait_for(lambda n=queued: len(client.inspect("orders:7")["queue"]) == n, 10)
     found = inspect_json("orders:7", server.url)
     assert found["kind"] == "fair"
     assert [o["client_id"] for o in found["owners"]] == [client.id]

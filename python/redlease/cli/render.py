@@ -22,7 +22,7 @@ def seconds(value: Optional[float]) -> str:
     return f"{value:.1f} s"
 
 
-def table(headers: Sequence[str], rows: List[Sequence[str]], indent: str = "  ") -> List[str]:
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]], indent: str = "  ") -> List[str]:
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
               for i, h in enumerate(headers)]
     lines = [indent + "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))]
