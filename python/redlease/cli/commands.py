@@ -43,7 +43,7 @@ def watch(client: Client, name: str, as_json: bool, count: int, out: TextIO) -> 
             if terminal:
                 out.write("\x1b[H\x1b[J")
             stamp = time.strftime("%H:%M:%S")
-            lines = [f"watching {name} ({how}); Ctrl-C to stop; {stamp}", ""]
+            lines = [f"watching {name}: {how}; Ctrl-C to stop; {stamp}", ""]
             print("\n".join(lines + inspection_lines(name.encode(), client.url, found)),
                   file=out, flush=True)
         shown += 1
