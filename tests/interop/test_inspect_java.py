@@ -52,8 +52,9 @@ def test_fair_queue_across_java_and_python(java, client, server, raw, name):
     holder.lock("t0", 120_000)  # Redisson gives up at once on a lease longer than its wait
     waiter = java.lock(name, "fair").start("t1", "tryLock", 200_000, LEASE_MS)
     assert wait_for(lambda: len(client.inspect(name)["queue"]) == 1, 10)
-    threading.Thread(target=lambda: client.fair_lock(name).acquire(timeout=30),
-                     daemon=True).start()
+    py_waiter = threading.Thread(target=lambda: client.fair_lock(name).acquire(timeout=30),
+                                 daemon=True)
+    py_waiter.start()
     assert wait_for(lambda: len(client.inspect(name)["queue"]) == 2, 10)
     found = inspect(name, server.url)
     assert found["kind"] == "fair"
@@ -66,6 +67,7 @@ def test_fair_queue_across_java_and_python(java, client, server, raw, name):
     assert waiter.result(30) is True
     assert first["context"] == str(java.thread_id("t1"))  # t1 was busy waiting until now
     java.lock(name, "fair").unlock("t1")
+    py_waiter.join(30)  # it takes the lock next; its thread's end releases it
 
 
 def test_readers_of_both_sides_and_a_java_fencing_token(java, client, server, name):

@@ -79,12 +79,13 @@ def test_inspect_reentrant_table_and_json(client, server):
 def test_inspect_fair_lock_with_two_waiters(client, make_client, server):
     fair = client.fair_lock("orders:7", lease=60)
     assert fair.acquire()
-    waiters = []
+    waiters, threads = [], []
     for _ in range(2):
         w = make_client()
         waiters.append(w)
-        threading.Thread(target=lambda w=w: w.fair_lock("orders:7").acquire(timeout=30),
-                         daemon=True).start()
+        threads.append(threading.Thread(
+            target=lambda w=w: w.fair_lock("orders:7").acquire(timeout=30), daemon=True))
+        threads[-1].start()
         queued = len(waiters)
         assert wait_for(lambda n=queued: len(client.inspect("orders:7")["queue"]) == n, 10)
     found = inspect_json("orders:7", server.url)
@@ -98,6 +99,8 @@ def test_inspect_fair_lock_with_two_waiters(client, make_client, server):
     table = run("inspect", "orders:7", url=server.url).stdout
     assert "queue       2 waiting, in order" in table
     fair.release()
+    for t in threads:  # each takes it in turn; a thread that ends releases its hold
+        t.join(30)
 
 
 def test_inspect_read_write_fenced_and_counter(client, server, raw):

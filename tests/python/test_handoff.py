@@ -97,3 +97,17 @@ def test_hand_off_needs_a_hold_and_tokens_are_checked(client, raw):
         rw.read.release(token=token)  # a write token on the read side
     rw.write.release(token=token)
     assert raw("EXISTS", "doc") == 0
+
+
+def test_read_and_fair_holds_hand_off_too(client, make_client, raw):
+    other = make_client()
+    rw = client.rw_lock("doc", lease=30)
+    assert rw.read.acquire() and rw.read.acquire()
+    token = rw.read.hand_off()
+    assert client.inspect("doc")["owners"][0]["local"] is False  # no longer this client's
+    other.rw_lock("doc").read.release(token=token)
+    assert raw("EXISTS", "doc") == 0
+    fair = client.fair_lock("line", lease=30)
+    assert fair.acquire()
+    other.fair_lock("line").release(token=fair.hand_off())
+    assert raw("EXISTS", "line") == 0
