@@ -129,10 +129,6 @@ static int known_here(const char *name, size_t name_len, const rl_owner_info *o)
 /* Phase 1's indices. */
 enum { Q_TYPE, Q_PTTL, Q_HLEN, Q_TOKEN, Q_QUEUE, Q_VALUE, Q_COUNT };
 
-typedef struct phase2 {
-    size_t hgetall, numsub, scores; /* SIZE_MAX when not asked */
-} phase2;
-
 static rl_status read_owners(rl_inspection *in, const redisReply *all, rl_error *err) {
     size_t n = all->elements / 2;
     in->owners = n ? calloc(n, sizeof *in->owners) : NULL;
@@ -172,12 +168,11 @@ static rl_status read_readers(rl_client *c, rl_inspection *in, const char *name,
         first[i] = b.n;
         for (int64_t k = 1; !o->write && k <= o->count && k <= MAX_READ_HOLDS; k++) {
             char tail[RL_TOKEN_MAX + 48];
-            int tail_len = snprintf(tail, sizeof tail, "%s:%s:rwlock_timeout:%lld",
-                                    braced ? "" : "}", o->field, (long long)k);
+            snprintf(tail, sizeof tail, "%s:%s:rwlock_timeout:%lld", braced ? "" : "}", o->field,
+                     (long long)k);
             size_t key_len;
             char *key = rl_batch_own(
                 &b, rl_joined(braced ? "" : "{", braced ? 0 : 1, name, len, tail, &key_len));
-            (void)tail_len;
             const char *argv[2] = {"PTTL", key};
             size_t lens[2] = {4, key_len};
             if (key) rl_batch_add(&b, 2, argv, lens);
@@ -248,7 +243,7 @@ static rl_status inspect(rl_client *c, const char *name, size_t len, rl_inspecti
     /* Phase 2: the fields, the waiters' deadlines, the subscribers. */
     rl_batch b2;
     rl_batch_init(&b2);
-    size_t hgetall = SIZE_MAX, scores = b2.n;
+    size_t hgetall = SIZE_MAX, scores;
     if (in->kind != RL_KEY_OTHER && is_hash) {
         const char *argv[2] = {"HGETALL", name};
         size_t lens[2] = {7, len};

@@ -145,6 +145,17 @@ int rlua_lock_reacquire(lua_State *L) {
     return 1;
 }
 
+/* lock:hand_off() -> token | nil, err: the running coroutine's hold, let go of here. */
+int rlua_lock_hand_off(lua_State *L) {
+    rl_lock *lock = check_lock(L);
+    char token[RL_TOKEN_MAX];
+    rl_error err;
+    rl_status st = rl_lock_hand_off(lock, rlua_context(L), token, &err);
+    if (st != RL_OK) return rlua_fail(L, st, &err);
+    lua_pushstring(L, token);
+    return 1;
+}
+
 /* lock:release_token(token) -> true | nil, err: every hold of the token's owner. */
 int rlua_lock_release_token(lua_State *L) {
     rl_lock *lock = check_lock(L);

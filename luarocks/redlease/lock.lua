@@ -99,6 +99,17 @@ function Lock:owner()
   return found.owners
 end
 
+-- Hand-off: the running coroutine's hold becomes a token ("<client id>:<context>") and is let go
+-- of here (its renewal stops, its guards close without releasing); any coroutine, thread or
+-- process then frees it with lock:release_token(token) (Python: lock.release(token=...)).
+-- token, or nil and "not_owned: ..." when this coroutine holds none.
+function Lock:hand_off()
+  local token, err = self._core:hand_off()
+  if not token then return nil, err end
+  for _, g in ipairs(holds.take_all(self._key)) do g:_detach() end
+  return token
+end
+
 -- Releases every hold of the owner a hand-off token names (Lock.hand_off in Python, or any
 -- "<client id>:<context>" owner of this lock): true, or nil and "not_owned: ..." when that owner
 -- holds none.
