@@ -231,3 +231,40 @@ TEST(ops_scan_finds_locks_only) {
         rl_lock_free(locks[i]);
     rl_client_free(c);
 }
+
+/* rl_watch_wait: polls (sleeps) without keyspace notifications, wakes on a change with them. */
+typedef struct delayed_set {
+    int64_t delay_ms;
+} delayed_set;
+
+static void *set_later(void *arg) {
+    delayed_set *d = arg;
+    sleep_ms(d->delay_ms);
+    redisContext *r = server_connect(&g_server);
+    freeReplyObject(raw(r, "HSET watched a:1 1"));
+    redisFree(r);
+    return NULL;
+}
+
+TEST(ops_watch_wait_polls_or_wakes_on_a_change) {
+    rl_client *c = new_client(g_server.url, 0);
+    int notified = -1;
+    int64_t start = now_ms();
+    CHECK_OK(rl_watch_wait(c, "watched", 7, 300, NULL, NULL, &notified, err));
+    CHECK_INT(notified, 0);
+    CHECK(now_ms() - start >= 290);
+    freeReplyObject(raw(g_raw, "CONFIG SET notify-keyspace-events KA"));
+    delayed_set d = {300};
+    pthread_t t;
+    pthread_create(&t, NULL, set_later, &d);
+    start = now_ms();
+    CHECK_OK(rl_watch_wait(c, "watched", 7, 20000, NULL, NULL, &notified, err));
+    int64_t waited = now_ms() - start;
+    pthread_join(t, NULL);
+    freeReplyObject(raw(g_raw, "CONFIG SET notify-keyspace-events %s", ""));
+    CHECK_INT(notified, 1);
+    CHECK_MSG(waited >= 250 && waited < 10000, "woken by the change after %lld ms",
+              (long long)waited);
+    CHECK_STATUS(rl_watch_wait(c, "", 0, 10, NULL, NULL, &notified, err), RL_ERR_ARGUMENT);
+    rl_client_free(c);
+}
