@@ -255,3 +255,46 @@ def test_watch_polls_or_follows_keyspace_notifications(client, server, raw):
     finally:
         proc.kill()
         proc.wait()
+
+
+def run_on_terminal(args, url, answer):
+    """The command with a terminal (a pty) as stdin and stderr, `answer` typed in."""
+    master, slave = os.openpty()
+    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "redlease", *args, "--url", url],
+                                stdin=slave, stdout=subprocess.PIPE, stderr=slave, text=True,
+                                env=env)
+        os.write(master, answer.encode())
+        out, _ = proc.communicate(timeout=60)
+        os.close(slave)
+        slave = -1
+        seen = b""
+        try:
+            while chunk := os.read(master, 65536):
+                seen += chunk
+        except OSError:  # the pty is closed once the child is gone
+            pass
+        return proc.returncode, out, seen.decode("utf-8", "replace")
+    finally:
+        os.close(master)
+        if slave >= 0:
+            os.close(slave)
+
+
+def test_force_unlock_asks_on_a_terminal(client, server, raw):
+    lock = client.lock("stuck", lease=60)
+    assert lock.acquire()
+    code, out, _ = run_on_terminal(["force-unlock", "stuck"], server.url, "n\n")
+    assert code == 2 and "Delete lock 'stuck' whoever holds it? [y/N]" in out
+    assert raw("EXISTS", "stuck") == 1
+    code, out, _ = run_on_terminal(["force-unlock", "stuck"], server.url, "y\n")
+    assert code == 0 and out.rstrip().endswith("deleted")
+    assert raw("EXISTS", "stuck") == 0
+
+
+def test_scan_shows_progress_on_a_terminal(client, server):
+    assert client.lock("job:1", lease=30).acquire()
+    code, out, terminal = run_on_terminal(["scan", "--count", "10"], server.url, "")
+    assert code == 0 and "job:1" in out
+    assert "scanning: 1 SCAN step(s)" in terminal

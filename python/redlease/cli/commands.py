@@ -122,7 +122,7 @@ def scan(client: Client, pattern: Optional[str], limit: int, count: int, as_json
         looked[0] += n
         looked[1] += 1
         if progress:
-            err.write(f"\rscanning: {looked[1]} steps, {looked[0]} hash keys looked at")
+            err.write(f"\rscanning: {looked[1]} SCAN step(s), {looked[0]} hash keys looked at")
             err.flush()
 
     names: List[bytes] = []
