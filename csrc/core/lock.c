@@ -292,9 +292,13 @@ rl_status rl_lock_acquire_with(rl_lock *l, uint64_t context, const rl_acquire_op
     a.window = wait_ms > 0 ? wait_ms : c->cfg.options.fair_wait_ms;
     int64_t start = rl_now_ms(), wait_hint = -1;
     st = try_once(l, &a, wait_ms != 0, &wait_hint, err);
-    if (st == RL_NOT_ACQUIRED && wait_ms != 0)
+    if (st == RL_NOT_ACQUIRED && wait_ms != 0) {
+        int64_t wait_start_us = rl_now_us();
+        rl_metrics_wait_begins(&c->metrics);
         st = wait_and_retry(l, &a, wait_ms < 0 ? -1 : start + wait_ms, wait_hint, o->hook,
                             o->hook_userdata, err);
+        rl_metrics_wait_ends(&c->metrics, (uint64_t)(rl_now_us() - wait_start_us));
+    }
     /* A fair waiter that did not get the lock leaves the queue, whatever stopped it (timeout,
      * abort, an error even on the first try, which may have queued it before failing). */
     if (st != RL_OK && wait_ms != 0 && l->kind == RL_LOCK_FAIR)
@@ -302,9 +306,10 @@ rl_status rl_lock_acquire_with(rl_lock *l, uint64_t context, const rl_acquire_op
     int64_t max_hold = o->max_hold_ms == 0  ? c->cfg.options.max_hold_ms
                        : o->max_hold_ms > 0 ? o->max_hold_ms
                                             : 0;
-    if (st == RL_OK)
+    if (st == RL_OK) {
         st = record_hold(l, context, &a, lease_ms, max_hold, err);
-    else if (st == RL_NOT_ACQUIRED)
+        if (st == RL_OK) rl_metrics_acquired(&c->metrics);
+    } else if (st == RL_NOT_ACQUIRED)
         rl_fail(err, RL_NOT_ACQUIRED, "lock \"%s\" is held by another owner", printable(l, shown));
 out:
     rl_client_leave(c);
