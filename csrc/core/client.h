@@ -15,6 +15,7 @@
 #include "sentinel.h"
 #include "subscriber.h"
 #include "watchdog.h"
+#include "workers.h"
 
 struct rl_client {
     rl_config cfg;
@@ -32,6 +33,7 @@ struct rl_client {
     rl_scripts scripts;
     rl_subscriber sub;
     rl_events events;
+    rl_workers workers; /* the async calls' threads, started by the first one */
     struct rl_client *registry_prev, *registry_next; /* fork.c's list of live clients */
 };
 
@@ -64,6 +66,9 @@ rl_status rl_client_command(rl_client *c, int argc, const char **argv, size_t *l
 
 /* Marks `hold` lost (client mutex held): stops its renewal and reports the loss as an event. */
 void rl_client_hold_lost(rl_client *c, rl_hold *hold, rl_lost_reason reason);
+
+/* rl_context_ended for this client only (contexts.c). */
+void rl_client_context_ended(rl_client *c, uint64_t context);
 
 /* fork.c's hooks, one per phase of fork(). */
 void rl_client_before_fork(rl_client *c);
