@@ -250,7 +250,7 @@ rl_status rl_lock_acquire_async(rl_lock *l, uint64_t context, const rl_acquire_o
         rl_error_clear(err);
         return rl_fail(err, RL_ERR_ARGUMENT, "options must not be NULL");
     }
-    rl_call *k;
+    rl_call *k = NULL;
     rl_status st = lock_call(l, OP_ACQUIRE, context, done, userdata, out, &k, err);
     if (st != RL_OK) return st;
     k->options = *options;
@@ -260,7 +260,7 @@ rl_status rl_lock_acquire_async(rl_lock *l, uint64_t context, const rl_acquire_o
 
 rl_status rl_lock_release_async(rl_lock *l, uint64_t context, rl_done_fn done, void *userdata,
                                 rl_call **out, rl_error *err) {
-    rl_call *k;
+    rl_call *k = NULL;
     rl_status st = lock_call(l, OP_RELEASE, context, done, userdata, out, &k, err);
     return st == RL_OK ? launch(k, out, err) : st;
 }
@@ -271,7 +271,7 @@ rl_status rl_lock_query_async(rl_lock *l, rl_query what, uint64_t context, rl_do
         rl_error_clear(err);
         return rl_fail(err, RL_ERR_ARGUMENT, "unknown query %d", (int)what);
     }
-    rl_call *k;
+    rl_call *k = NULL;
     rl_status st = lock_call(l, OP_QUERY, context, done, userdata, out, &k, err);
     if (st != RL_OK) return st;
     k->what = what;
@@ -280,13 +280,13 @@ rl_status rl_lock_query_async(rl_lock *l, rl_query what, uint64_t context, rl_do
 
 rl_status rl_lock_force_unlock_async(rl_lock *l, rl_done_fn done, void *userdata, rl_call **out,
                                      rl_error *err) {
-    rl_call *k;
+    rl_call *k = NULL;
     rl_status st = lock_call(l, OP_FORCE_UNLOCK, 0, done, userdata, out, &k, err);
     return st == RL_OK ? launch(k, out, err) : st;
 }
 
 void rl_client_context_ended_later(rl_client *c, uint64_t context) {
-    rl_call *k;
+    rl_call *k = NULL;
     if (rl_client_enter(c, NULL) != RL_OK) return;
     if (start(c, NULL, OP_CONTEXT_ENDED, context, NULL, NULL, &k, NULL) == RL_OK &&
         launch(k, NULL, NULL) != RL_OK) /* no workers: release them here, waiting */

@@ -31,6 +31,10 @@ uint64_t rlpy_thread_context(void);
         PyEval_RestoreThread(rlpy_saved_);                                                         \
     } while (0)
 
+/* Called by the sync API's blocking calls: -1 with RuntimeError set when the calling thread runs
+ * an asyncio event loop (the owner would be the thread, shared by every task on it). */
+int rlpy_refuse_on_event_loop(const char *what);
+
 /* Sets the Python exception for a failed core call and returns NULL. */
 PyObject *rlpy_raise(const rl_error *err);
 /* The exception class redlease._errors defines for a status (borrowed reference). */

@@ -123,6 +123,7 @@ static int open_client(rlpy_lock *self) {
 
 /* 1 acquired, 0 not acquired (another owner), -1 exception set. */
 static int acquire(rlpy_lock *self, int64_t lease_ms, int64_t wait_ms, int64_t max_hold_ms) {
+    if (rlpy_refuse_on_event_loop("Lock.acquire()") < 0) return -1;
     uint64_t context = rlpy_thread_context();
     wait_state w = {NULL, 0};
     rl_acquire_options options = {.lease_ms = lease_ms,
@@ -163,6 +164,7 @@ static PyObject *lock_acquire(rlpy_lock *self, PyObject *args, PyObject *kwargs)
 }
 
 static int release(rlpy_lock *self) {
+    if (rlpy_refuse_on_event_loop("Lock.release()") < 0) return -1;
     rl_error err;
     rl_status st;
     uint64_t context = rlpy_thread_context();
