@@ -171,7 +171,7 @@ static PyMethodDef completions_methods[] = {
     {"force_unlock", (PyCFunction)rlpy_start_force_unlock, METH_VARARGS,
      "force_unlock(lock, done) -> Call\n--\n\nStarts a force unlock; done(bool, error)."},
     {"local_state", rlpy_local_state, METH_VARARGS,
-     "local_state(lock, context) -> (holds, lost reason or None, token)\n--\n\nWhat this "
+     "local_state(lock, context, /) -> tuple\n--\n\n(holds, lost reason or None, token): what this "
      "client knows of the context's hold, without a round trip."},
     {NULL, NULL, 0, NULL},
 };

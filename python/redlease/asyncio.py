@@ -13,19 +13,20 @@ pub/sub subscriber: no thread per waiter, no polling, no executor. See docs/asyn
 """
 
 import asyncio
+import functools
 import inspect
 import weakref
 from typing import Any, Awaitable, Callable, Dict, Optional, Set, Union
 
 from . import _core
-from ._aio_locks import FairLock, FencedLock, Lock, ReadWriteLock, _UNSET
+from ._aio_locks import _UNSET, FairLock, FencedLock, Lock, ReadWriteLock
 from ._client import Client as SyncClient
 from ._errors import ClientClosedError
 
 __all__ = ["Client", "Lock", "FencedLock", "FairLock", "ReadWriteLock"]
 
-OnLost = Callable[[str, str], Union[None, Awaitable[None]]]
 Name = Union[str, bytes]
+OnLost = Callable[[Name, str], Union[None, Awaitable[None]]]
 
 
 class Client:
@@ -79,10 +80,10 @@ class Client:
         if context is None:
             context = self._completions_now().new_context()
             self._contexts[task] = context
-            task.add_done_callback(lambda _task, ctx=context: self._task_ended(ctx))
+            task.add_done_callback(functools.partial(self._task_ended, context))
         return context
 
-    def _task_ended(self, context: int) -> None:
+    def _task_ended(self, context: int, _task: "asyncio.Task[Any]") -> None:
         # A task that ended while holding: its holds are released on the core's workers and
         # reported as abandoned (a warning on the redlease logger).
         if self._completions is not None and not self._sync.closed:
@@ -90,7 +91,7 @@ class Client:
 
     # ---- loss reports ---------------------------------------------------------------------
 
-    def _lost_from_core(self, name: str, reason: str) -> None:  # the core's event thread
+    def _lost_from_core(self, name: Name, reason: str) -> None:  # the core's event thread
         loop = self._loop
         if loop is not None and not loop.is_closed():
             try:
@@ -98,7 +99,7 @@ class Client:
             except RuntimeError:  # the loop closed meanwhile
                 pass
 
-    def _run_on_lost(self, name: str, reason: str) -> None:
+    def _run_on_lost(self, name: Name, reason: str) -> None:
         assert self._on_lost is not None
         result = self._on_lost(name, reason)
         if inspect.isawaitable(result):
