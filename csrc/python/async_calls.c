@@ -143,6 +143,15 @@ int rlpy_async_add_types(PyObject *module) {
 
 /* ---- the blocking API on an event loop ---------------------------------------------------- */
 
+int rlpy_refuse_green_wait(const char *what, int64_t wait_ms) {
+    if (wait_ms == 0 || !rlpy_green_active()) return 0;
+    PyErr_Format(PyExc_RuntimeError,
+                 "%s with a wait would block every greenlet of the thread: under gevent, only "
+                 "locks wait on the hub; try once (timeout=0) or use a lock",
+                 what);
+    return -1;
+}
+
 int rlpy_refuse_on_event_loop(const char *what) {
     static PyObject *module_name, *get_running_loop; /* asyncio's, once it was imported */
     if (!get_running_loop) {

@@ -94,7 +94,7 @@ static int load_error_classes(void) {
 static PyObject *current_context(PyObject *module, PyObject *unused) {
     (void)module;
     (void)unused;
-    return PyLong_FromUnsignedLongLong(rlpy_thread_context());
+    return PyLong_FromUnsignedLongLong(rlpy_owner_context());
 }
 
 static PyObject *tls_supported(PyObject *module, PyObject *unused) {
@@ -104,6 +104,9 @@ static PyObject *tls_supported(PyObject *module, PyObject *unused) {
 }
 
 static PyMethodDef module_methods[] = {
+    {"_set_green", rlpy_set_green, METH_VARARGS,
+     "_set_green(context_source, acquire_hook) -> None\n--\n\nInstalled by redlease._green "
+     "under gevent (None, None: off)."},
     {"tls_supported", tls_supported, METH_NOARGS,
      "tls_supported() -> bool\n--\n\nWhether this build speaks TLS (rediss:// URLs)."},
     {"current_context", current_context, METH_NOARGS,

@@ -17,6 +17,9 @@ _L = TypeVar("_L", bound="Lock")
 _LostReason = Literal["expired", "deleted", "owner_changed", "unreachable", "max_hold"]
 
 def current_context() -> int: ...
+def _set_green(context_source: Optional[Callable[[], int]],
+               acquire_hook: Optional[Callable[[Lock, int, float, Optional[float], int], bool]],
+               /) -> None: ...
 def tls_supported() -> bool: ...
 
 LOST_REASONS: tuple[str, ...]
