@@ -5,7 +5,7 @@ client's Completions on the loop; nothing here blocks the loop, polls or uses an
 """
 
 import asyncio
-from typing import TYPE_CHECKING, Any, Callable, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Optional, Tuple, Union
 
 from . import _core
 from ._errors import LockTimeout
@@ -17,17 +17,42 @@ _QUERY_LOCKED, _QUERY_HELD, _QUERY_HOLD_COUNT, _QUERY_REMAINING = 1, 2, 3, 4
 _UNSET: Any = object()  # an argument left out: the lock's default applies
 
 
-async def _answer(fut: "asyncio.Future[Any]") -> Tuple[Any, int]:
-    """Waits for the core's answer whatever cancellations arrive meanwhile; the answer and how
-    many cancellations were swallowed (the caller raises CancelledError after)."""
-    cancels = 0
-    while True:
-        try:
-            return await asyncio.shield(fut), cancels
-        except asyncio.CancelledError:
-            cancels += 1
-            if fut.done():
-                return fut.result(), cancels
+class _Answer:
+    """The core's answer to one call, given on the loop (it is the call's ``done``). The task
+    awaits ``fut``; a cancellation of the task cancels ``fut``, but the answer is still kept and
+    can be waited for with ``through_cancels``."""
+
+    __slots__ = ("loop", "fut", "late", "ready", "value", "error")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.fut: "asyncio.Future[Any]" = loop.create_future()
+        self.late: "Optional[asyncio.Future[Any]]" = None
+        self.ready = False
+        self.value: Any = None
+        self.error: Optional[BaseException] = None
+
+    def __call__(self, value: Any, error: Optional[BaseException]) -> None:
+        self.ready, self.value, self.error = True, value, error
+        target = self.late if self.fut.done() else self.fut
+        if target is not None and not target.done():
+            if error is not None:
+                target.set_exception(error)
+            else:
+                target.set_result(value)
+
+    async def through_cancels(self) -> int:
+        """Waits for the answer whatever cancellations arrive meanwhile; how many did."""
+        cancels = 0
+        while not self.ready:
+            self.late = self.loop.create_future()
+            try:
+                await self.late
+            except asyncio.CancelledError:
+                cancels += 1
+            except Exception:  # the answer is an error: kept in self.error
+                pass
+        return cancels
 
 
 class Lock:
@@ -45,19 +70,6 @@ class Lock:
     def name(self) -> Union[str, bytes]:
         return self._core.name
 
-    def _start(self, start: Callable[[Callable[[Any, Optional[BaseException]], None]], Any]
-               ) -> "Tuple[asyncio.Future[Any], Any]":
-        fut: "asyncio.Future[Any]" = self._client._loop_now().create_future()
-
-        def done(value: Any, error: Optional[BaseException]) -> None:
-            if fut.done():
-                return
-            if error is not None:
-                fut.set_exception(error)
-            else:
-                fut.set_result(value)
-        return fut, start(done)
-
     async def acquire(self, blocking: bool = True, timeout: Optional[float] = None,
                       lease: Optional[float] = _UNSET, *, max_hold: Any = _UNSET) -> bool:
         """Takes one hold for the current task: True, or False when not acquired in time.
@@ -73,21 +85,17 @@ class Lock:
         extra = {} if cap is _UNSET else {"max_hold": cap}
         context = self._client._context()
         comp = self._client._completions_now()
-        fut, call = self._start(lambda done: comp.acquire(self._core, context, wait, hold, done,
-                                                          **extra))
+        answer = _Answer(self._client._loop_now())
+        call = comp.acquire(self._core, context, wait, hold, answer, **extra)
         try:
-            return bool(await asyncio.shield(fut))
+            return bool(await answer.fut)
         except asyncio.CancelledError:
-            if fut.cancelled():
-                raise
             call.cancel()  # a waiting acquire stops; one in flight releases what it got
-            try:
-                got, _ = await _answer(fut)
-            except Exception:  # it failed anyway: nothing is held
-                got = False
-            if got:  # it ended before the cancel came: give the hold back
-                await _answer(self._start(lambda done: comp.release(self._core, context,
-                                                                    done))[0])
+            await answer.through_cancels()
+            if answer.error is None and answer.value:  # it ended before the cancel came
+                undo = _Answer(answer.loop)
+                comp.release(self._core, context, undo)
+                await undo.through_cancels()
             raise
 
     async def release(self) -> None:
@@ -96,10 +104,19 @@ class Lock:
         CancelledError."""
         context = self._client._context()
         comp = self._client._completions_now()
-        fut, _ = self._start(lambda done: comp.release(self._core, context, done))
-        _, cancels = await _answer(fut)
-        if cancels:
-            raise asyncio.CancelledError()
+        answer = _Answer(self._client._loop_now())
+        comp.release(self._core, context, answer)
+        await self._finish(answer)
+
+    @staticmethod
+    async def _finish(answer: _Answer) -> Any:
+        """The answer of a call that runs to its end even when the task is cancelled
+        (CancelledError is raised once it has ended)."""
+        try:
+            return await answer.fut
+        except asyncio.CancelledError:
+            await answer.through_cancels()
+            raise
 
     async def __aenter__(self) -> "Lock":
         if not await self.acquire():
@@ -134,12 +151,9 @@ class Lock:
 
     async def _query(self, what: int) -> int:
         comp = self._client._completions_now()
-        context = self._client._context()
-        fut, _ = self._start(lambda done: comp.query(self._core, what, context, done))
-        value, cancels = await _answer(fut)
-        if cancels:
-            raise asyncio.CancelledError()
-        return int(value)
+        answer = _Answer(self._client._loop_now())
+        comp.query(self._core, what, self._client._context(), answer)
+        return int(await self._finish(answer))
 
     async def locked(self) -> bool:
         """Whether anyone holds it (one round trip)."""
@@ -152,12 +166,9 @@ class Lock:
 
     async def force_unlock(self) -> bool:
         """Deletes the lock whoever holds it; True when it was held."""
-        comp = self._client._completions_now()
-        fut, _ = self._start(lambda done: comp.force_unlock(self._core, done))
-        value, cancels = await _answer(fut)
-        if cancels:
-            raise asyncio.CancelledError()
-        return bool(value)
+        answer = _Answer(self._client._loop_now())
+        self._client._completions_now().force_unlock(self._core, answer)
+        return bool(await self._finish(answer))
 
     def __repr__(self) -> str:
         return f"<redlease.asyncio.{type(self).__name__} {self.name!r}>"
