@@ -34,8 +34,9 @@ class _Answer:
 
     def __call__(self, value: Any, error: Optional[BaseException]) -> None:
         self.ready, self.value, self.error = True, value, error
-        target = self.late if self.fut.done() else self.fut
-        if target is not None and not target.done():
+        # the future someone awaits: `late` once through_cancels runs, else `fut`
+        target = self.late if self.late is not None else self.fut
+        if not target.done():
             if error is not None:
                 target.set_exception(error)
             else:
