@@ -140,6 +140,23 @@ def test_cancel_during_the_round_trip_never_leaves_a_hold(run, server, raw):
     run(main)
 
 
+def test_cancel_after_redis_granted_but_before_the_task_heard_releases_it(run, server, raw):
+    async def main():
+        async with Client(server.url) as client:
+            lock = client.lock("granted")
+            task = asyncio.create_task(lock.acquire(timeout=0))
+            await asyncio.sleep(0)  # the acquire is sent
+            deadline = time.monotonic() + 5
+            while raw("EXISTS", "granted") == 0 and time.monotonic() < deadline:
+                time.sleep(0.001)  # blocks the loop on purpose: the answer waits in the queue
+            assert raw("EXISTS", "granted") == 1
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert raw("EXISTS", "granted") == 0
+    run(main)
+
+
 @pytest.mark.parametrize("how", ["wait_for", "timeout"])
 def test_timeouts_around_acquire_leave_nothing(run, server, raw, how):
     if how == "timeout" and not hasattr(asyncio, "timeout"):
