@@ -142,12 +142,8 @@ static void acquire_again(rl_call *k, rl_error *err) {
     int64_t now = rl_now_ms();
     if (st == RL_OK || (st == RL_NOT_ACQUIRED && k->retry_at >= 0 && now >= k->retry_at))
         st = try_now(k, err);
-    if (st == RL_NOT_ACQUIRED && k->deadline >= 0 && rl_now_ms() >= k->deadline) {
-        conclude(k, st, err);
-        return;
-    }
-    if (st != RL_NOT_ACQUIRED) {
-        conclude(k, st, err);
+    if (st != RL_NOT_ACQUIRED || (k->deadline >= 0 && rl_now_ms() >= k->deadline)) {
+        conclude(k, st, err); /* acquired, failed, or out of time */
         return;
     }
     int64_t at = earliest(earliest(k->deadline, k->retry_at), recheck);
