@@ -8,6 +8,7 @@ import json
 import os
 
 from render import (
+    asyncio_locks,
     contended,
     cycles,
     failures,
@@ -28,7 +29,7 @@ from render.template import fill
 
 TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report_template.md")
 PARTS = (run_info, goals, cycles, parallel, handoff, semaphore, contended, watchdog, gil, memory,
-         openresty, failures, notes, redisson)
+         openresty, asyncio_locks, failures, notes, redisson)
 PLOTTED = (cycles, parallel, handoff, contended, watchdog, gil, memory)
 
 

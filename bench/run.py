@@ -35,6 +35,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(HERE, "python"))
 
+import asyncio_steps  # noqa: E402
 import family_steps  # noqa: E402
 from peers import IMPLS, PEERS, available, version_of  # noqa: E402
 
@@ -228,6 +229,8 @@ class Harness:
         self.run("memory-python", "memory-python",
                  self.py("memory.py", "--objects", p["mem_objects"], "--cycles", p["mem_cycles"],
                          "--threads", p["mem_threads"]))
+        # 8: asyncio locks (bench/asyncio_steps.py)
+        asyncio_steps.asyncio_locks(self)
         # 7: OpenResty (bench/openresty): requests/s with wrk, hand-off in nginx
         self.run("openresty", "openresty",
                  [sys.executable, os.path.join(HERE, "openresty", "run.py"), self.url,

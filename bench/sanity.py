@@ -50,6 +50,14 @@ def check_step(name, step, params):
                                      len(r["latencies_ms"]) == params["openresty_handoffs"]
                                      and all(x >= 0 for x in r["latencies_ms"])):
             bad.append(f"openresty {r['kind']} {r['impl']}")
+        if m == "aio-cycles" and not pos(r["cycles_per_s"]):
+            bad.append(f"{r['impl']}: cycles_per_s {r['cycles_per_s']}")
+        if m == "aio-waiting" and not (r["tasks"] > 0 and r["rss_per_task_bytes"] is not None
+                                       and r["process_cpu_pct"] >= 0):
+            bad.append(f"{r['impl']}: waiting figures")
+        if m == "aio-handoff" and (len(r["latencies_ms"]) != params["handoffs"]
+                                   or not all(x > 0 for x in r["latencies_ms"])):
+            bad.append(f"{r['impl']}: {len(r['latencies_ms'])} latencies")
     if m == "core" and len(d["handoff"]["latencies_ms"]) != params["c_handoffs"]:
         bad.append("core hand-offs")
     if m == "ceiling" and not pos(d.get("requests_per_s", d.get("cycles_per_s"))):

@@ -276,6 +276,40 @@ int64_t rl_lock_token(rl_lock *lock, uint64_t context);
 
 const char *rl_lock_name(const rl_lock *lock, size_t *len);
 
+/* ==== Async calls (for event loops: asyncio, green threads) ====================================
+ * The same lock calls, started without blocking the caller: each runs its network steps on a
+ * small pool of the client's worker threads and reports through `done`, called once, on a worker
+ * thread (or in the starting call when it fails at once), with the call's status, its integer
+ * answer (query: the value; force unlock: deleted) and the error. A waiting acquire costs no
+ * thread: it is woken by the client's subscriber (or a timer at its deadline). The lock must
+ * outlive the call until `done` ran; `done` must not free the client. */
+typedef struct rl_call rl_call;
+typedef void (*rl_done_fn)(rl_call *call, rl_status status, int64_t value, const rl_error *err,
+                           void *userdata);
+
+/* A fresh owner context id, never handed out before in this process (the bindings' per-thread
+ * ids come from the same counter), e.g. one per asyncio task. */
+uint64_t rl_context_new(void);
+/* rl_context_ended for one client, without waiting: the releases run on its workers. */
+void rl_client_context_ended_later(rl_client *client, uint64_t context);
+
+/* Start a call; *out (on RL_OK) is the caller's reference, given back with rl_call_free. A call
+ * that cannot start answers its error here and `done` is not called. */
+rl_status rl_lock_acquire_async(rl_lock *lock, uint64_t context, const rl_acquire_options *options,
+                                rl_done_fn done, void *userdata, rl_call **out, rl_error *err);
+rl_status rl_lock_release_async(rl_lock *lock, uint64_t context, rl_done_fn done, void *userdata,
+                                rl_call **out, rl_error *err);
+rl_status rl_lock_query_async(rl_lock *lock, rl_query what, uint64_t context, rl_done_fn done,
+                              void *userdata, rl_call **out, rl_error *err);
+rl_status rl_lock_force_unlock_async(rl_lock *lock, rl_done_fn done, void *userdata, rl_call **out,
+                                     rl_error *err);
+/* Cancels an acquire (other calls run to their end): a waiting one stops waiting and leaves its
+ * subscription (and a fair lock's queue); one whose round trip is in flight releases the hold
+ * if Redis granted it. `done` then reports RL_ABORTED (or the outcome, if it ended first). */
+void rl_call_cancel(rl_call *call);
+/* Gives back the caller's reference; a call not done yet is cancelled and ends by itself. */
+void rl_call_free(rl_call *call);
+
 /* The Redis scripts of the lock protocol (docs/protocol.md), for tools that must send exactly the
  * same texts (the OpenResty backend's generator, benchmarks): the name ("acquire", "release",
  * ...) and the text of script `index`, from 0; NULL past the last. */

@@ -89,6 +89,7 @@ build = {
             "csrc/core/kind_reentrant.c",
             "csrc/core/kind_rw.c",
             "csrc/core/lock.c",
+            "csrc/core/lock_async.c",
             "csrc/core/lock_calls.c",
             "csrc/core/multilock.c",
             "csrc/core/names.c",
@@ -103,6 +104,7 @@ build = {
             "csrc/core/tls.c",
             "csrc/core/url.c",
             "csrc/core/watchdog.c",
+            "csrc/core/workers.c",
             -- operating redlease: counters, extend, hand-off, inspect, scan, watch
             "csrc/core/batch.c",
             "csrc/core/extend.c",

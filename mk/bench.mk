@@ -5,7 +5,7 @@
 # build/bench-smoke (never docs/), and is a suite of `make test`; no timing is asserted.
 SUITES += bench-smoke
 
-BENCH_PEERS := redis python-redis-lock pottery matplotlib
+BENCH_PEERS := redis python-redis-lock pottery matplotlib aioredlock
 BENCH_BINS := $(B)/bench_core $(B)/bench_limits $(B)/bench_watchdog $(B)/bench_parallel \
   $(B)/bench_bare.so
 

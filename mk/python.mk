@@ -3,7 +3,7 @@ VENV := $(B)/venv
 PY := $(VENV)/bin/python
 SUITES += python
 
-.PHONY: python-install test-python demo-python
+.PHONY: python-install test-python demo-python demo-async
 $(VENV)/bin/python:
 	python3 -m venv $(VENV)
 
@@ -28,3 +28,7 @@ test-python: python-install $(B)/python-strict.ok
 
 demo-python: python-install
 	$(PY) examples/python/jobs_demo.py
+
+# The asyncio example: a worker pool sharing jobs through redlease.asyncio locks.
+demo-async: python-install
+	$(PY) examples/python/async_jobs.py

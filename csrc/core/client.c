@@ -129,6 +129,7 @@ rl_status rl_client_new(const char *url, const rl_options *options, rl_client **
     rl_watchdog_init(&c->watchdog, &c->cfg);
     rl_scripts_init(&c->scripts);
     rl_sub_init(&c->sub, &c->cfg);
+    rl_workers_init(&c->workers);
     rl_events_init(&c->events, o.on_event, o.event_userdata);
     rl_fork_register(c);
     *out = c;
@@ -142,6 +143,7 @@ static void destroy(rl_client *c) {
     rl_pool_destroy(&c->pool);
     rl_scripts_destroy(&c->scripts);
     rl_sub_destroy(&c->sub);
+    rl_workers_destroy(&c->workers);
     rl_events_destroy(&c->events);
     rl_endpoint_free(&c->cfg.endpoint);
     rl_sentinel_free(c->cfg.sentinel);
@@ -178,7 +180,8 @@ void rl_client_free(rl_client *c) {
         rl_sentinel_stop(c->cfg.sentinel); /* no more moves reported */
         rl_pool_close(&c->pool);
         rl_pool_interrupt(&c->pool);
-        rl_sub_stop(&c->sub);
+        rl_sub_stop(&c->sub); /* async waiters are told: they end on the workers */
+        rl_workers_stop(&c->workers);
         rl_watchdog_stop(c);
         rl_events_stop(&c->events);
     }
@@ -203,6 +206,9 @@ static void reset_after_fork(rl_client *c, uint64_t generation) {
         pthread_mutex_lock(&c->events.mu);
         rl_events_forget_after_fork(&c->events);
         pthread_mutex_unlock(&c->events.mu);
+        pthread_mutex_lock(&c->workers.mu);
+        rl_workers_forget_after_fork(&c->workers);
+        pthread_mutex_unlock(&c->workers.mu);
         if (c->cfg.sentinel) rl_sentinel_forget_after_fork(c->cfg.sentinel);
         atomic_store(&c->fork_generation, generation);
     }
@@ -331,14 +337,16 @@ void rl_client_stats(rl_client *c, rl_stats *out) {
     rl_client_leave(c);
 }
 
-/* Lock order, here and everywhere: c->mu before events.mu; cfg.fd_mu last (a connection's socket
- * changes under it, inside pool.mu or sub.mu); the others are never nested. */
+/* Lock order, here and everywhere: c->mu before events.mu; sub.mu before workers.mu; cfg.fd_mu last
+ * (a connection's socket changes under it, inside pool.mu or sub.mu); the others are never nested.
+ */
 void rl_client_before_fork(rl_client *c) {
     pthread_mutex_lock(&c->mu);
     pthread_mutex_lock(&c->events.mu);
     pthread_mutex_lock(&c->pool.mu);
     pthread_mutex_lock(&c->scripts.mu);
     pthread_mutex_lock(&c->sub.mu);
+    pthread_mutex_lock(&c->workers.mu);
     pthread_mutex_lock(&c->cfg.fd_mu);
     rl_sentinel_lock(c->cfg.sentinel);
 }
@@ -346,6 +354,7 @@ void rl_client_before_fork(rl_client *c) {
 void rl_client_after_fork_parent(rl_client *c) {
     rl_sentinel_unlock(c->cfg.sentinel);
     pthread_mutex_unlock(&c->cfg.fd_mu);
+    pthread_mutex_unlock(&c->workers.mu);
     pthread_mutex_unlock(&c->sub.mu);
     pthread_mutex_unlock(&c->scripts.mu);
     pthread_mutex_unlock(&c->pool.mu);
@@ -361,6 +370,7 @@ void rl_client_after_fork_child(rl_client *c) {
     rl_cond_init(&c->pool.freed);
     rl_cond_init(&c->events.more);
     rl_cond_init(&c->sub.thread_wake);
+    rl_cond_init(&c->workers.more);
     for (rl_sub_entry *e = c->sub.entries; e; e = e->next)
         rl_cond_init(&e->changed);
     rl_client_after_fork_parent(c);

@@ -16,6 +16,7 @@
 #include "sentinel.h"
 #include "subscriber.h"
 #include "watchdog.h"
+#include "workers.h"
 
 struct rl_client {
     rl_config cfg;
@@ -34,6 +35,7 @@ struct rl_client {
     rl_subscriber sub;
     rl_events events;
     rl_metrics metrics;
+    rl_workers workers; /* the async calls' threads, started by the first one */
     struct rl_client *registry_prev, *registry_next; /* fork.c's list of live clients */
 };
 
@@ -71,6 +73,9 @@ rl_status rl_client_commands(rl_client *c, size_t n, const rl_cmd *cmds, redisRe
 
 /* Marks `hold` lost (client mutex held): stops its renewal and reports the loss as an event. */
 void rl_client_hold_lost(rl_client *c, rl_hold *hold, rl_lost_reason reason);
+
+/* rl_context_ended for this client only (contexts.c). */
+void rl_client_context_ended(rl_client *c, uint64_t context);
 
 /* fork.c's hooks, one per phase of fork(). */
 void rl_client_before_fork(rl_client *c);

@@ -60,7 +60,7 @@ static void release_abandoned(rl_client *c, rl_hold *h) {
     }
 }
 
-static void client_context_ended(rl_client *c, uint64_t context) {
+void rl_client_context_ended(rl_client *c, uint64_t context) {
     pthread_mutex_lock(&c->mu);
     for (rl_hold *h; (h = hold_of(c, context)) != NULL;)
         release_abandoned(c, h);
@@ -71,7 +71,7 @@ void rl_context_ended(uint64_t context) {
     rl_client **clients = NULL;
     size_t n = rl_clients_entered(&clients);
     for (size_t i = 0; i < n; i++) {
-        client_context_ended(clients[i], context);
+        rl_client_context_ended(clients[i], context);
         rl_client_leave(clients[i]);
     }
     free(clients);

@@ -124,23 +124,14 @@ static void report_unsynced(rl_lock *l, const char *what, const rl_error *why) {
                    1, message);
 }
 
-/* One acquire in progress. */
-typedef struct attempt {
-    char owner[RL_OWNER_MAX]; /* "<client id>:<context>" */
-    size_t owner_len;
-    int64_t lease;  /* ms sent as the lease: the caller's, or the watchdog timeout */
-    int64_t window; /* fair locks: how long a queued place is kept */
-    int64_t token;  /* fenced locks: the token of the acquire */
-    int reentered;  /* Redis answered that this owner already held it */
-    int64_t sent_at;
-} attempt;
+typedef rl_attempt attempt;
 
 /* A fair waiter told to wait 0 ms (the lock is free but another waiter is first in line) looks
  * again this often, so that a waiter that died in the queue holds the line up only until its
  * place expires. */
 #define FAIR_RECHECK_MS 100
 
-static rl_status try_once(rl_lock *l, attempt *a, int queue, int64_t *wait_hint, rl_error *err) {
+rl_status rl_acquire_try(rl_lock *l, attempt *a, int queue, int64_t *wait_hint, rl_error *err) {
     a->sent_at = rl_now_ms();
     rl_status st = rl_lock_call_acquire(l, a->owner, a->owner_len, a->lease, queue, a->window,
                                         wait_hint, &a->token, &a->reentered, err);
@@ -162,7 +153,8 @@ static rl_status wait_and_retry(rl_lock *l, attempt *a, int64_t deadline, int64_
     free(channel);
     if (st == RL_OK) {
         for (;;) {
-            st = try_once(l, a, 1, &wait_hint, err); /* after subscribing: no wake-up missed */
+            st =
+                rl_acquire_try(l, a, 1, &wait_hint, err); /* after subscribing: no wake-up missed */
             if (st != RL_NOT_ACQUIRED) break;
             int64_t now = rl_now_ms();
             if (deadline >= 0 && now >= deadline) break;
@@ -263,11 +255,8 @@ static rl_status check_hold_before_acquire(rl_lock *l, uint64_t context, rl_erro
     return RL_OK;
 }
 
-rl_status rl_lock_acquire_with(rl_lock *l, uint64_t context, const rl_acquire_options *o,
-                               rl_error *err) {
-    rl_error_clear(err);
-    if (!l) return rl_fail(err, RL_ERR_ARGUMENT, "lock must not be NULL");
-    if (!o) return rl_fail(err, RL_ERR_ARGUMENT, "options must not be NULL");
+rl_status rl_acquire_begin(rl_lock *l, uint64_t context, const rl_acquire_options *o, attempt *a,
+                           rl_error *err) {
     int64_t lease_ms = o->lease_ms, wait_ms = o->wait_ms;
     if ((lease_ms <= 0 && lease_ms != RL_LEASE_WATCHDOG) || lease_ms > RL_MAX_LEASE_MS)
         return rl_fail(err, RL_ERR_ARGUMENT,
@@ -277,41 +266,57 @@ rl_status rl_lock_acquire_with(rl_lock *l, uint64_t context, const rl_acquire_op
     if (wait_ms > RL_MAX_LEASE_MS)
         return rl_fail(err, RL_ERR_ARGUMENT, "a wait must be at most 2^40 ms (or forever)");
     rl_client *c = l->client;
-    rl_status st = rl_client_enter(c, err);
-    if (st != RL_OK) return st;
-    char shown[RL_NAME_SHOWN_MAX];
-    attempt a = {.token = 0};
-    a.owner_len = rl_client_owner(c, context, a.owner);
-
+    *a = (attempt){.token = 0};
+    a->owner_len = rl_client_owner(c, context, a->owner);
     pthread_mutex_lock(&c->mu);
-    st = check_hold_before_acquire(l, context, err);
+    rl_status st = check_hold_before_acquire(l, context, err);
     pthread_mutex_unlock(&c->mu);
-    if (st != RL_OK) goto out;
+    a->lease = lease_ms > 0 ? lease_ms : c->cfg.options.watchdog_timeout_ms;
+    a->window = wait_ms > 0 ? wait_ms : c->cfg.options.fair_wait_ms;
+    return st;
+}
 
-    a.lease = lease_ms > 0 ? lease_ms : c->cfg.options.watchdog_timeout_ms;
-    a.window = wait_ms > 0 ? wait_ms : c->cfg.options.fair_wait_ms;
-    int64_t start = rl_now_ms(), wait_hint = -1;
-    st = try_once(l, &a, wait_ms != 0, &wait_hint, err);
-    if (st == RL_NOT_ACQUIRED && wait_ms != 0) {
-        int64_t wait_start_us = rl_now_us();
-        rl_metrics_wait_begins(&c->metrics);
-        st = wait_and_retry(l, &a, wait_ms < 0 ? -1 : start + wait_ms, wait_hint, o->hook,
-                            o->hook_userdata, err);
-        rl_metrics_wait_ends(&c->metrics, (uint64_t)(rl_now_us() - wait_start_us));
-    }
+rl_status rl_acquire_end(rl_lock *l, uint64_t context, attempt *a, const rl_acquire_options *o,
+                         rl_status st, rl_error *err) {
+    rl_client *c = l->client;
+    char shown[RL_NAME_SHOWN_MAX];
     /* A fair waiter that did not get the lock leaves the queue, whatever stopped it (timeout,
      * abort, an error even on the first try, which may have queued it before failing). */
-    if (st != RL_OK && wait_ms != 0 && l->kind == RL_LOCK_FAIR)
-        rl_lock_call_leave_queue(l, a.owner, a.owner_len, a.window);
+    if (st != RL_OK && o->wait_ms != 0 && l->kind == RL_LOCK_FAIR)
+        rl_lock_call_leave_queue(l, a->owner, a->owner_len, a->window);
     int64_t max_hold = o->max_hold_ms == 0  ? c->cfg.options.max_hold_ms
                        : o->max_hold_ms > 0 ? o->max_hold_ms
                                             : 0;
     if (st == RL_OK) {
-        st = record_hold(l, context, &a, lease_ms, max_hold, err);
+        st = record_hold(l, context, a, o->lease_ms, max_hold, err);
         if (st == RL_OK) rl_metrics_acquired(&c->metrics);
     } else if (st == RL_NOT_ACQUIRED)
         rl_fail(err, RL_NOT_ACQUIRED, "lock \"%s\" is held by another owner", printable(l, shown));
-out:
+    return st;
+}
+
+rl_status rl_lock_acquire_with(rl_lock *l, uint64_t context, const rl_acquire_options *o,
+                               rl_error *err) {
+    rl_error_clear(err);
+    if (!l) return rl_fail(err, RL_ERR_ARGUMENT, "lock must not be NULL");
+    if (!o) return rl_fail(err, RL_ERR_ARGUMENT, "options must not be NULL");
+    rl_client *c = l->client;
+    rl_status st = rl_client_enter(c, err);
+    if (st != RL_OK) return st;
+    attempt a;
+    st = rl_acquire_begin(l, context, o, &a, err);
+    if (st == RL_OK) {
+        int64_t start = rl_now_ms(), wait_hint = -1, wait_ms = o->wait_ms;
+        st = rl_acquire_try(l, &a, wait_ms != 0, &wait_hint, err);
+        if (st == RL_NOT_ACQUIRED && wait_ms != 0) {
+            int64_t wait_start_us = rl_now_us();
+            rl_metrics_wait_begins(&c->metrics);
+            st = wait_and_retry(l, &a, wait_ms < 0 ? -1 : start + wait_ms, wait_hint, o->hook,
+                                o->hook_userdata, err);
+            rl_metrics_wait_ends(&c->metrics, (uint64_t)(rl_now_us() - wait_start_us));
+        }
+        st = rl_acquire_end(l, context, &a, o, st, err);
+    }
     rl_client_leave(c);
     return st;
 }

@@ -31,6 +31,30 @@ struct rl_lock {
 
 #define RL_REQUEST_ID_BYTES 16 /* 32 hex chars */
 
+/* One acquire in progress. */
+typedef struct rl_attempt {
+    char owner[RL_OWNER_MAX]; /* "<client id>:<context>" */
+    size_t owner_len;
+    int64_t lease;  /* ms sent as the lease: the caller's, or the watchdog timeout */
+    int64_t window; /* fair locks: how long a queued place is kept */
+    int64_t token;  /* fenced locks: the token of the acquire */
+    int reentered;  /* Redis answered that this owner already held it */
+    int64_t sent_at;
+} rl_attempt;
+
+/* An acquire's steps, shared by the blocking (rl_lock_acquire_with) and the async
+ * (lock_async.c) paths, between rl_client_enter and rl_client_leave. begin: checks the options
+ * and the context's hold (a failed release is settled first) and fills the attempt. try: one
+ * attempt (queue: fair locks join the wait queue); RL_NOT_ACQUIRED with *wait_hint_ms as
+ * rl_lock_call_acquire. end: with the outcome of the tries, records the hold (and starts its
+ * renewal) or leaves the fair queue; returns the acquire's final status. */
+rl_status rl_acquire_begin(rl_lock *lock, uint64_t context, const rl_acquire_options *options,
+                           rl_attempt *a, rl_error *err);
+rl_status rl_acquire_try(rl_lock *lock, rl_attempt *a, int queue, int64_t *wait_hint_ms,
+                         rl_error *err);
+rl_status rl_acquire_end(rl_lock *lock, uint64_t context, rl_attempt *a,
+                         const rl_acquire_options *options, rl_status st, rl_error *err);
+
 /* Fills the kind's own keys; -1 when out of memory (rl_lock_free frees what was made). */
 int rl_lock_make_keys(rl_lock *lock);
 

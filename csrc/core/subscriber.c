@@ -44,6 +44,13 @@ static void mark_dirty(rl_subscriber *sub, rl_sub_entry *e) { /* mu held */
     sub->dirty = e;
 }
 
+/* Wakes the entry's blocked waiters and tells its notified tickets. */
+static void entry_changed(rl_sub_entry *e) { /* mu held */
+    pthread_cond_broadcast(&e->changed);
+    for (rl_sub_ticket *t = e->notified; t; t = t->notify_next)
+        t->notify(t->notify_userdata);
+}
+
 static rl_sub_entry *find_entry(rl_subscriber *sub, const char *channel, size_t len) {
     for (rl_sub_entry *e = sub->entries; e; e = e->next)
         if (e->len == len && memcmp(e->channel, channel, len) == 0) return e;
@@ -102,7 +109,7 @@ static void connection_lost(rl_subscriber *sub, const char *why) { /* mu held */
         set_subscribed(sub, e, 0);
         e->inflight = 0;
         mark_dirty(sub, e);
-        pthread_cond_broadcast(&e->changed);
+        entry_changed(e);
     }
 }
 
@@ -135,7 +142,7 @@ static void handle_reply(rl_subscriber *sub, const redisReply *r) { /* mu held *
     } else {
         return;
     }
-    pthread_cond_broadcast(&e->changed);
+    entry_changed(e);
 }
 
 static int has_waiters(rl_subscriber *sub) {
@@ -225,7 +232,7 @@ void rl_sub_stop(rl_subscriber *sub) {
     sub->stop = 1;
     wake_thread(sub);
     for (rl_sub_entry *e = sub->entries; e; e = e->next)
-        pthread_cond_broadcast(&e->changed);
+        entry_changed(e);
     int started = sub->thread_started;
     sub->thread_started = 0;
     pthread_mutex_unlock(&sub->mu);
@@ -256,7 +263,8 @@ void rl_sub_destroy(rl_subscriber *sub) {
 }
 
 static rl_status join(rl_subscriber *sub, const char *channel, size_t len, int every,
-                      rl_sub_ticket *t, rl_error *err) {
+                      rl_sub_ticket *t, void (*notify)(void *), void *notify_userdata,
+                      rl_error *err) {
     pthread_mutex_lock(&sub->mu);
     rl_status st = RL_OK;
     if (sub->stop) {
@@ -292,14 +300,21 @@ static rl_status join(rl_subscriber *sub, const char *channel, size_t len, int e
     e->pins++;
     mark_dirty(sub, e);
     wake_thread(sub);
-    pthread_cond_broadcast(&e->changed); /* a leaver waiting to unsubscribe need wait no more */
+    entry_changed(e); /* a leaver waiting to unsubscribe need wait no more */
     /* sub_seen 0: the first wait returns once subscribed, so the caller tries again after the
      * subscription exists (no release can slip between its try and its wait). */
     *t = (rl_sub_ticket){.entry = e,
                          .wake_all_seen = e->wake_all_gen,
                          .sub_seen = 0,
                          .unsubscribed_since = -1,
-                         .last_hook = rl_now_ms()};
+                         .last_hook = rl_now_ms(),
+                         .notify = notify,
+                         .notify_userdata = notify_userdata};
+    if (notify) {
+        t->notify_next = e->notified;
+        if (e->notified) e->notified->notify_prev = t;
+        e->notified = t;
+    }
 out:
     pthread_mutex_unlock(&sub->mu);
     return st;
@@ -307,49 +322,64 @@ out:
 
 rl_status rl_sub_join(rl_subscriber *sub, const char *channel, size_t len, rl_sub_ticket *t,
                       rl_error *err) {
-    return join(sub, channel, len, 0, t, err);
+    return join(sub, channel, len, 0, t, NULL, NULL, err);
+}
+
+rl_status rl_sub_join_notified(rl_subscriber *sub, const char *channel, size_t len,
+                               rl_sub_ticket *t, void (*notify)(void *), void *userdata,
+                               rl_error *err) {
+    return join(sub, channel, len, 0, t, notify, userdata, err);
 }
 
 rl_status rl_sub_join_every(rl_subscriber *sub, const char *channel, size_t len, rl_sub_ticket *t,
                             rl_error *err) {
-    return join(sub, channel, len, 1, t, err);
+    return join(sub, channel, len, 1, t, NULL, NULL, err);
+}
+
+/* Whether the ticket was woken (1), not yet (0), or its wait failed (-1, *st set). mu held. */
+static int check_ticket(rl_subscriber *sub, rl_sub_ticket *t, int64_t now, rl_status *st,
+                        rl_error *err) {
+    rl_sub_entry *e = t->entry;
+    const rl_options *o = &sub->cfg->options;
+    if (sub->stop) {
+        *st = rl_fail(err, RL_ERR_CLOSED, "the client is closed");
+        return -1;
+    }
+    if (e->subscribed) {
+        t->unsubscribed_since = -1;
+        if (e->sub_gen != t->sub_seen) {
+            t->sub_seen = e->sub_gen;
+            t->wake_all_seen = e->wake_all_gen;
+            return 1;
+        }
+        if (e->permits > 0) {
+            e->permits--;
+            return 1;
+        }
+        if (e->wake_all_gen != t->wake_all_seen) {
+            t->wake_all_seen = e->wake_all_gen;
+            return 1;
+        }
+    } else if (t->unsubscribed_since < 0) {
+        t->unsubscribed_since = now;
+    } else if (now - t->unsubscribed_since > o->connect_timeout_ms + o->command_timeout_ms) {
+        *st = rl_fail(err, RL_ERR_CONNECTION, "cannot subscribe to lock notifications: %s",
+                      sub->last_error[0] ? sub->last_error : "no answer");
+        return -1;
+    }
+    return 0;
 }
 
 rl_status rl_sub_wait(rl_subscriber *sub, rl_sub_ticket *t, int64_t until_ms, rl_wait_hook hook,
                       void *hook_userdata, rl_error *err) {
     rl_sub_entry *e = t->entry;
-    const rl_options *o = &sub->cfg->options;
-    rl_status st;
+    rl_status st = RL_OK;
     pthread_mutex_lock(&sub->mu);
     for (;;) {
-        if (sub->stop) {
-            st = rl_fail(err, RL_ERR_CLOSED, "the client is closed");
-            break;
-        }
         int64_t now = rl_now_ms();
-        if (e->subscribed) {
-            t->unsubscribed_since = -1;
-            if (e->sub_gen != t->sub_seen) {
-                t->sub_seen = e->sub_gen;
-                t->wake_all_seen = e->wake_all_gen;
-                st = RL_OK;
-                break;
-            }
-            if (e->permits > 0) {
-                e->permits--;
-                st = RL_OK;
-                break;
-            }
-            if (e->wake_all_gen != t->wake_all_seen) {
-                t->wake_all_seen = e->wake_all_gen;
-                st = RL_OK;
-                break;
-            }
-        } else if (t->unsubscribed_since < 0) {
-            t->unsubscribed_since = now;
-        } else if (now - t->unsubscribed_since > o->connect_timeout_ms + o->command_timeout_ms) {
-            st = rl_fail(err, RL_ERR_CONNECTION, "cannot subscribe to lock notifications: %s",
-                         sub->last_error[0] ? sub->last_error : "no answer");
+        int woken = check_ticket(sub, t, now, &st, err);
+        if (woken != 0) {
+            if (woken > 0) st = RL_OK;
             break;
         }
         if (until_ms >= 0 && now >= until_ms) {
@@ -375,9 +405,30 @@ rl_status rl_sub_wait(rl_subscriber *sub, rl_sub_ticket *t, int64_t until_ms, rl
     return st;
 }
 
+rl_status rl_sub_poll(rl_subscriber *sub, rl_sub_ticket *t, int64_t *recheck_at_ms, rl_error *err) {
+    const rl_options *o = &sub->cfg->options;
+    rl_status st = RL_NOT_ACQUIRED;
+    *recheck_at_ms = -1;
+    pthread_mutex_lock(&sub->mu);
+    int woken = check_ticket(sub, t, rl_now_ms(), &st, err);
+    if (woken > 0) st = RL_OK;
+    if (woken == 0 && t->unsubscribed_since >= 0)
+        *recheck_at_ms = t->unsubscribed_since + o->connect_timeout_ms + o->command_timeout_ms + 1;
+    pthread_mutex_unlock(&sub->mu);
+    return st;
+}
+
 void rl_sub_leave(rl_subscriber *sub, rl_sub_ticket *t) {
     rl_sub_entry *e = t->entry;
     pthread_mutex_lock(&sub->mu);
+    if (t->notify) {
+        if (t->notify_prev)
+            t->notify_prev->notify_next = t->notify_next;
+        else
+            e->notified = t->notify_next;
+        if (t->notify_next) t->notify_next->notify_prev = t->notify_prev;
+        t->notify = NULL;
+    }
     e->waiters--;
     if (e->permits > (unsigned)e->waiters) e->permits = (unsigned)e->waiters;
     /* The last waiter's UNSUBSCRIBE is sent by the thread; nobody waits for its confirmation

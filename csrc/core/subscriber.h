@@ -19,14 +19,15 @@ typedef struct rl_sub_entry {
     struct rl_sub_entry *next;       /* every entry */
     struct rl_sub_entry *dirty_next; /* entries the thread must look at */
     unsigned dirty : 1;
-    unsigned subscribed : 1; /* the server confirmed SUBSCRIBE */
-    unsigned inflight : 1;   /* a (UN)SUBSCRIBE awaits its confirmation */
-    unsigned every : 1;      /* every message wakes every waiter ("0" too): latch channels */
-    int waiters;             /* joined and not yet left */
-    int pins;                /* threads that may still touch the entry */
-    unsigned permits;        /* "0" messages not yet taken by a waiter */
-    uint64_t wake_all_gen;   /* bumped by "1" messages */
-    uint64_t sub_gen;        /* bumped by each confirmed SUBSCRIBE */
+    unsigned subscribed : 1;        /* the server confirmed SUBSCRIBE */
+    unsigned inflight : 1;          /* a (UN)SUBSCRIBE awaits its confirmation */
+    unsigned every : 1;             /* every message wakes every waiter ("0" too): latch channels */
+    int waiters;                    /* joined and not yet left */
+    int pins;                       /* threads that may still touch the entry */
+    unsigned permits;               /* "0" messages not yet taken by a waiter */
+    uint64_t wake_all_gen;          /* bumped by "1" messages */
+    uint64_t sub_gen;               /* bumped by each confirmed SUBSCRIBE */
+    struct rl_sub_ticket *notified; /* tickets told of every change (async waiters) */
     pthread_cond_t changed;
     size_t len;
     char channel[];
@@ -55,6 +56,9 @@ typedef struct rl_sub_ticket {
     uint64_t sub_seen;
     int64_t unsubscribed_since;
     int64_t last_hook;
+    void (*notify)(void *userdata); /* notified tickets: called (sub->mu held) on each change */
+    void *notify_userdata;
+    struct rl_sub_ticket *notify_prev, *notify_next;
 } rl_sub_ticket;
 
 void rl_sub_init(rl_subscriber *sub, rl_config *cfg);
@@ -73,6 +77,19 @@ rl_status rl_sub_join_every(rl_subscriber *sub, const char *channel, size_t len,
  * until `hook` returns non-zero (RL_ABORTED), or fails (RL_ERR_CONNECTION, RL_ERR_CLOSED). */
 rl_status rl_sub_wait(rl_subscriber *sub, rl_sub_ticket *ticket, int64_t until_ms,
                       rl_wait_hook hook, void *hook_userdata, rl_error *err);
+
+/* A notified ticket, for a waiter that has no thread to block (an async call): instead of
+ * rl_sub_wait, `notify` is called on every change of the channel (a message, a (re)subscription,
+ * a lost connection, the client closing) with sub->mu held, so it must only schedule work; that
+ * work calls rl_sub_poll. After rl_sub_leave returns, notify is never called again. */
+rl_status rl_sub_join_notified(rl_subscriber *sub, const char *channel, size_t len,
+                               rl_sub_ticket *ticket, void (*notify)(void *), void *userdata,
+                               rl_error *err);
+/* rl_sub_wait without waiting: RL_OK when woken (try again), RL_NOT_ACQUIRED when not (yet),
+ * or RL_ERR_CONNECTION / RL_ERR_CLOSED. *recheck_at_ms: when to poll again even if not
+ * notified (the subscription is late: the connection limit), else -1. */
+rl_status rl_sub_poll(rl_subscriber *sub, rl_sub_ticket *ticket, int64_t *recheck_at_ms,
+                      rl_error *err);
 
 void rl_sub_leave(rl_subscriber *sub, rl_sub_ticket *ticket);
 

@@ -23,6 +23,14 @@ extern PyTypeObject rlpy_lock_type;
  * first use, so a new thread never inherits the id (and holds) of a finished one. */
 uint64_t rlpy_thread_context(void);
 
+/* The owner context of the caller: the OS thread's, or under gevent the greenlet's (green.c). */
+uint64_t rlpy_owner_context(void);
+/* Under gevent (green.c): a lock acquire that may wait is waited for on the hub. */
+int rlpy_green_active(void);
+int rlpy_green_acquire(PyObject *lock, uint64_t context, int64_t lease_ms, int64_t wait_ms,
+                       int64_t max_hold_ms); /* 1 acquired, 0 not, -1 exception set */
+PyObject *rlpy_set_green(PyObject *module, PyObject *args);
+
 /* Runs `call` (a core call that may wait on the network) with the GIL released. */
 #define RLPY_UNLOCKED(call)                                                                        \
     do {                                                                                           \
@@ -30,6 +38,13 @@ uint64_t rlpy_thread_context(void);
         call;                                                                                      \
         PyEval_RestoreThread(rlpy_saved_);                                                         \
     } while (0)
+
+/* Called by the sync API's blocking calls: -1 with RuntimeError set when the calling thread runs
+ * an asyncio event loop (the owner would be the thread, shared by every task on it). */
+int rlpy_refuse_on_event_loop(const char *what);
+/* For the family's waits (semaphores, latches, multi-locks): -1 with RuntimeError set when
+ * gevent is active and the call may wait (it would block every greenlet of the thread). */
+int rlpy_refuse_green_wait(const char *what, int64_t wait_ms);
 
 /* Sets the Python exception for a failed core call and returns NULL. */
 PyObject *rlpy_raise(const rl_error *err);

@@ -66,6 +66,9 @@ static PyObject *expirable_acquire(rlpy_expirable *self, PyObject *args, PyObjec
     if (rlpy_lease_ms(lease, &lease_ms) < 0 ||
         (timeout && rlpy_timeout_ms(timeout, "timeout", &wait_ms) < 0))
         return NULL;
+    if (rlpy_refuse_on_event_loop("PermitExpirableSemaphore.acquire()") < 0 ||
+        rlpy_refuse_green_wait("PermitExpirableSemaphore.acquire()", wait_ms) < 0)
+        return NULL;
     char id[RL_PERMIT_ID_LEN + 1];
     rlpy_wait w = {NULL, 0};
     rl_error err;

@@ -123,7 +123,10 @@ static int open_client(rlpy_lock *self) {
 
 /* 1 acquired, 0 not acquired (another owner), -1 exception set. */
 static int acquire(rlpy_lock *self, int64_t lease_ms, int64_t wait_ms, int64_t max_hold_ms) {
-    uint64_t context = rlpy_thread_context();
+    if (rlpy_refuse_on_event_loop("Lock.acquire()") < 0) return -1;
+    uint64_t context = rlpy_owner_context();
+    if (wait_ms != 0 && rlpy_green_active())
+        return rlpy_green_acquire((PyObject *)self, context, lease_ms, wait_ms, max_hold_ms);
     wait_state w = {NULL, 0};
     rl_acquire_options options = {.lease_ms = lease_ms,
                                   .wait_ms = wait_ms,
@@ -163,9 +166,10 @@ static PyObject *lock_acquire(rlpy_lock *self, PyObject *args, PyObject *kwargs)
 }
 
 static int release(rlpy_lock *self) {
+    if (rlpy_refuse_on_event_loop("Lock.release()") < 0) return -1;
     rl_error err;
     rl_status st;
-    uint64_t context = rlpy_thread_context();
+    uint64_t context = rlpy_owner_context();
     RLPY_UNLOCKED(st = rl_lock_release(self->lock, context, &err));
     if (st == RL_OK) return 0;
     rlpy_raise(&err);
@@ -215,7 +219,7 @@ static PyObject *lock_exit(rlpy_lock *self, PyObject *args) {
 /* One server-side query (one round trip) with the GIL released; -1 with the exception set. */
 static int query(rlpy_lock *self, rl_query what, int64_t *out) {
     if (!ready(self)) return -1;
-    uint64_t context = rlpy_thread_context();
+    uint64_t context = rlpy_owner_context();
     rl_error err;
     rl_status st;
     RLPY_UNLOCKED(st = rl_lock_query(self->lock, what, context, out, &err));
@@ -257,20 +261,20 @@ static PyObject *lock_force_unlock(rlpy_lock *self, PyObject *unused) {
 static PyObject *lock_get_hold_count(rlpy_lock *self, void *unused) {
     (void)unused;
     if (!open_client(self)) return NULL;
-    return PyLong_FromLongLong(rl_lock_local_holds(self->lock, rlpy_thread_context()));
+    return PyLong_FromLongLong(rl_lock_local_holds(self->lock, rlpy_owner_context()));
 }
 
 static PyObject *lock_get_lost(rlpy_lock *self, void *unused) {
     (void)unused;
     if (!open_client(self)) return NULL;
-    return PyBool_FromLong(rl_lock_lost(self->lock, rlpy_thread_context(), NULL));
+    return PyBool_FromLong(rl_lock_lost(self->lock, rlpy_owner_context(), NULL));
 }
 
 static PyObject *lock_get_lost_reason(rlpy_lock *self, void *unused) {
     (void)unused;
     rl_lost_reason reason;
     if (!open_client(self)) return NULL;
-    if (!rl_lock_lost(self->lock, rlpy_thread_context(), &reason)) Py_RETURN_NONE;
+    if (!rl_lock_lost(self->lock, rlpy_owner_context(), &reason)) Py_RETURN_NONE;
     return PyUnicode_FromString(rl_lost_reason_name(reason));
 }
 
@@ -284,14 +288,14 @@ static PyObject *lock_get_name(rlpy_lock *self, void *unused) {
 static PyObject *lock_token(rlpy_lock *self, PyObject *unused) {
     (void)unused;
     if (!open_client(self)) return NULL;
-    return PyLong_FromLongLong(rl_lock_token(self->lock, rlpy_thread_context()));
+    return PyLong_FromLongLong(rl_lock_token(self->lock, rlpy_owner_context()));
 }
 
 static PyObject *lock_repr(rlpy_lock *self) {
     const char *type = Py_TYPE(self)->tp_name, *module = strchr(type, '.') ? "" : "redlease.";
     if (!self->lock) return PyUnicode_FromFormat("<%s%s (uninitialised)>", module, type);
     return PyUnicode_FromFormat("<%s%s %R hold_count=%lld>", module, type, self->name,
-                                (long long)rl_lock_local_holds(self->lock, rlpy_thread_context()));
+                                (long long)rl_lock_local_holds(self->lock, rlpy_owner_context()));
 }
 
 /* ---- type --------------------------------------------------------------------------------- */

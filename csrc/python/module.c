@@ -1,14 +1,13 @@
 /* redlease._core: module setup, owner contexts and the status -> exception mapping. */
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdint.h>
 
+#include "async.h"
 #include "binding.h"
 
 static PyObject *errors_module; /* redlease._errors, where the exception classes live */
 static PyObject *error_classes[RL_ERR_REPLICA + 1];
 
-static atomic_uint_fast64_t next_context = 1;
 static _Thread_local uint64_t thread_context;
 static pthread_key_t context_key;
 static pthread_once_t context_key_once = PTHREAD_ONCE_INIT;
@@ -25,7 +24,7 @@ static void make_context_key(void) {
 
 uint64_t rlpy_thread_context(void) {
     if (!thread_context) {
-        thread_context = atomic_fetch_add(&next_context, 1);
+        thread_context = rl_context_new(); /* the counter asyncio tasks' contexts come from */
         pthread_once(&context_key_once, make_context_key);
         pthread_setspecific(context_key, (void *)(uintptr_t)thread_context);
     }
@@ -95,7 +94,7 @@ static int load_error_classes(void) {
 static PyObject *current_context(PyObject *module, PyObject *unused) {
     (void)module;
     (void)unused;
-    return PyLong_FromUnsignedLongLong(rlpy_thread_context());
+    return PyLong_FromUnsignedLongLong(rlpy_owner_context());
 }
 
 static PyObject *tls_supported(PyObject *module, PyObject *unused) {
@@ -105,6 +104,9 @@ static PyObject *tls_supported(PyObject *module, PyObject *unused) {
 }
 
 static PyMethodDef module_methods[] = {
+    {"_set_green", rlpy_set_green, METH_VARARGS,
+     "_set_green(context_source, acquire_hook) -> None\n--\n\nInstalled by redlease._green "
+     "under gevent (None, None: off)."},
     {"tls_supported", tls_supported, METH_NOARGS,
      "tls_supported() -> bool\n--\n\nWhether this build speaks TLS (rediss:// URLs)."},
     {"current_context", current_context, METH_NOARGS,
@@ -156,7 +158,7 @@ PyMODINIT_FUNC PyInit__core(void) {
         PyModule_AddIntConstant(m, "EVENT_SYNC_FAILED", RL_EVENT_SYNC_FAILED) < 0 ||
         PyModule_AddIntConstant(m, "EVENT_STRAY_HOLDS", RL_EVENT_STRAY_HOLDS) < 0 ||
         PyModule_AddIntConstant(m, "EVENT_ABANDONED", RL_EVENT_ABANDONED) < 0 ||
-        rlpy_family_add_types(m) < 0) {
+        rlpy_family_add_types(m) < 0 || rlpy_async_add_types(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

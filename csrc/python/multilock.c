@@ -73,6 +73,9 @@ static int ready(rlpy_multilock *self) {
 
 /* 1 acquired, 0 not, -1 exception set. */
 static int acquire(rlpy_multilock *self, int64_t lease_ms, int64_t wait_ms, int64_t max_hold_ms) {
+    if (rlpy_refuse_on_event_loop("MultiLock.acquire()") < 0 ||
+        rlpy_refuse_green_wait("MultiLock.acquire()", wait_ms) < 0)
+        return -1;
     rlpy_wait w = {NULL, 0};
     rl_acquire_options o;
     rl_acquire_options_init(&o);
@@ -81,7 +84,7 @@ static int acquire(rlpy_multilock *self, int64_t lease_ms, int64_t wait_ms, int6
     o.max_hold_ms = max_hold_ms;
     o.hook = wait_ms != 0 ? rlpy_wait_hook : NULL;
     o.hook_userdata = &w;
-    uint64_t context = rlpy_thread_context();
+    uint64_t context = rlpy_owner_context();
     rl_error err;
     rl_status st;
     RLPY_WAITING(&w, st = rl_multilock_acquire(self->multi, context, &o, &err));
@@ -117,7 +120,7 @@ static PyObject *multilock_acquire(rlpy_multilock *self, PyObject *args, PyObjec
 static PyObject *multilock_release(rlpy_multilock *self, PyObject *unused) {
     (void)unused;
     if (!ready(self)) return NULL;
-    uint64_t context = rlpy_thread_context();
+    uint64_t context = rlpy_owner_context();
     rl_error err;
     rl_status st;
     RLPY_UNLOCKED(st = rl_multilock_release(self->multi, context, &err));
@@ -149,7 +152,7 @@ static PyObject *multilock_exit(rlpy_multilock *self, PyObject *args) {
 static PyObject *multilock_get_held(rlpy_multilock *self, void *unused) {
     (void)unused;
     if (!ready(self)) return NULL;
-    return PyLong_FromSize_t(rl_multilock_held(self->multi, rlpy_thread_context()));
+    return PyLong_FromSize_t(rl_multilock_held(self->multi, rlpy_owner_context()));
 }
 
 static PyObject *multilock_get_locks(rlpy_multilock *self, void *unused) {

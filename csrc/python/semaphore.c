@@ -53,6 +53,9 @@ static int ready(rlpy_semaphore *self) {
 
 /* 1 acquired, 0 not within the wait, -1 exception set. */
 static int acquire(rlpy_semaphore *self, long long permits, int64_t wait_ms) {
+    if (rlpy_refuse_on_event_loop("Semaphore.acquire()") < 0 ||
+        rlpy_refuse_green_wait("Semaphore.acquire()", wait_ms) < 0)
+        return -1;
     rlpy_wait w = {NULL, 0};
     rl_error err;
     rl_status st;

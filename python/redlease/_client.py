@@ -6,7 +6,7 @@ import os
 import weakref
 from typing import Callable, Iterator, Optional, TypeVar, Union, cast
 
-from . import _core
+from . import _core, _green
 from ._core import CountDownLatch, Lock, MultiLock, Semaphore
 from ._events import EventDispatcher, OnLost
 from ._family import PermitExpirableSemaphore
@@ -80,6 +80,7 @@ class Client:
                  sentinel_password: Optional[str] = None) -> None:
         if on_lost is not None and not callable(on_lost):
             raise TypeError("on_lost must be callable or None")
+        _green.check()  # under gevent's patching: owners are greenlets, waits yield to the hub
         self._core = _core.Client(url, watchdog_timeout, connect_timeout, command_timeout,
                                   EventDispatcher(on_lost), max_hold, sync_replicas, sync_timeout,
                                   _path(tls_ca_file), _path(tls_ca_dir), _path(tls_cert_file),

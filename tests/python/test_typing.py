@@ -17,10 +17,11 @@ def test_stubs_match_the_runtime(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_example_type_checks_strictly(tmp_path):
-    example = os.path.abspath(os.path.join(ROOT, "examples", "python", "jobs_demo.py"))
-    result = run(tmp_path, "mypy", "--strict", "--no-incremental", example)
-    assert result.returncode == 0, result.stdout + result.stderr
+def test_examples_type_check_strictly(tmp_path):
+    for name in ("jobs_demo.py", "async_jobs.py"):
+        example = os.path.abspath(os.path.join(ROOT, "examples", "python", name))
+        result = run(tmp_path, "mypy", "--strict", "--no-incremental", example)
+        assert result.returncode == 0, name + ": " + result.stdout + result.stderr
 
 
 def test_stubs_name_the_core_lost_reasons():

@@ -1,0 +1,309 @@
+/* Async lock calls: the steps of lock.c run on the client's workers (workers.c) instead of the
+ * caller's thread, and a waiting acquire is a notified subscriber ticket plus a timer, not a
+ * blocked thread. Each call's steps are one serialized job, so its state needs no mutex; only
+ * `cancelled` is touched from outside. */
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdlib.h>
+
+#include "clock.h"
+#include "error.h"
+#include "lock.h"
+
+typedef enum { OP_ACQUIRE, OP_RELEASE, OP_QUERY, OP_FORCE_UNLOCK, OP_CONTEXT_ENDED } call_op;
+
+struct rl_call {
+    rl_job job; /* first: the job is the call */
+    atomic_int refs;
+    atomic_int cancelled;
+    atomic_int finished;
+    rl_client *client; /* referenced until the call is freed */
+    rl_lock *lock;
+    call_op op;
+    uint64_t context;
+    rl_query what;
+    rl_done_fn done;
+    void *userdata;
+    /* acquire only */
+    rl_acquire_options options;
+    rl_attempt attempt;
+    int waiting; /* past the first try: subscribed, woken by the ticket or the timer */
+    int64_t wait_start_us; /* a wait counted in the client's metrics since then; 0: none */
+    int joined;
+    rl_sub_ticket ticket;
+    int64_t deadline, retry_at; /* monotonic ms; -1 none */
+};
+
+static atomic_uint_fast64_t next_context = 1;
+
+uint64_t rl_context_new(void) {
+    return atomic_fetch_add(&next_context, 1);
+}
+
+static void call_ref(rl_job *job) {
+    atomic_fetch_add(&((rl_call *)job)->refs, 1);
+}
+
+static void call_unref(rl_job *job) {
+    rl_call *k = (rl_call *)job;
+    if (atomic_fetch_sub(&k->refs, 1) != 1) return;
+    rl_client_unref(k->client);
+    free(k);
+}
+
+static void finish(rl_call *k, rl_status st, int64_t value, const rl_error *err) {
+    atomic_store(&k->finished, 1);
+    rl_workers_timer_clear(&k->client->workers, &k->job);
+    if (k->done) k->done(k, st, value, err, k->userdata);
+}
+
+/* ---- acquire ------------------------------------------------------------------------------ */
+
+static void woken(void *userdata) { /* the subscriber's thread, sub->mu held */
+    rl_call *k = userdata;
+    rl_workers_schedule(&k->client->workers, &k->job);
+}
+
+/* The outcome of the tries: leave the channel, record the hold or leave the fair queue, and a
+ * hold granted to a call cancelled meanwhile is released at once. */
+static void conclude(rl_call *k, rl_status st, rl_error *err) {
+    if (k->wait_start_us) {
+        rl_metrics_wait_ends(&k->client->metrics, (uint64_t)(rl_now_us() - k->wait_start_us));
+        k->wait_start_us = 0;
+    }
+    if (k->joined) {
+        rl_sub_leave(&k->client->sub, &k->ticket);
+        k->joined = 0;
+    }
+    if (st == RL_NOT_ACQUIRED && atomic_load(&k->cancelled))
+        st = rl_fail(err, RL_ABORTED, "the acquire was cancelled");
+    st = rl_acquire_end(k->lock, k->context, &k->attempt, &k->options, st, err);
+    if (st == RL_OK && atomic_load(&k->cancelled)) {
+        rl_error release_err;
+        rl_status released = rl_lock_release(k->lock, k->context, &release_err);
+        st =
+            released == RL_OK
+                ? rl_fail(err, RL_ABORTED, "the acquire was cancelled; the hold it got is released")
+                : rl_fail(err, RL_ABORTED,
+                          "the acquire was cancelled; releasing the hold it got failed: %s",
+                          release_err.message);
+    }
+    finish(k, st, 0, err);
+}
+
+static rl_status try_now(rl_call *k, rl_error *err) {
+    int64_t hint = -1;
+    rl_status st = rl_acquire_try(k->lock, &k->attempt, k->options.wait_ms != 0, &hint, err);
+    k->retry_at = st == RL_NOT_ACQUIRED && hint >= 0 ? rl_now_ms() + hint : -1;
+    return st;
+}
+
+static int64_t earliest(int64_t a, int64_t b) {
+    return a < 0 ? b : b < 0 ? a : a < b ? a : b;
+}
+
+/* The first try; when it must wait: subscribe, then try again (no release can slip between). */
+static void acquire_first(rl_call *k, rl_error *err) {
+    rl_lock *l = k->lock;
+    rl_status st = atomic_load(&k->cancelled)
+                       ? rl_fail(err, RL_ABORTED, "the acquire was cancelled")
+                       : rl_acquire_begin(l, k->context, &k->options, &k->attempt, err);
+    if (st != RL_OK) {
+        finish(k, st, 0, err);
+        return;
+    }
+    int64_t wait_ms = k->options.wait_ms;
+    k->deadline = wait_ms < 0 ? -1 : rl_now_ms() + wait_ms;
+    st = try_now(k, err);
+    if (st == RL_NOT_ACQUIRED && wait_ms != 0) {
+        size_t len;
+        char *channel = rl_lock_wait_channel(l, k->attempt.owner, k->attempt.owner_len, &len);
+        st = channel
+                 ? rl_sub_join_notified(&k->client->sub, channel, len, &k->ticket, woken, k, err)
+                 : rl_fail(err, RL_ERR_MEMORY, "out of memory");
+        free(channel);
+        if (st == RL_OK) {
+            k->joined = 1;
+            k->waiting = 1;
+            k->wait_start_us = rl_now_us();
+            rl_metrics_wait_begins(&k->client->metrics);
+            st = try_now(k, err);
+        }
+    }
+    if (st != RL_NOT_ACQUIRED || wait_ms == 0) {
+        conclude(k, st, err);
+        return;
+    }
+    if (rl_workers_timer_set(&k->client->workers, &k->job, earliest(k->deadline, k->retry_at)))
+        conclude(k, rl_fail(err, RL_ERR_MEMORY, "out of memory arming a timer"), err);
+}
+
+/* Woken by the ticket, the timer or a cancel. */
+static void acquire_again(rl_call *k, rl_error *err) {
+    if (atomic_load(&k->cancelled)) {
+        conclude(k, rl_fail(err, RL_ABORTED, "the acquire was cancelled"), err);
+        return;
+    }
+    int64_t recheck = -1;
+    rl_status st = rl_sub_poll(&k->client->sub, &k->ticket, &recheck, err);
+    int64_t now = rl_now_ms();
+    if (st == RL_OK || (st == RL_NOT_ACQUIRED && k->retry_at >= 0 && now >= k->retry_at))
+        st = try_now(k, err);
+    if (st != RL_NOT_ACQUIRED || (k->deadline >= 0 && rl_now_ms() >= k->deadline)) {
+        conclude(k, st, err); /* acquired, failed, or out of time */
+        return;
+    }
+    int64_t at = earliest(earliest(k->deadline, k->retry_at), recheck);
+    if (at < 0)
+        rl_workers_timer_clear(&k->client->workers, &k->job);
+    else if (rl_workers_timer_set(&k->client->workers, &k->job, at))
+        conclude(k, rl_fail(err, RL_ERR_MEMORY, "out of memory arming a timer"), err);
+}
+
+/* ---- every call --------------------------------------------------------------------------- */
+
+static void step(rl_job *job) {
+    rl_call *k = (rl_call *)job;
+    if (atomic_load(&k->finished)) return;
+    rl_error err;
+    rl_error_clear(&err);
+    rl_status st;
+    int64_t value = 0;
+    int deleted = 0;
+    switch (k->op) {
+    case OP_ACQUIRE:
+        if (k->waiting)
+            acquire_again(k, &err);
+        else
+            acquire_first(k, &err);
+        return;
+    case OP_RELEASE:
+        st = rl_lock_release(k->lock, k->context, &err);
+        break;
+    case OP_QUERY:
+        st = rl_lock_query(k->lock, k->what, k->context, &value, &err);
+        break;
+    case OP_FORCE_UNLOCK:
+        st = rl_lock_force_unlock(k->lock, &deleted, &err);
+        value = deleted;
+        break;
+    default: /* OP_CONTEXT_ENDED */
+        rl_client_context_ended(k->client, k->context);
+        st = RL_OK;
+        break;
+    }
+    finish(k, st, value, &err);
+}
+
+static rl_status start(rl_client *c, rl_lock *l, call_op op, uint64_t context, rl_done_fn done,
+                       void *userdata, rl_call **made, rl_error *err) {
+    rl_status st = rl_client_enter(c, err); /* its reference becomes the call's */
+    if (st != RL_OK) return st;
+    rl_call *k = calloc(1, sizeof *k);
+    if (!k) {
+        rl_client_leave(c);
+        return rl_fail(err, RL_ERR_MEMORY, "out of memory");
+    }
+    k->job.run = step;
+    k->job.ref = call_ref;
+    k->job.unref = call_unref;
+    atomic_init(&k->refs, 1);
+    atomic_init(&k->cancelled, 0);
+    atomic_init(&k->finished, 0);
+    k->client = c;
+    k->lock = l;
+    k->op = op;
+    k->context = context;
+    k->done = done;
+    k->userdata = userdata;
+    k->deadline = k->retry_at = -1;
+    *made = k;
+    return RL_OK;
+}
+
+/* Hands the call to the workers; *out gets the caller's reference. */
+static rl_status launch(rl_call *k, rl_call **out, rl_error *err) {
+    rl_workers *w = &k->client->workers;
+    if (rl_workers_start(w) != 0 || rl_workers_schedule_new(w, &k->job) != 0) {
+        rl_status st = atomic_load(&k->client->closed)
+                           ? rl_fail(err, RL_ERR_CLOSED, "the client is closed")
+                           : rl_fail(err, RL_ERR_MEMORY, "cannot start the worker threads");
+        call_unref(&k->job);
+        return st;
+    }
+    if (out)
+        *out = k;
+    else
+        call_unref(&k->job);
+    return RL_OK;
+}
+
+static rl_status lock_call(rl_lock *l, call_op op, uint64_t context, rl_done_fn done,
+                           void *userdata, rl_call **out, rl_call **made, rl_error *err) {
+    rl_error_clear(err);
+    if (out) *out = NULL;
+    if (!l) return rl_fail(err, RL_ERR_ARGUMENT, "lock must not be NULL");
+    if (!done || !out) return rl_fail(err, RL_ERR_ARGUMENT, "done and out must not be NULL");
+    return start(l->client, l, op, context, done, userdata, made, err);
+}
+
+rl_status rl_lock_acquire_async(rl_lock *l, uint64_t context, const rl_acquire_options *options,
+                                rl_done_fn done, void *userdata, rl_call **out, rl_error *err) {
+    if (!options) {
+        rl_error_clear(err);
+        return rl_fail(err, RL_ERR_ARGUMENT, "options must not be NULL");
+    }
+    rl_call *k = NULL;
+    rl_status st = lock_call(l, OP_ACQUIRE, context, done, userdata, out, &k, err);
+    if (st != RL_OK) return st;
+    k->options = *options;
+    k->options.hook = NULL; /* waits are woken, not sliced */
+    return launch(k, out, err);
+}
+
+rl_status rl_lock_release_async(rl_lock *l, uint64_t context, rl_done_fn done, void *userdata,
+                                rl_call **out, rl_error *err) {
+    rl_call *k = NULL;
+    rl_status st = lock_call(l, OP_RELEASE, context, done, userdata, out, &k, err);
+    return st == RL_OK ? launch(k, out, err) : st;
+}
+
+rl_status rl_lock_query_async(rl_lock *l, rl_query what, uint64_t context, rl_done_fn done,
+                              void *userdata, rl_call **out, rl_error *err) {
+    if (what < RL_QUERY_LOCKED || what > RL_QUERY_REMAINING) {
+        rl_error_clear(err);
+        return rl_fail(err, RL_ERR_ARGUMENT, "unknown query %d", (int)what);
+    }
+    rl_call *k = NULL;
+    rl_status st = lock_call(l, OP_QUERY, context, done, userdata, out, &k, err);
+    if (st != RL_OK) return st;
+    k->what = what;
+    return launch(k, out, err);
+}
+
+rl_status rl_lock_force_unlock_async(rl_lock *l, rl_done_fn done, void *userdata, rl_call **out,
+                                     rl_error *err) {
+    rl_call *k = NULL;
+    rl_status st = lock_call(l, OP_FORCE_UNLOCK, 0, done, userdata, out, &k, err);
+    return st == RL_OK ? launch(k, out, err) : st;
+}
+
+void rl_client_context_ended_later(rl_client *c, uint64_t context) {
+    rl_call *k = NULL;
+    if (rl_client_enter(c, NULL) != RL_OK) return;
+    if (start(c, NULL, OP_CONTEXT_ENDED, context, NULL, NULL, &k, NULL) == RL_OK &&
+        launch(k, NULL, NULL) != RL_OK) /* no workers: release them here, waiting */
+        rl_client_context_ended(c, context);
+    rl_client_leave(c);
+}
+
+void rl_call_cancel(rl_call *k) {
+    if (!k || atomic_exchange(&k->cancelled, 1) || atomic_load(&k->finished)) return;
+    rl_workers_schedule(&k->client->workers, &k->job);
+}
+
+void rl_call_free(rl_call *k) {
+    if (!k) return;
+    rl_call_cancel(k);
+    call_unref(&k->job);
+}

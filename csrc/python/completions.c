@@ -1,0 +1,187 @@
+/* redlease._core.Completions: the queue of ended async calls and the eventfd a loop watches
+ * (see async.h). */
+#include <errno.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "async.h"
+
+void rlpy_call_ended(rl_call *call, rl_status st, int64_t value, const rl_error *err, void *ud) {
+    (void)call;
+    rlpy_call *self = ud;
+    rlpy_completions *q = self->completions;
+    self->status = st;
+    self->value = value;
+    if (err) self->err = *err;
+    self->next = NULL;
+    pthread_mutex_lock(&q->mu);
+    int was_empty = q->head == NULL;
+    if (q->tail)
+        q->tail->next = self;
+    else
+        q->head = self;
+    q->tail = self;
+    int fd = q->fd;
+    pthread_mutex_unlock(&q->mu);
+    if (was_empty && fd >= 0) {
+        uint64_t one = 1;
+        ssize_t rc = write(fd, &one, sizeof one); /* a full counter is woken already */
+        (void)rc;
+    }
+}
+
+static PyObject *completions_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    if (!PyArg_ParseTuple(args, ":Completions") || (kwargs && PyDict_Size(kwargs) > 0)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "Completions() takes no arguments");
+        return NULL;
+    }
+    rlpy_completions *self = (rlpy_completions *)type->tp_alloc(type, 0);
+    if (!self) return NULL;
+    self->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (self->fd < 0) {
+        PyErr_SetFromErrno(PyExc_OSError);
+        type->tp_free((PyObject *)self);
+        return NULL;
+    }
+    pthread_mutex_init(&self->mu, NULL);
+    return (PyObject *)self;
+}
+
+static void completions_dealloc(rlpy_completions *self) {
+    /* Calls in the core keep their Completions alive: none is pending here. */
+    if (self->fd >= 0) close(self->fd);
+    pthread_mutex_destroy(&self->mu);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* The Python answer of an ended call: (value, error). */
+static int answer(rlpy_call *c, PyObject **value, PyObject **error) {
+    *value = NULL;
+    *error = NULL;
+    if (c->status == RL_OK) {
+        switch (c->kind) {
+        case CALL_ACQUIRE:
+            *value = Py_NewRef(Py_True);
+            break;
+        case CALL_QUERY:
+            *value = PyLong_FromLongLong(c->value);
+            break;
+        case CALL_FORCE_UNLOCK:
+            *value = PyBool_FromLong(c->value != 0);
+            break;
+        default:
+            *value = Py_NewRef(Py_None);
+        }
+    } else if (c->status == RL_NOT_ACQUIRED && c->kind == CALL_ACQUIRE) {
+        *value = Py_NewRef(Py_False);
+    } else if (c->status == RL_ABORTED && c->kind == CALL_ACQUIRE) {
+        *value = Py_NewRef(Py_None); /* cancelled: nothing held */
+    } else {
+        PyObject *type, *tb;
+        rlpy_raise(&c->err);
+        PyErr_Fetch(&type, error, &tb);
+        PyErr_NormalizeException(&type, error, &tb);
+        Py_XDECREF(type);
+        Py_XDECREF(tb);
+        *value = Py_NewRef(Py_None);
+    }
+    if (!*error) *error = Py_NewRef(Py_None);
+    return *value && *error ? 0 : -1;
+}
+
+static PyObject *completions_run(rlpy_completions *self, PyObject *unused) {
+    (void)unused;
+    uint64_t count;
+    if (self->fd >= 0 && read(self->fd, &count, sizeof count) < 0 && errno != EAGAIN)
+        return PyErr_SetFromErrno(PyExc_OSError);
+    pthread_mutex_lock(&self->mu);
+    rlpy_call *c = self->head;
+    self->head = self->tail = NULL;
+    pthread_mutex_unlock(&self->mu);
+    long n = 0;
+    while (c) {
+        rlpy_call *next = c->next;
+        PyObject *value, *error;
+        if (answer(c, &value, &error) < 0) {
+            PyErr_WriteUnraisable((PyObject *)c);
+        } else {
+            PyObject *r = PyObject_CallFunctionObjArgs(c->done, value, error, NULL);
+            if (!r) PyErr_WriteUnraisable(c->done); /* the loop goes on with the others */
+            Py_XDECREF(r);
+        }
+        Py_XDECREF(value);
+        Py_XDECREF(error);
+        Py_DECREF(c); /* the core's reference, taken when the call started */
+        c = next;
+        n++;
+    }
+    return PyLong_FromLong(n);
+}
+
+static PyObject *completions_fileno(rlpy_completions *self, PyObject *unused) {
+    (void)unused;
+    return PyLong_FromLong(self->fd);
+}
+
+static PyObject *completions_new_context(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    return PyLong_FromUnsignedLongLong(rl_context_new());
+}
+
+static PyObject *completions_context_ended(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *client;
+    unsigned long long context;
+    if (!PyArg_ParseTuple(args, "OK:context_ended", &client, &context)) return NULL;
+    rl_client *core = rlpy_open_client(client);
+    if (!core) {
+        PyErr_Clear(); /* a closed client renews nothing any more */
+        Py_RETURN_NONE;
+    }
+    rl_client_context_ended_later(core, context);
+    Py_RETURN_NONE;
+}
+
+/* Starting calls: async_calls.c. */
+PyObject *rlpy_start_acquire(rlpy_completions *self, PyObject *args, PyObject *kwargs);
+PyObject *rlpy_start_release(rlpy_completions *self, PyObject *args);
+PyObject *rlpy_start_query(rlpy_completions *self, PyObject *args);
+PyObject *rlpy_start_force_unlock(rlpy_completions *self, PyObject *args);
+PyObject *rlpy_local_state(PyObject *self, PyObject *args);
+
+static PyMethodDef completions_methods[] = {
+    {"fileno", (PyCFunction)completions_fileno, METH_NOARGS,
+     "fileno() -> int\n--\n\nThe eventfd to watch: readable when ended calls wait in the queue."},
+    {"run", (PyCFunction)completions_run, METH_NOARGS,
+     "run() -> int\n--\n\nCalls done(value, error) of every ended call, in order; how many."},
+    {"new_context", completions_new_context, METH_NOARGS,
+     "new_context() -> int\n--\n\nA fresh owner context id (one per task or greenlet)."},
+    {"context_ended", completions_context_ended, METH_VARARGS,
+     "context_ended(client, context) -> None\n--\n\nReleases, on the client's workers, what the "
+     "ended context still holds (reported as abandoned)."},
+    {"acquire", (PyCFunction)(void (*)(void))rlpy_start_acquire, METH_VARARGS | METH_KEYWORDS,
+     "acquire(lock, context, timeout, lease, done, max_hold=...) -> Call\n--\n\n"
+     "Starts an acquire; done(True|False|None, error) runs from run() (None: cancelled)."},
+    {"release", (PyCFunction)rlpy_start_release, METH_VARARGS,
+     "release(lock, context, done) -> Call\n--\n\nStarts a release; done(None, error)."},
+    {"query", (PyCFunction)rlpy_start_query, METH_VARARGS,
+     "query(lock, what, context, done) -> Call\n--\n\nStarts a query (1 locked, 2 held, 3 hold "
+     "count, 4 remaining ms); done(int, error)."},
+    {"force_unlock", (PyCFunction)rlpy_start_force_unlock, METH_VARARGS,
+     "force_unlock(lock, done) -> Call\n--\n\nStarts a force unlock; done(bool, error)."},
+    {"local_state", rlpy_local_state, METH_VARARGS,
+     "local_state(lock, context, /) -> tuple\n--\n\n(holds, lost reason or None, token): what this "
+     "client knows of the context's hold, without a round trip."},
+    {NULL, NULL, 0, NULL},
+};
+
+PyTypeObject rlpy_completions_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "redlease._core.Completions",
+    .tp_doc = "The bridge from the core's async calls to one event loop (see redlease.asyncio).",
+    .tp_basicsize = sizeof(rlpy_completions),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = completions_new,
+    .tp_dealloc = (destructor)completions_dealloc,
+    .tp_methods = completions_methods,
+};

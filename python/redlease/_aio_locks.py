@@ -1,0 +1,197 @@
+"""The locks of redlease.asyncio: thin awaitable wrappers over the core's async calls.
+
+Every call starts in the core (it runs on the client's worker threads) and ends through the
+client's Completions on the loop; nothing here blocks the loop, polls or uses an executor.
+"""
+
+import asyncio
+from typing import TYPE_CHECKING, Any, Optional, Tuple, Union
+
+from . import _core
+from ._errors import LockTimeout
+
+if TYPE_CHECKING:
+    from .asyncio import Client
+
+_QUERY_LOCKED, _QUERY_HELD, _QUERY_HOLD_COUNT, _QUERY_REMAINING = 1, 2, 3, 4
+_UNSET: Any = object()  # an argument left out: the lock's default applies
+
+
+class _Answer:
+    """The core's answer to one call, given on the loop (it is the call's ``done``). The task
+    awaits ``fut``; a cancellation of the task cancels ``fut``, but the answer is still kept and
+    can be waited for with ``through_cancels``."""
+
+    __slots__ = ("loop", "fut", "late", "ready", "value", "error")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.fut: "asyncio.Future[Any]" = loop.create_future()
+        self.late: "Optional[asyncio.Future[Any]]" = None
+        self.ready = False
+        self.value: Any = None
+        self.error: Optional[BaseException] = None
+
+    def __call__(self, value: Any, error: Optional[BaseException]) -> None:
+        self.ready, self.value, self.error = True, value, error
+        # the future someone awaits: `late` once through_cancels runs, else `fut`
+        target = self.late if self.late is not None else self.fut
+        if not target.done():
+            if error is not None:
+                target.set_exception(error)
+            else:
+                target.set_result(value)
+
+    async def through_cancels(self) -> int:
+        """Waits for the answer whatever cancellations arrive meanwhile; how many did."""
+        cancels = 0
+        while not self.ready:
+            self.late = self.loop.create_future()
+            try:
+                await self.late
+            except asyncio.CancelledError:
+                cancels += 1
+            except Exception:  # the answer is an error: kept in self.error
+                pass
+        return cancels
+
+
+class Lock:
+    """A lock owned by the current asyncio Task (see docs/asyncio.md). Made by Client.lock()."""
+
+    def __init__(self, client: "Client", core: _core.Lock, timeout: float, lease: Optional[float],
+                 max_hold: Any) -> None:
+        self._client = client
+        self._core = core
+        self._timeout = timeout
+        self._lease = lease
+        self._max_hold = max_hold
+
+    @property
+    def name(self) -> Union[str, bytes]:
+        return self._core.name
+
+    async def acquire(self, blocking: bool = True, timeout: Optional[float] = None,
+                      lease: Optional[float] = _UNSET, *, max_hold: Any = _UNSET) -> bool:
+        """Takes one hold for the current task: True, or False when not acquired in time.
+        ``timeout`` (seconds; -1 forever, 0 or ``blocking=False`` one try) and ``lease`` (None:
+        watchdog) default to the lock's. Cancelled, it leaves nothing held."""
+        if not blocking:
+            if timeout is not None and timeout != -1:
+                raise ValueError("can't specify a timeout for a non-blocking call")
+            timeout = 0
+        wait = self._timeout if timeout is None else timeout
+        hold = self._lease if lease is _UNSET else lease
+        cap = self._max_hold if max_hold is _UNSET else max_hold
+        extra = {} if cap is _UNSET else {"max_hold": cap}
+        context = self._client._context()
+        comp = self._client._completions_now()
+        answer = _Answer(self._client._loop_now())
+        call = comp.acquire(self._core, context, wait, hold, answer, **extra)
+        try:
+            return bool(await answer.fut)
+        except asyncio.CancelledError:
+            call.cancel()  # a waiting acquire stops; one in flight releases what it got
+            await answer.through_cancels()
+            if answer.error is None and answer.value:  # it ended before the cancel came
+                undo = _Answer(answer.loop)
+                comp.release(self._core, context, undo)
+                await undo.through_cancels()
+            raise
+
+    async def release(self) -> None:
+        """Releases one hold of the current task (NotOwnedError when it holds none;
+        LockLostError when the hold was lost). Cancelled, it still completes, then raises
+        CancelledError."""
+        context = self._client._context()
+        comp = self._client._completions_now()
+        answer = _Answer(self._client._loop_now())
+        comp.release(self._core, context, answer)
+        await self._finish(answer)
+
+    @staticmethod
+    async def _finish(answer: _Answer) -> Any:
+        """The answer of a call that runs to its end even when the task is cancelled
+        (CancelledError is raised once it has ended)."""
+        try:
+            return await answer.fut
+        except asyncio.CancelledError:
+            await answer.through_cancels()
+            raise
+
+    async def __aenter__(self) -> "Lock":
+        if not await self.acquire():
+            raise LockTimeout(f"lock {self.name!r} is held by another owner; not acquired "
+                              f"within {self._timeout:.3f} s")
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.release()
+
+    def _state(self) -> Tuple[int, Optional[str], int]:
+        return self._client._completions_now().local_state(self._core,
+                                                           self._client._context())
+
+    @property
+    def hold_count(self) -> int:
+        """The current task's holds, as this client knows them (no round trip)."""
+        return self._state()[0]
+
+    def held(self) -> bool:
+        """Whether the current task holds it, as this client knows (no round trip)."""
+        return self._state()[0] > 0
+
+    @property
+    def lost(self) -> bool:
+        """Whether the current task's hold was lost while held."""
+        return self._state()[1] is not None
+
+    @property
+    def lost_reason(self) -> Optional[str]:
+        return self._state()[1]
+
+    async def _query(self, what: int) -> int:
+        comp = self._client._completions_now()
+        answer = _Answer(self._client._loop_now())
+        comp.query(self._core, what, self._client._context(), answer)
+        return int(await self._finish(answer))
+
+    async def locked(self) -> bool:
+        """Whether anyone holds it (one round trip)."""
+        return bool(await self._query(_QUERY_LOCKED))
+
+    async def remaining(self) -> Optional[float]:
+        """Lease left in seconds; None when not locked, -1.0 when the key has no expiry."""
+        ms = await self._query(_QUERY_REMAINING)
+        return None if ms == -2 else -1.0 if ms == -1 else ms / 1000.0
+
+    async def force_unlock(self) -> bool:
+        """Deletes the lock whoever holds it; True when it was held."""
+        answer = _Answer(self._client._loop_now())
+        self._client._completions_now().force_unlock(self._core, answer)
+        return bool(await self._finish(answer))
+
+    def __repr__(self) -> str:
+        return f"<redlease.asyncio.{type(self).__name__} {self.name!r}>"
+
+
+class FencedLock(Lock):
+    """A fenced lock: every acquire takes a strictly increasing fencing token."""
+
+    @property
+    def token(self) -> Optional[int]:
+        """The fencing token of the current task's latest acquire while it holds it."""
+        token = self._state()[2]
+        return token or None
+
+
+class FairLock(Lock):
+    """A fair lock: waiters (tasks, threads, processes, Redisson) acquire in arrival order."""
+
+
+class ReadWriteLock:
+    """A read/write lock: ``.read`` is shared, ``.write`` exclusive; both are locks."""
+
+    def __init__(self, read: Lock, write: Lock) -> None:
+        self.read = read
+        self.write = write

@@ -1,0 +1,178 @@
+"""redlease for asyncio: locks owned by the current Task, waits that never block the loop.
+
+    from redlease.asyncio import Client
+
+    async with Client("redis://127.0.0.1:6379/0") as client:
+        async with client.lock("orders:42"):
+            ...  # held by this task; the watchdog renews it
+
+The owner of a hold is (client, asyncio Task): two tasks never share one, even on one thread,
+and a task re-entering adds a hold. Network calls run on the core's worker threads; their ends
+reach the loop through an eventfd it watches, and a waiting acquire is woken by the core's
+pub/sub subscriber: no thread per waiter, no polling, no executor. See docs/asyncio.md.
+"""
+
+import asyncio
+import functools
+import inspect
+import weakref
+from typing import Any, Awaitable, Callable, Dict, Optional, Set, Union
+
+from . import _core
+from ._aio_locks import _UNSET, FairLock, FencedLock, Lock, ReadWriteLock
+from ._client import Client as SyncClient
+from ._errors import ClientClosedError
+
+__all__ = ["Client", "Lock", "FencedLock", "FairLock", "ReadWriteLock"]
+
+Name = Union[str, bytes]
+OnLost = Callable[[Name, str], Union[None, Awaitable[None]]]
+
+
+class Client:
+    """A redlease client for one event loop (the loop it is first used on).
+
+    Takes the options of ``redlease.Client``; ``on_lost(name, reason)`` may be a plain or a
+    coroutine function, and runs on this client's loop. Use it as ``async with Client(...)``
+    or call ``await client.close()``: waits still in progress then end with
+    ``ClientClosedError``. Holds are not released by closing: they expire by their lease.
+    """
+
+    def __init__(self, url: str = "redis://127.0.0.1:6379/0", *,
+                 on_lost: Optional[OnLost] = None, **options: Any) -> None:
+        if on_lost is not None and not callable(on_lost):
+            raise TypeError("on_lost must be callable or None")
+        self._on_lost = on_lost
+        self._sync = SyncClient(url, on_lost=self._lost_from_core if on_lost else None,
+                                **options)
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._completions: Optional[_core.Completions] = None
+        self._contexts: "weakref.WeakKeyDictionary[asyncio.Task[Any], int]" = (
+            weakref.WeakKeyDictionary())
+        self._callbacks: Set["asyncio.Task[None]"] = set()
+
+    # ---- the loop this client serves ------------------------------------------------------
+
+    def _loop_now(self) -> asyncio.AbstractEventLoop:
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            if self._sync.closed:
+                raise ClientClosedError("the client is closed")
+            self._completions = _core.Completions()
+            loop.add_reader(self._completions.fileno(), self._completions.run)
+            self._loop = loop
+        elif self._loop is not loop:
+            raise RuntimeError("a redlease.asyncio.Client serves the event loop it was first "
+                               "used on; make one client per loop")
+        return loop
+
+    def _completions_now(self) -> _core.Completions:
+        self._loop_now()
+        assert self._completions is not None
+        return self._completions
+
+    def _context(self) -> int:
+        """The current task's owner context, made on its first use and ended with the task."""
+        task = asyncio.current_task()
+        if task is None:
+            raise RuntimeError("redlease.asyncio locks are used from inside an asyncio task")
+        context = self._contexts.get(task)
+        if context is None:
+            context = self._completions_now().new_context()
+            self._contexts[task] = context
+            task.add_done_callback(functools.partial(self._task_ended, context))
+        return context
+
+    def _task_ended(self, context: int, _task: "asyncio.Task[Any]") -> None:
+        # A task that ended while holding: its holds are released on the core's workers and
+        # reported as abandoned (a warning on the redlease logger).
+        if self._completions is not None and not self._sync.closed:
+            self._completions.context_ended(self._sync._core, context)
+
+    # ---- loss reports ---------------------------------------------------------------------
+
+    def _lost_from_core(self, name: Name, reason: str) -> None:  # the core's event thread
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(self._run_on_lost, name, reason)
+            except RuntimeError:  # the loop closed meanwhile
+                pass
+
+    def _run_on_lost(self, name: Name, reason: str) -> None:
+        assert self._on_lost is not None
+        result = self._on_lost(name, reason)
+        if inspect.isawaitable(result):
+            async def run() -> None:
+                await result
+            task = asyncio.ensure_future(run())
+            self._callbacks.add(task)
+            task.add_done_callback(self._callbacks.discard)
+
+    # ---- locks ----------------------------------------------------------------------------
+
+    def lock(self, name: Name, *, timeout: float = -1, lease: Optional[float] = None,
+             max_hold: Any = _UNSET) -> Lock:
+        """A Redisson RLock on ``name``; ``timeout`` (-1 forever, 0 one try), ``lease`` (None:
+        watchdog) and ``max_hold`` as ``redlease.Client.lock``."""
+        return Lock(self, self._sync.lock(name), timeout, lease, max_hold)
+
+    def fenced_lock(self, name: Name, *, timeout: float = -1, lease: Optional[float] = None,
+                    max_hold: Any = _UNSET) -> FencedLock:
+        """A Redisson RFencedLock: as ``lock()``, with ``lock.token``."""
+        return FencedLock(self, self._sync.fenced_lock(name), timeout, lease, max_hold)
+
+    def fair_lock(self, name: Name, *, timeout: float = -1, lease: Optional[float] = None,
+                  max_hold: Any = _UNSET) -> FairLock:
+        """A Redisson RFairLock: as ``lock()``, waiters in arrival order."""
+        return FairLock(self, self._sync.fair_lock(name), timeout, lease, max_hold)
+
+    def rw_lock(self, name: Name, *, timeout: float = -1, lease: Optional[float] = None,
+                max_hold: Any = _UNSET) -> ReadWriteLock:
+        """A Redisson RReadWriteLock: ``.read`` (shared) and ``.write`` (exclusive)."""
+        rw = self._sync.rw_lock(name)
+        return ReadWriteLock(Lock(self, rw.read, timeout, lease, max_hold),
+                             Lock(self, rw.write, timeout, lease, max_hold))
+
+    # ---- the client -----------------------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        """The client's UUID: owner fields in Redis read ``<id>:<task context>``."""
+        return self._sync.id
+
+    @property
+    def url(self) -> str:
+        return self._sync.url
+
+    @property
+    def closed(self) -> bool:
+        return self._sync.closed
+
+    @property
+    def sync(self) -> SyncClient:
+        """The blocking client underneath (same connections and watchdog), for threads."""
+        return self._sync
+
+    def stats(self) -> Dict[str, Union[int, bool]]:
+        return self._sync.stats()
+
+    async def close(self) -> None:
+        """Closes the client: waits in progress end with ClientClosedError. Idempotent."""
+        self._sync.close()  # joins the core's threads: every call in progress has ended
+        if self._completions is not None and self._loop is not None:
+            self._completions.run()  # their answers, now
+            if not self._loop.is_closed():
+                self._loop.remove_reader(self._completions.fileno())
+        await asyncio.sleep(0)
+
+    async def __aenter__(self) -> "Client":
+        self._loop_now()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else self.id
+        return f"<redlease.asyncio.Client {self.url!r} {state}>"
