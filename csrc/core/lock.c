@@ -286,9 +286,9 @@ rl_status rl_acquire_begin(rl_lock *l, uint64_t context, const rl_acquire_option
     pthread_mutex_lock(&c->mu);
     rl_status st = check_hold_before_acquire(l, context, err);
     /* Only an acquire that may wait yields; a one-try acquire answers at once. */
-    a->yield_until = wait_ms != 0 ? rl_handovers_until(&c->handovers, l->name, l->name_len,
-                                                       l->kind, rl_now_ms())
-                                  : -1;
+    a->yield_until =
+        wait_ms != 0 ? rl_handovers_until(&c->handovers, l->name, l->name_len, l->kind, rl_now_ms())
+                     : -1;
     pthread_mutex_unlock(&c->mu);
     a->lease = lease_ms > 0 ? lease_ms : c->cfg.options.watchdog_timeout_ms;
     a->window = wait_ms > 0 ? wait_ms : c->cfg.options.fair_wait_ms;
