@@ -83,6 +83,7 @@ build = {
             "csrc/core/expirable.c",
             "csrc/core/family.c",
             "csrc/core/fork.c",
+            "csrc/core/handover.c",
             "csrc/core/holds.c",
             "csrc/core/kind_fair.c",
             "csrc/core/kind_fenced.c",

@@ -8,6 +8,7 @@
 
 #include "conn.h"
 #include "events.h"
+#include "handover.h"
 #include "holds.h"
 #include "metrics.h"
 #include "pool.h"
@@ -29,6 +30,7 @@ struct rl_client {
     _Atomic uint64_t fork_generation; /* rl_fork_generation() when `id` and the state were made */
     pthread_mutex_t mu;               /* guards holds and watchdog; never held during network I/O */
     rl_holds holds;
+    rl_handovers handovers; /* guarded by mu */
     rl_watchdog watchdog;
     rl_pool pool;
     rl_scripts scripts;

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t hash_of(const void *name, size_t len, rl_lock_kind kind, uint64_t context) {
+uint64_t rl_holds_hash(const void *name, size_t len, rl_lock_kind kind, uint64_t context) {
     const unsigned char *p = name;
     uint64_t h = 1469598103934665603ULL ^ (uint64_t)kind; /* FNV-1a */
     for (size_t i = 0; i < len; i++)
@@ -33,7 +33,7 @@ void rl_holds_clear(rl_holds *holds) {
 rl_hold *rl_holds_find(const rl_holds *holds, const void *name, size_t name_len, rl_lock_kind kind,
                        uint64_t context) {
     if (holds->nbuckets == 0) return NULL;
-    uint64_t hash = hash_of(name, name_len, kind, context);
+    uint64_t hash = rl_holds_hash(name, name_len, kind, context);
     for (rl_hold *h = holds->buckets[hash & (holds->nbuckets - 1)]; h; h = h->bucket_next)
         if (h->hash == hash && h->context == context && h->kind == kind &&
             h->name_len == name_len && memcmp(h->name, name, name_len) == 0)
@@ -44,7 +44,7 @@ rl_hold *rl_holds_find(const rl_holds *holds, const void *name, size_t name_len,
 rl_hold *rl_holds_find_owner(const rl_holds *holds, const void *name, size_t name_len,
                              rl_lock_kind kind, uint64_t context, const char *owner) {
     if (holds->nbuckets == 0) return NULL;
-    uint64_t hash = hash_of(name, name_len, kind, context);
+    uint64_t hash = rl_holds_hash(name, name_len, kind, context);
     for (rl_hold *h = holds->buckets[hash & (holds->nbuckets - 1)]; h; h = h->bucket_next)
         if (h->hash == hash && h->context == context && h->kind == kind &&
             h->name_len == name_len && memcmp(h->name, name, name_len) == 0 &&
@@ -81,7 +81,7 @@ rl_hold *rl_holds_add(rl_holds *holds, const void *name, size_t name_len, rl_loc
     size_t owner_len = strlen(owner);
     rl_hold *h = calloc(1, sizeof *h + name_len + 1 + read_keys_len + 1 + owner_len + 1);
     if (!h) return NULL;
-    h->hash = hash_of(name, name_len, kind, context);
+    h->hash = rl_holds_hash(name, name_len, kind, context);
     h->context = context;
     h->kind = kind;
     char *keys = h->name + name_len + 1;

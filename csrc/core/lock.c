@@ -142,6 +142,17 @@ rl_status rl_acquire_try(rl_lock *l, attempt *a, int queue, int64_t *wait_hint, 
 
 /* Subscribe, try again, then sleep until a release message or the holder's lease end, and
  * repeat until acquired, the deadline, an abort or an error. */
+/* Gives the waiter our release just woke its chance (handover.c): waits, subscribed, until that
+ * waiter's own release message or the grace's end, whichever comes first. The first wait returns
+ * once the subscription exists; the second is the grace. */
+static rl_status yield_to_woken(rl_subscriber *sub, rl_sub_ticket *ticket, int64_t until,
+                                rl_wait_hook hook, void *hook_ud, rl_error *err) {
+    rl_status st = RL_OK;
+    for (int i = 0; i < 2 && st == RL_OK; i++)
+        st = rl_sub_wait(sub, ticket, until, hook, hook_ud, err);
+    return st == RL_NOT_ACQUIRED ? RL_OK : st; /* the grace ran out: try now */
+}
+
 static rl_status wait_and_retry(rl_lock *l, attempt *a, int64_t deadline, int64_t wait_hint,
                                 rl_wait_hook hook, void *hook_ud, rl_error *err) {
     rl_subscriber *sub = &l->client->sub;
@@ -151,6 +162,10 @@ static rl_status wait_and_retry(rl_lock *l, attempt *a, int64_t deadline, int64_
     rl_status st = channel ? rl_sub_join(sub, channel, channel_len, &ticket, err)
                            : rl_fail(err, RL_ERR_MEMORY, "out of memory");
     free(channel);
+    if (st == RL_OK && a->yield_until >= 0) {
+        int64_t until = deadline >= 0 && deadline < a->yield_until ? deadline : a->yield_until;
+        st = yield_to_woken(sub, &ticket, until, hook, hook_ud, err);
+    }
     if (st == RL_OK) {
         for (;;) {
             st =
@@ -270,6 +285,10 @@ rl_status rl_acquire_begin(rl_lock *l, uint64_t context, const rl_acquire_option
     a->owner_len = rl_client_owner(c, context, a->owner);
     pthread_mutex_lock(&c->mu);
     rl_status st = check_hold_before_acquire(l, context, err);
+    /* Only an acquire that may wait yields; a one-try acquire answers at once. */
+    a->yield_until =
+        wait_ms != 0 ? rl_handovers_until(&c->handovers, l->name, l->name_len, l->kind, rl_now_ms())
+                     : -1;
     pthread_mutex_unlock(&c->mu);
     a->lease = lease_ms > 0 ? lease_ms : c->cfg.options.watchdog_timeout_ms;
     a->window = wait_ms > 0 ? wait_ms : c->cfg.options.fair_wait_ms;
@@ -307,7 +326,9 @@ rl_status rl_lock_acquire_with(rl_lock *l, uint64_t context, const rl_acquire_op
     st = rl_acquire_begin(l, context, o, &a, err);
     if (st == RL_OK) {
         int64_t start = rl_now_ms(), wait_hint = -1, wait_ms = o->wait_ms;
-        st = rl_acquire_try(l, &a, wait_ms != 0, &wait_hint, err);
+        /* Yielding to a waiter we woke: its chance first, then the usual wait. */
+        st = a.yield_until >= 0 ? RL_NOT_ACQUIRED
+                                : rl_acquire_try(l, &a, wait_ms != 0, &wait_hint, err);
         if (st == RL_NOT_ACQUIRED && wait_ms != 0) {
             int64_t wait_start_us = rl_now_us();
             rl_metrics_wait_begins(&c->metrics);
@@ -414,6 +435,8 @@ static rl_status apply_release(rl_lock *l, rl_hold *h, const redisReply *reply, 
     h->retry_id = NULL;
     int was_failed = h->release_failed;
     h->release_failed = 0;
+    if (reply->integer == 2) /* released, and the message woke someone */
+        rl_handovers_note(&c->handovers, l->name, l->name_len, l->kind, rl_now_ms());
     if (h->count <= 1) {
         if (reply->integer == 0 && !field_shared(c, h)) release_stray_holds(l, h);
         rl_holds_remove(&c->holds, h); /* no hold of this context is left */
@@ -421,7 +444,7 @@ static rl_status apply_release(rl_lock *l, rl_hold *h, const redisReply *reply, 
     }
     h->count--;
     h->releasing = 0;
-    if (reply->integer == 1) {
+    if (reply->integer >= 1) {
         /* Redis had no other hold of this owner: the ones this client still counts are gone. */
         rl_client_hold_lost(c, h, RL_LOST_DELETED);
     } else if (was_failed && h->watchdog) { /* a retried release went through: renew the rest */

@@ -25,8 +25,9 @@ return {
     .. "  return 0\n"
     .. "end\n"
     .. "redis.call('del', KEYS[1])\n"
-    .. "redis.call(ARGV[5], KEYS[2], ARGV[1])\n"
+    .. "local woken = redis.call(ARGV[5], KEYS[2], ARGV[1])\n"
     .. "redis.call('set', KEYS[3], 1, 'px', ARGV[4])\n"
+    .. "if woken > 0 then return 2 end\n"
     .. "return 1\n",
   force_unlock =
     "local t = redis.call('type', KEYS[1]).ok\n"
