@@ -27,7 +27,7 @@ struct rl_call {
     /* acquire only */
     rl_acquire_options options;
     rl_attempt attempt;
-    int waiting; /* past the first try: subscribed, woken by the ticket or the timer */
+    int waiting;           /* past the first try: subscribed, woken by the ticket or the timer */
     int64_t wait_start_us; /* a wait counted in the client's metrics since then; 0: none */
     int joined;
     rl_sub_ticket ticket;
