@@ -6,6 +6,7 @@
 
 #include "clock.h"
 #include "error.h"
+#include "waiting.h"
 
 #define MAX_ARGS 8
 
@@ -127,8 +128,7 @@ rl_status rl_wait_for(rl_client *c, const char *channel, size_t channel_len, int
     if (st != RL_NOT_ACQUIRED || wait_ms == 0) return st;
     int64_t deadline = wait_ms < 0 ? -1 : start + wait_ms;
     rl_sub_ticket ticket;
-    st = every ? rl_sub_join_every(&c->sub, channel, channel_len, &ticket, err)
-               : rl_sub_join(&c->sub, channel, channel_len, &ticket, err);
+    st = rl_wait_join(c, channel, channel_len, every, &ticket, err);
     if (st != RL_OK) return st;
     for (;;) {
         /* The first wait returns once the subscription is confirmed and the loop tries again:
@@ -139,9 +139,9 @@ rl_status rl_wait_for(rl_client *c, const char *channel, size_t channel_len, int
         if (deadline >= 0 && now >= deadline) break;
         int64_t until = deadline;
         if (hint >= 0 && (until < 0 || now + hint < until)) until = now + hint;
-        st = rl_sub_wait(&c->sub, &ticket, until, hook, hook_userdata, err);
+        st = rl_wait_sleep(c, &ticket, until, hook, hook_userdata, err);
         if (st != RL_OK && st != RL_NOT_ACQUIRED) break; /* aborted, closed, unreachable */
     }
-    rl_sub_leave(&c->sub, &ticket);
+    rl_wait_leave(&ticket);
     return st;
 }

@@ -9,6 +9,7 @@
 
 #include "clock.h"
 #include "error.h"
+#include "waiting.h"
 #include "lock.h"
 #include "names.h"
 #include "random.h"
@@ -153,11 +154,11 @@ static rl_status try_once(rl_lock *l, attempt *a, int queue, int64_t *wait_hint,
  * repeat until acquired, the deadline, an abort or an error. */
 static rl_status wait_and_retry(rl_lock *l, attempt *a, int64_t deadline, int64_t wait_hint,
                                 rl_wait_hook hook, void *hook_ud, rl_error *err) {
-    rl_subscriber *sub = &l->client->sub;
+    rl_client *c = l->client;
     size_t channel_len;
     char *channel = rl_lock_wait_channel(l, a->owner, a->owner_len, &channel_len);
     rl_sub_ticket ticket;
-    rl_status st = channel ? rl_sub_join(sub, channel, channel_len, &ticket, err)
+    rl_status st = channel ? rl_wait_join(c, channel, channel_len, 0, &ticket, err)
                            : rl_fail(err, RL_ERR_MEMORY, "out of memory");
     free(channel);
     if (st == RL_OK) {
@@ -168,10 +169,10 @@ static rl_status wait_and_retry(rl_lock *l, attempt *a, int64_t deadline, int64_
             if (deadline >= 0 && now >= deadline) break;
             int64_t until = deadline;
             if (wait_hint >= 0 && (until < 0 || now + wait_hint < until)) until = now + wait_hint;
-            st = rl_sub_wait(sub, &ticket, until, hook, hook_ud, err);
+            st = rl_wait_sleep(c, &ticket, until, hook, hook_ud, err);
             if (st != RL_OK && st != RL_NOT_ACQUIRED) break; /* aborted, closed, unreachable */
         }
-        rl_sub_leave(sub, &ticket);
+        rl_wait_leave(&ticket);
     }
     return st;
 }

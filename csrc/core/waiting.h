@@ -1,0 +1,20 @@
+/* Waiting for a lock's messages through the subscriber that serves its channel: the client's one
+ * pub/sub connection, or on a cluster the subscriber of the node that serves the channel's slot,
+ * joined again at the slot's new owner whenever that node stops serving it. */
+#ifndef RL_WAITING_H
+#define RL_WAITING_H
+
+#include "client.h"
+
+/* every: each message wakes every waiter (rl_sub_join_every). */
+rl_status rl_wait_join(rl_client *c, const char *channel, size_t len, int every, rl_sub_ticket *t,
+                       rl_error *err);
+/* rl_sub_wait; after a move it joins again and answers RL_OK: the caller tries again. */
+rl_status rl_wait_sleep(rl_client *c, rl_sub_ticket *t, int64_t until_ms, rl_wait_hook hook,
+                        void *hook_userdata, rl_error *err);
+void rl_wait_leave(rl_sub_ticket *t);
+
+/* Channels subscribed now, over every subscriber. */
+size_t rl_wait_subscriptions(rl_client *c);
+
+#endif
