@@ -133,7 +133,9 @@ typedef struct rl_client rl_client;
  * rediss://[user[:password]@]host[:port][/db] (TLS, verified; only in builds with TLS, else
  * RL_ERR_UNSUPPORTED), redis+sentinel://[user[:password]@]host1:port1[,host2:port2...]/<master
  * name>[/db] (the master the sentinels name, followed across failovers; rediss+sentinel:// with
- * TLS). Connects nothing yet: connections open on first use. */
+ * TLS), redis+cluster://[user[:password]@]host1:port1[,host2:port2...] (a Redis Cluster from its
+ * seed nodes: each lock at the node serving its slot; rediss+cluster:// with TLS). Connects
+ * nothing yet: connections open on first use. */
 rl_status rl_client_new(const char *url, const rl_options *options, rl_client **out, rl_error *err);
 
 /* 1 when this build speaks TLS (rediss://). */
@@ -172,7 +174,9 @@ typedef struct rl_stats {
     uint64_t last_round_cpu_us;   /* time spent waiting for Redis */
     uint64_t last_round_net_us;
     int watchdog_running;
-    size_t subscriptions; /* channels the subscriber connection is subscribed to */
+    size_t subscriptions;       /* channels the subscriber connection is subscribed to */
+    size_t last_round_nodes;    /* servers the most recent round went to (a cluster's nodes) */
+    uint64_t cluster_refreshes; /* redis+cluster://: slot maps fetched so far */
 } rl_stats;
 
 void rl_client_stats(rl_client *client, rl_stats *out);

@@ -296,8 +296,8 @@ static rl_status run_script(rl_pool *pool, int asking, void *arg, rl_redirect *r
     rl_status st = asking ? ask_first(conn, c->cfg.options.command_timeout_ms, err) : RL_OK;
     conn->readonly = 0;
     if (st == RL_OK)
-        st = rl_scripts_run(&c->scripts, conn, c->cfg.options.command_timeout_ms, call->id,
-                                  1, &call->cmd, call->reply, call->idempotent, err);
+        st = rl_scripts_run(&c->scripts, conn, c->cfg.options.command_timeout_ms, call->id, 1,
+                            &call->cmd, call->reply, call->idempotent, err);
     if (st == RL_ERR_CONNECTION && conn->readonly) /* refused, not run: once more, at the master */
         st = rl_scripts_run(&c->scripts, conn, c->cfg.options.command_timeout_ms, call->id, 1,
                             &call->cmd, call->reply, call->idempotent, err);
@@ -364,8 +364,8 @@ rl_status rl_client_command(rl_client *c, int argc, const char **argv, size_t *l
     rl_redirect ignored;
     int repeatable;
     if (!c->cfg.cluster) return run_command(&c->pool, 0, &call, &ignored, &repeatable, err);
-    return rl_cluster_call(c->cfg.cluster, first_key_slot(argc, argv, lens, 1), run_command,
-                           &call, err);
+    return rl_cluster_call(c->cfg.cluster, first_key_slot(argc, argv, lens, 1), run_command, &call,
+                           err);
 }
 
 void rl_client_stats(rl_client *c, rl_stats *out) {
@@ -384,7 +384,9 @@ void rl_client_stats(rl_client *c, rl_stats *out) {
     out->last_round_cpu_us = c->watchdog.last_round_cpu_us;
     out->last_round_net_us = c->watchdog.last_round_net_us;
     out->watchdog_running = c->watchdog.running;
+    out->last_round_nodes = c->watchdog.last_round_nodes;
     pthread_mutex_unlock(&c->mu);
+    if (c->cfg.cluster) out->cluster_refreshes = rl_cluster_refreshes(c->cfg.cluster);
     out->subscriptions = rl_wait_subscriptions(c);
     rl_client_leave(c);
 }

@@ -7,10 +7,10 @@
 #include "clock.h"
 #include "error.h"
 
-#define REFRESH_MIN_MS 100  /* at most one map refresh this often */
-#define RETRY_MIN_MS 20     /* TRYAGAIN, CLUSTERDOWN, an unreachable node: back-off from ... */
-#define RETRY_MAX_MS 500    /* ... to */
-#define MOST_REDIRECTS 16   /* MOVED/ASK followed per call before giving up */
+#define REFRESH_MIN_MS 100 /* at most one map refresh this often */
+#define RETRY_MIN_MS 20    /* TRYAGAIN, CLUSTERDOWN, an unreachable node: back-off from ... */
+#define RETRY_MAX_MS 500   /* ... to */
+#define MOST_REDIRECTS 16  /* MOVED/ASK followed per call before giving up */
 
 struct rl_cluster {
     rl_config *cfg;

@@ -34,10 +34,10 @@ typedef struct rl_conn {
     int fd;      /* -1 when closed */
     rl_tls *tls; /* the TLS session on fd, or NULL */
     int is_unix;
-    int must_be_master; /* opened to the master a Sentinel named */
-    uint64_t epoch;     /* ... in this Sentinel epoch */
-    char where[128];    /* host:port or the socket path, for messages */
-    int readonly;       /* the last call met READONLY (rl_conn_lost_master) */
+    int must_be_master;    /* opened to the master a Sentinel named */
+    uint64_t epoch;        /* ... in this Sentinel epoch */
+    char where[128];       /* host:port or the socket path, for messages */
+    int readonly;          /* the last call met READONLY (rl_conn_lost_master) */
     const char *node_host; /* a cluster node's connection: opened to it (the node outlives it) */
     int node_port;
     rl_redirect redirect; /* a cluster node's last MOVED/ASK/TRYAGAIN/CLUSTERDOWN (scripts.c) */

@@ -9,10 +9,10 @@
 
 #include "clock.h"
 #include "error.h"
-#include "waiting.h"
 #include "lock.h"
 #include "names.h"
 #include "random.h"
+#include "waiting.h"
 
 #define LOCK_STRINGS 7
 

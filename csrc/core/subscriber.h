@@ -79,8 +79,9 @@ rl_status rl_sub_join_every(rl_subscriber *sub, const char *channel, size_t len,
                             rl_sub_ticket *ticket, rl_error *err);
 
 /* Waits until woken (RL_OK: a release message, or a fresh subscription after which the caller
- * must try again, or ticket->moved), until the monotonic time until_ms (RL_NOT_ACQUIRED; until_ms < 0 = never),
- * until `hook` returns non-zero (RL_ABORTED), or fails (RL_ERR_CONNECTION, RL_ERR_CLOSED). */
+ * must try again, or ticket->moved), until the monotonic time until_ms (RL_NOT_ACQUIRED; until_ms <
+ * 0 = never), until `hook` returns non-zero (RL_ABORTED), or fails (RL_ERR_CONNECTION,
+ * RL_ERR_CLOSED). */
 rl_status rl_sub_wait(rl_subscriber *sub, rl_sub_ticket *ticket, int64_t until_ms,
                       rl_wait_hook hook, void *hook_userdata, rl_error *err);
 

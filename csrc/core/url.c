@@ -251,10 +251,9 @@ rl_status rl_endpoint_parse(const char *url, rl_endpoint *ep, rl_error *err) {
         st = parse_cluster(url + 16, ep, err);
     } else if (strncmp(url, "rediss+cluster://", 17) == 0) {
         ep->tls = 1;
-        st = rl_tls_available()
-                 ? parse_cluster(url + 17, ep, err)
-                 : rl_fail(err, RL_ERR_UNSUPPORTED,
-                           "rediss+cluster:// (TLS) is not supported by this build");
+        st = rl_tls_available() ? parse_cluster(url + 17, ep, err)
+                                : rl_fail(err, RL_ERR_UNSUPPORTED,
+                                          "rediss+cluster:// (TLS) is not supported by this build");
     } else {
         /* Only the scheme is quoted: the rest may hold a password. */
         const char *sep = strstr(url, "://");

@@ -118,8 +118,8 @@ class RedisServer:
 
 
 class RedisCluster:
-    """A Redis Cluster on 127.0.0.1: ``masters`` masters with ``replicas`` replicas each, every node a
-    ``RedisServer`` (``nodes``), stopped and removed by ``close()``. Nodes time out after
+    """A Redis Cluster on 127.0.0.1: ``masters`` masters with ``replicas`` replicas each, every
+    node a ``RedisServer`` (``nodes``), stopped and removed by ``close()``. Nodes time out after
     ``node_timeout_ms`` (a replica takes over a master that stopped answering about twice that
     later); slots stay served while another shard is down (full coverage not required).
     """
@@ -189,9 +189,6 @@ class RedisCluster:
         """The master that serves `slot`, as the running nodes' CLUSTER SLOTS say."""
         for n in self.nodes:
             if n.process is None:
-                continue
-            lines = self.cli(n.port, "CLUSTER", "SHARDS")
-            if not lines:
                 continue
             port = self._owner_in_nodes(n, slot)
             if port:
