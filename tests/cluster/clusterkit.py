@@ -29,3 +29,26 @@ def node_call(cluster, key, *args):
         return r(*args)
     finally:
         r.close()
+
+
+def node_id(cluster, node):
+    return cluster.cli(node.port, "CLUSTER", "MYID")
+
+
+def migrate_slot(cluster, slot, source, target, between=None):
+    """Moves `slot` from `source` to `target` as redis-cli --cluster reshard does: IMPORTING and
+    MIGRATING, MIGRATE of its keys, then SETSLOT NODE at every master. `between` runs after the
+    keys moved and before the slot is handed over (meanwhile `source` answers ASK)."""
+    source_id, target_id = node_id(cluster, source), node_id(cluster, target)
+    assert cluster.cli(target.port, "CLUSTER", "SETSLOT", str(slot), "IMPORTING",
+                       source_id) == "OK"
+    assert cluster.cli(source.port, "CLUSTER", "SETSLOT", str(slot), "MIGRATING",
+                       target_id) == "OK"
+    keys = cluster.cli(source.port, "CLUSTER", "GETKEYSINSLOT", str(slot), "1000").split()
+    if keys:
+        assert cluster.cli(source.port, "MIGRATE", "127.0.0.1", str(target.port), "", "0",
+                           "5000", "KEYS", *keys) == "OK"
+    if between:
+        between()
+    for node in [target, source] + [m for m in cluster.masters() if m not in (source, target)]:
+        assert cluster.cli(node.port, "CLUSTER", "SETSLOT", str(slot), "NODE", target_id) == "OK"
