@@ -22,20 +22,24 @@ rl_status rl_wait_join(rl_client *c, const char *channel, size_t len, int every,
 
 rl_status rl_wait_sleep(rl_client *c, rl_sub_ticket *t, int64_t until_ms, rl_wait_hook hook,
                         void *hook_userdata, rl_error *err) {
-    t->moved = 0;
-    rl_status st = rl_sub_wait(t->sub, t, until_ms, hook, hook_userdata, err);
-    if (st != RL_OK || !t->moved) return st;
-    /* The entry stays pinned until the leave: copy what joining again needs first. */
-    size_t len = t->entry->len;
-    int every = t->entry->every;
-    char *channel = malloc(len ? len : 1);
-    if (!channel) return rl_fail(err, RL_ERR_MEMORY, "out of memory");
-    memcpy(channel, t->entry->channel, len);
-    rl_wait_leave(t);
-    rl_cluster_unreachable(c->cfg.cluster, rl_key_slot(channel, len), NULL); /* ask the map */
-    st = rl_wait_join(c, channel, len, every, t, err);
-    free(channel);
-    return st;
+    for (;;) {
+        t->moved = 0;
+        rl_status st = rl_sub_wait(t->sub, t, until_ms, hook, hook_userdata, err);
+        if (st != RL_OK || !t->moved) return st;
+        /* The entry stays pinned until the leave: copy what joining again needs first. */
+        size_t len = t->entry->len;
+        int every = t->entry->every;
+        char *channel = malloc(len ? len : 1);
+        if (!channel) return rl_fail(err, RL_ERR_MEMORY, "out of memory");
+        memcpy(channel, t->entry->channel, len);
+        rl_wait_leave(t);
+        rl_cluster_unreachable(c->cfg.cluster, rl_key_slot(channel, len), NULL); /* the map */
+        st = rl_wait_join(c, channel, len, every, t, err);
+        free(channel);
+        if (st != RL_OK) return st;
+        /* Waiting on: the fresh ticket's first wake is its confirmed subscription, after which
+         * the caller tries again, at a node that serves the slot (not a dying one). */
+    }
 }
 
 void rl_wait_leave(rl_sub_ticket *t) {

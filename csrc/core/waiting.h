@@ -9,7 +9,8 @@
 /* every: each message wakes every waiter (rl_sub_join_every). */
 rl_status rl_wait_join(rl_client *c, const char *channel, size_t len, int every, rl_sub_ticket *t,
                        rl_error *err);
-/* rl_sub_wait; after a move it joins again and answers RL_OK: the caller tries again. */
+/* rl_sub_wait; after a move it joins again at the slot's owner and waits on: its next RL_OK
+ * comes once subscribed there, and the caller tries again. */
 rl_status rl_wait_sleep(rl_client *c, rl_sub_ticket *t, int64_t until_ms, rl_wait_hook hook,
                         void *hook_userdata, rl_error *err);
 void rl_wait_leave(rl_sub_ticket *t);

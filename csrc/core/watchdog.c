@@ -271,14 +271,15 @@ static void *watchdog_main(void *arg) {
             retry = retry_min;
             next += period; /* fixed rate */
             if (next < rl_now_ms()) next = rl_now_ms();
+            /* No hold may wait for a round until less than a period of its lease is left (one
+             * that waited long for its replicas, say). */
+            if (earliest != INT64_MAX) next = min64(next, earliest - period);
         } else {
-            /* Retry with back-off, but be awake when the first confirmed lease ends. */
+            /* Retry with back-off, but be awake when the first confirmed lease ends (not
+             * sooner: a lease with less than a period left must not make the retries spin). */
             next = min64(rl_now_ms() + retry, earliest);
             retry = min64(retry * 2, retry_max);
         }
-        /* No hold may wait for a round until less than a period of its lease is left (one that
-         * waited long for its replicas, say). */
-        if (earliest != INT64_MAX) next = min64(next, earliest - period);
         wd->next_round = next;
     }
     wd->running = 0;
