@@ -6,6 +6,7 @@
 
 #include "clock.h"
 #include "error.h"
+#include "names.h"
 #include "waiting.h"
 
 #define MAX_ARGS 8
@@ -18,6 +19,10 @@ rl_status rl_named_init(rl_named *o, rl_client *c, const char *what, const void 
         return rl_fail(err, RL_ERR_ARGUMENT, "a %s name must not be empty", what);
     rl_status st = rl_client_enter(c, err);
     if (st != RL_OK) return st;
+    if (c->cfg.cluster && (st = rl_name_check_cluster(name, name_len, what, err)) != RL_OK) {
+        rl_client_leave(c);
+        return st;
+    }
     o->name = malloc(name_len + 1);
     if (!o->name) {
         rl_client_leave(c);

@@ -179,6 +179,18 @@ def test_a_node_not_in_cluster_mode(clients):
             r.close()
 
 
+@pytest.mark.parametrize("name", ["a}b", "x{}y", "x{}{y}"])
+def test_names_whose_keys_would_fall_in_different_slots(cluster, clients, name):
+    # Redisson's own rule puts such a name's keys in two slots (its unlock fails with CROSSSLOT):
+    # redlease refuses the name on a cluster before anything is sent.
+    c = clients(cluster.url)
+    with pytest.raises(ValueError, match="cannot be used on a Redis Cluster"):
+        c.lock(name)
+    with pytest.raises(ValueError, match="cannot be used on a Redis Cluster"):
+        c.semaphore(name)
+    assert c.stats()["cluster_refreshes"] == 0  # nothing was sent
+
+
 @pytest.mark.parametrize("url", ["redis+cluster://127.0.0.1:7000/0",
                                  "redis+cluster://127.0.0.1:7000,127.0.0.1:7001/3",
                                  "redis+cluster://127.0.0.1:7000,,127.0.0.1:7001",
