@@ -8,6 +8,7 @@ import json
 import os
 
 from render import (
+    cluster,
     contended,
     cycles,
     failures,
@@ -27,8 +28,8 @@ from render.results import Results
 from render.template import fill
 
 TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report_template.md")
-PARTS = (run_info, goals, cycles, parallel, handoff, semaphore, contended, watchdog, gil, memory,
-         openresty, failures, notes, redisson)
+PARTS = (run_info, goals, cycles, parallel, handoff, semaphore, contended, watchdog, cluster, gil,
+         memory, openresty, failures, notes, redisson)
 PLOTTED = (cycles, parallel, handoff, contended, watchdog, gil, memory)
 
 

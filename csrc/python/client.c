@@ -231,7 +231,7 @@ static PyObject *client_stats(rlpy_client *self, PyObject *unused) {
     rl_stats s;
     rl_client_stats(self->client, &s);
     return Py_BuildValue(
-        "{sKsKsKsKsnsOsnsnsKsKsK}", "renew_rounds", (unsigned long long)s.renew_rounds,
+        "{sKsKsKsKsnsOsnsnsKsKsKsK}", "renew_rounds", (unsigned long long)s.renew_rounds,
         "renew_round_trips", (unsigned long long)s.renew_round_trips, "renew_calls",
         (unsigned long long)s.renew_calls, "renewed_holds", (unsigned long long)s.renewed_holds,
         "last_round_holds", (Py_ssize_t)s.last_round_holds, "watchdog_running",
@@ -239,7 +239,8 @@ static PyObject *client_stats(rlpy_client *self, PyObject *unused) {
         "last_round_nodes", (Py_ssize_t)s.last_round_nodes, "cluster_refreshes",
         (unsigned long long)s.cluster_refreshes, "last_round_us",
         (unsigned long long)s.last_round_us, "renew_failed_rounds",
-        (unsigned long long)s.renew_failed_rounds);
+        (unsigned long long)s.renew_failed_rounds, "renew_round_us",
+        (unsigned long long)s.renew_round_us);
 }
 
 static PyMethodDef client_methods[] = {
