@@ -19,6 +19,8 @@ struct rl_cluster {
     rl_cluster_node *nodes;
     rl_cluster_node *owner[RL_SLOTS];
     int64_t refreshed_at; /* monotonic ms of the last refresh that got an answer; 0: never */
+    int64_t failed_at;    /* ... of the last that got none; its error: */
+    rl_error failure;
     uint64_t refreshes;
 };
 
@@ -87,6 +89,10 @@ static rl_cluster_node *node_at(rl_cluster *cl, const char *host, int port) { /*
     rl_conn_init(&n->renew, cl->cfg);
     n->renew.node_host = n->host;
     n->renew.node_port = port;
+    if (atomic_load(&cl->cfg->closing)) { /* made after rl_cluster_stop: born stopped */
+        n->sub.stop = 1;
+        rl_pool_close(&n->pool);
+    }
     n->next = cl->nodes;
     cl->nodes = n;
     return n;
@@ -218,6 +224,12 @@ static rl_status refresh(rl_cluster *cl, int64_t since, rl_error *err) {
         pthread_mutex_unlock(&cl->refresh_mu);
         return RL_OK;
     }
+    if (cl->failed_at && rl_now_ms() - cl->failed_at < REFRESH_MIN_MS) {
+        /* No node answered a moment ago: say so again rather than ask every node per call. */
+        rl_status failed = rl_fail(err, cl->failure.status, "%s", cl->failure.message);
+        pthread_mutex_unlock(&cl->refresh_mu);
+        return failed;
+    }
     candidate *c;
     size_t n = candidates(cl, &c);
     rl_status st = n ? RL_ERR_CONNECTION : rl_fail(err, RL_ERR_MEMORY, "out of memory");
@@ -228,14 +240,17 @@ static rl_status refresh(rl_cluster *cl, int64_t since, rl_error *err) {
     }
     free(c);
     if (st == RL_OK) {
+        cl->failed_at = 0;
         pthread_mutex_lock(&cl->mu);
         cl->refreshed_at = rl_now_ms();
         pthread_mutex_unlock(&cl->mu);
     } else if (n) {
         st = st == RL_ERR_CONNECTION
-                 ? rl_fail(err, st, "no cluster node answered CLUSTER SLOTS (last: %s)",
+                 ? rl_fail(&cl->failure, st, "no cluster node answered CLUSTER SLOTS (last: %s)",
                            last_err.message)
-                 : rl_fail(err, st, "%s", last_err.message);
+                 : rl_fail(&cl->failure, st, "%s", last_err.message);
+        rl_fail(err, st, "%s", cl->failure.message);
+        cl->failed_at = rl_now_ms();
     }
     pthread_mutex_unlock(&cl->refresh_mu);
     return st;
