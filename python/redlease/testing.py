@@ -125,7 +125,7 @@ class RedisCluster:
     """
 
     def __init__(self, masters: int = 3, replicas: int = 1, node_timeout_ms: int = 1000,
-                 start_timeout: float = 30.0) -> None:
+                 start_timeout: float = 60.0) -> None:
         self.masters_wanted, self.replicas_wanted = masters, replicas
         self.node_timeout_ms = node_timeout_ms
         self.start_timeout = start_timeout
@@ -168,17 +168,20 @@ class RedisCluster:
         return len(known) == len(self.nodes) and not any("fail" in line.split()[2]
                                                          for line in known)
 
-    def wait_ok(self, timeout: float = 30.0) -> None:
+    def wait_ok(self, timeout: float = 60.0) -> None:
         """Waits until every running node sees the whole cluster healthy and replicas synced."""
         deadline = time.monotonic() + timeout
+        unhealthy: List[int] = []
         while time.monotonic() < deadline:
             running = [n for n in self.nodes if n.process is not None]
-            if all(self._node_ok(n) for n in running) and all(
-                    "master_link_status:up" in self.cli(n.port, "INFO", "replication")
-                    for n in running if n not in self.masters()):
+            masters = self.masters()
+            unhealthy = [n.port for n in running if not self._node_ok(n) or (
+                n not in masters
+                and "master_link_status:up" not in self.cli(n.port, "INFO", "replication"))]
+            if not unhealthy:
                 return
             time.sleep(0.1)
-        raise RuntimeError("the cluster did not become healthy")
+        raise RuntimeError(f"the cluster did not become healthy (nodes on ports {unhealthy})")
 
     def masters(self) -> List[RedisServer]:
         """The running nodes that are masters now."""

@@ -198,3 +198,30 @@ def test_names_whose_keys_would_fall_in_different_slots(cluster, clients, name):
 def test_bad_cluster_urls(url):
     with pytest.raises(ValueError):
         redlease.Client(url)
+
+
+def test_clusterdown_is_retried_until_the_command_timeout(cluster, clients):
+    name = "{down}lock"
+    slot = cluster.keyslot("down")
+    owner = cluster.node_of_slot(slot)
+    c = clients(cluster.url, command_timeout=1.5)
+    assert c.lock(name).acquire(timeout=0)  # the map is known
+    c.lock(name).release()
+    # The slot unassigned at its owner: it answers CLUSTERDOWN (Hash slot not served).
+    assert cluster.cli(owner.port, "CLUSTER", "DELSLOTS", str(slot)) == "OK"
+    try:
+        started = time.monotonic()
+        with pytest.raises(redlease.ServerError, match="CLUSTERDOWN"):
+            c.lock(name).acquire(timeout=0)
+        assert 1.0 < time.monotonic() - started < 10  # retried for its command timeout
+        # A slot served again within a call's retries: the call succeeds.
+        result = {}
+        t = threading.Thread(target=lambda: result.update(ok=c.lock(name).acquire(timeout=0)))
+        t.start()
+        time.sleep(0.5)
+    finally:
+        assert cluster.cli(owner.port, "CLUSTER", "ADDSLOTS", str(slot)) == "OK"
+    t.join(10)
+    assert result["ok"]
+    # (the hold belonged to the thread, which ended: it was released)
+    assert wait_for(lambda: not c.lock(name).locked(), 5)
