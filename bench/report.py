@@ -9,6 +9,7 @@ import os
 
 from render import (
     asyncio_locks,
+    cluster,
     contended,
     cycles,
     failures,
@@ -28,8 +29,8 @@ from render.results import Results
 from render.template import fill
 
 TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report_template.md")
-PARTS = (run_info, goals, cycles, parallel, handoff, semaphore, contended, watchdog, gil, memory,
-         openresty, asyncio_locks, failures, notes, redisson)
+PARTS = (run_info, goals, cycles, parallel, handoff, semaphore, contended, watchdog, cluster, gil,
+         memory, openresty, asyncio_locks, failures, notes, redisson)
 PLOTTED = (cycles, parallel, handoff, contended, watchdog, gil, memory)
 
 

@@ -36,6 +36,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(HERE, "python"))
 
 import asyncio_steps  # noqa: E402
+import cluster_steps  # noqa: E402
 import family_steps  # noqa: E402
 from peers import IMPLS, PEERS, available, version_of  # noqa: E402
 
@@ -46,13 +47,13 @@ SIZES = {
                  contended_procs=4, wd_timeout_ms=6000, wd_periods=3,
                  wd_sizes=[1000, 10000, 100000], gil_seconds=2.0, gil_waiters=[1, 8, 32],
                  mem_objects=100000, mem_cycles=1000000, mem_threads=4,
-                 openresty_seconds=5, openresty_handoffs=100),
+                 openresty_seconds=5, openresty_handoffs=100, cluster_holds=100000),
     "smoke": dict(cycles=400, cycle_bursts=2, cycle_seconds=1.0,
                   c_handoffs=20, parallel_threads=16, parallel_seconds=0.3, rb_requests=2000,
                   handoffs=10, contended_seconds=0.3, contended_workers=[2, 8],
                   contended_procs=4, wd_timeout_ms=300, wd_periods=3, wd_sizes=[100, 1000],
                   gil_seconds=0.2, gil_waiters=[1, 8], mem_objects=2000, mem_cycles=4000,
-                  mem_threads=4, openresty_seconds=1, openresty_handoffs=5),
+                  mem_threads=4, openresty_seconds=1, openresty_handoffs=5, cluster_holds=1000),
 }
 LUA_INTERPRETERS = ["lua5.4", "luajit"]
 STEP_TIMEOUT = 600
@@ -220,6 +221,8 @@ class Harness:
         if redisson:
             self.external(redisson, "watchdog", timeout_ms=p["wd_timeout_ms"],
                           periods=p["wd_periods"], sizes=p["wd_sizes"])
+        # 4b: Redis Cluster, 3 masters against one node (bench/cluster_steps.py)
+        cluster_steps.cluster(self)
         # 5: GIL
         for impl in impls:
             self.run(f"gil-{impl}", "gil", self.py("gil.py", impl, "--waiters",

@@ -134,7 +134,9 @@ typedef struct rl_client rl_client;
  * rediss://[user[:password]@]host[:port][/db] (TLS, verified; only in builds with TLS, else
  * RL_ERR_UNSUPPORTED), redis+sentinel://[user[:password]@]host1:port1[,host2:port2...]/<master
  * name>[/db] (the master the sentinels name, followed across failovers; rediss+sentinel:// with
- * TLS). Connects nothing yet: connections open on first use. */
+ * TLS), redis+cluster://[user[:password]@]host1:port1[,host2:port2...] (a Redis Cluster from its
+ * seed nodes: each lock at the node serving its slot; rediss+cluster:// with TLS). Connects
+ * nothing yet: connections open on first use. */
 rl_status rl_client_new(const char *url, const rl_options *options, rl_client **out, rl_error *err);
 
 /* 1 when this build speaks TLS (rediss://). */
@@ -175,14 +177,16 @@ typedef struct rl_stats {
     int watchdog_running;
     size_t subscriptions; /* channels the subscriber connection is subscribed to */
     /* What an operator watches (csrc/core/metrics.c): */
-    uint64_t acquisitions;            /* acquires that took a hold (re-entries included) */
-    uint64_t waits;                   /* acquires that found the lock held and waited */
-    uint64_t wait_total_us;           /* time spent in those waits, in total */
-    uint64_t wait_max_us;             /* the longest of them */
+    uint64_t acquisitions;               /* acquires that took a hold (re-entries included) */
+    uint64_t waits;                      /* acquires that found the lock held and waited */
+    uint64_t wait_total_us;              /* time spent in those waits, in total */
+    uint64_t wait_max_us;                /* the longest of them */
     uint64_t lost[RL_LOST_REASON_COUNT]; /* holds lost while held, by rl_lost_reason */
     uint64_t lost_total;
-    size_t holds;   /* (lock, context) holds this client has now */
-    size_t waiters; /* acquires waiting now */
+    size_t holds;               /* (lock, context) holds this client has now */
+    size_t waiters;             /* acquires waiting now */
+    size_t last_round_nodes;    /* servers the most recent round went to (a cluster's nodes) */
+    uint64_t cluster_refreshes; /* redis+cluster://: slot maps fetched so far */
 } rl_stats;
 
 void rl_client_stats(rl_client *client, rl_stats *out);
@@ -446,7 +450,6 @@ rl_status rl_multilock_release(rl_multilock *multi, uint64_t context, rl_error *
 /* Local, no round trip: how many of its locks `context` holds. */
 size_t rl_multilock_held(rl_multilock *multi, uint64_t context);
 
-
 /* ==== Operating redlease: fixed-lease extension, hand-off, inspection, scanning ============== */
 
 /* Fixed-lease holds (redis-py's Lock.extend / reacquire): set the lease of `context`'s hold in
@@ -485,10 +488,10 @@ typedef struct rl_owner_info {
     char field[RL_TOKEN_MAX]; /* as stored (cut to fit) */
     char client_id[40];       /* the 36-char UUID, or "" when the field is not UUID-shaped */
     char context[RL_TOKEN_MAX];
-    int write;       /* the writer of a read/write lock */
-    int64_t count;   /* its holds */
+    int write;        /* the writer of a read/write lock */
+    int64_t count;    /* its holds */
     int64_t lease_ms; /* a reader: its longest hold key's lease; else the lock's; -1 no expiry */
-    int local;       /* a client of this process holds it (the hold table knows it) */
+    int local;        /* a client of this process holds it (the hold table knows it) */
 } rl_owner_info;
 
 typedef struct rl_waiter_info {
@@ -500,11 +503,11 @@ typedef struct rl_waiter_info {
 
 typedef struct rl_inspection {
     rl_key_kind kind;
-    char type[16];      /* the key's Redis TYPE ("hash", "string", "none", ...) */
-    char mode[8];       /* read/write locks: "read" or "write" */
-    int64_t lease_ms;   /* PTTL: -2 no key, -1 no expiry */
-    int64_t count;      /* counters: the value */
-    int64_t last_token; /* fenced: the last token handed out; 0 none */
+    char type[16];       /* the key's Redis TYPE ("hash", "string", "none", ...) */
+    char mode[8];        /* read/write locks: "read" or "write" */
+    int64_t lease_ms;    /* PTTL: -2 no key, -1 no expiry */
+    int64_t count;       /* counters: the value */
+    int64_t last_token;  /* fenced: the last token handed out; 0 none */
     int64_t subscribers; /* connections subscribed to the kind's unlock channel(s) */
     size_t n_owners;
     rl_owner_info *owners;

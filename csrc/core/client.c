@@ -5,11 +5,15 @@
 #include <string.h>
 
 #include "clock.h"
+#include "cluster.h"
 #include "error.h"
 #include "fork.h"
 #include "names.h"
 #include "random.h"
 #include "replicas.h"
+#include "waiting.h"
+
+const char rl_publish_command[] = "publish";
 
 void rl_options_init(rl_options *o) {
     memset(o, 0, sizeof *o);
@@ -73,6 +77,7 @@ static void discard(rl_client *c) {
         free(c->strings[i]);
     free(c->shown_url);
     rl_sentinel_free(c->cfg.sentinel);
+    rl_cluster_free(c->cfg.cluster);
     rl_tls_context_free(c->cfg.tls);
     rl_endpoint_free(&c->cfg.endpoint);
     rl_config_destroy(&c->cfg);
@@ -103,6 +108,7 @@ rl_status rl_client_new(const char *url, const rl_options *options, rl_client **
     rl_client *c = calloc(1, sizeof *c);
     if (!c) return rl_fail(err, RL_ERR_MEMORY, "out of memory");
     rl_config_init(&c->cfg);
+    c->cfg.options = o; /* the cluster's nodes size their pools by it */
     st = rl_endpoint_parse(url, &c->cfg.endpoint, err);
     if (st == RL_OK && uses_tls_options(&o) && !c->cfg.endpoint.tls)
         st = rl_fail(err, RL_ERR_ARGUMENT, "the tls_* options need a rediss:// URL");
@@ -110,6 +116,7 @@ rl_status rl_client_new(const char *url, const rl_options *options, rl_client **
         st = rl_tls_context_new(&o, c->cfg.endpoint.host, &c->cfg.tls, err);
     if (st == RL_OK && c->cfg.endpoint.sentinels)
         st = rl_sentinel_new(&c->cfg, &c->cfg.sentinel, err);
+    if (st == RL_OK && c->cfg.endpoint.cluster) st = rl_cluster_new(&c->cfg, &c->cfg.cluster, err);
     if (st == RL_OK && (!(c->shown_url = rl_url_redacted(url)) || copy_strings(c, &o) != 0 ||
                         rl_pool_init(&c->pool, o.pool_size, &c->cfg) != 0))
         st = rl_fail(err, RL_ERR_MEMORY, "out of memory");
@@ -147,6 +154,7 @@ static void destroy(rl_client *c) {
     rl_events_destroy(&c->events);
     rl_endpoint_free(&c->cfg.endpoint);
     rl_sentinel_free(c->cfg.sentinel);
+    rl_cluster_free(c->cfg.cluster);
     rl_tls_context_free(c->cfg.tls);
     rl_config_destroy(&c->cfg);
     pthread_mutex_destroy(&c->mu);
@@ -181,6 +189,7 @@ void rl_client_free(rl_client *c) {
         rl_pool_close(&c->pool);
         rl_pool_interrupt(&c->pool);
         rl_sub_stop(&c->sub); /* async waiters are told: they end on the workers */
+        rl_cluster_stop(c->cfg.cluster);
         rl_workers_stop(&c->workers);
         rl_watchdog_stop(c);
         rl_events_stop(&c->events);
@@ -210,6 +219,7 @@ static void reset_after_fork(rl_client *c, uint64_t generation) {
         rl_workers_forget_after_fork(&c->workers);
         pthread_mutex_unlock(&c->workers.mu);
         if (c->cfg.sentinel) rl_sentinel_forget_after_fork(c->cfg.sentinel);
+        if (c->cfg.cluster) rl_cluster_forget_after_fork(c->cfg.cluster);
         atomic_store(&c->fork_generation, generation);
     }
     pthread_mutex_unlock(&c->mu);
@@ -264,44 +274,106 @@ void rl_client_hold_lost(rl_client *c, rl_hold *h, rl_lost_reason reason) {
     rl_events_push(&c->events, RL_EVENT_LOST, h->name, h->name_len, h->context, reason, 1, message);
 }
 
+/* ASKING goes out with the next exchange on conn (opened for it): an ASK answer's retry. */
+static rl_status ask_first(rl_conn *conn, int64_t timeout_ms, rl_error *err) {
+    static const char *argv[1] = {"ASKING"};
+    static size_t lens[1] = {6};
+    rl_cmd cmd = {1, argv, lens};
+    rl_status st = conn->fd < 0 ? rl_conn_open(conn, timeout_ms, err) : RL_OK;
+    if (st == RL_OK) rl_conn_defer(conn, &cmd);
+    return st;
+}
+
+/* One script call on a connection of `pool` (ASKING first when `asking`). */
+typedef struct script_call {
+    rl_client *c;
+    rl_script_id id;
+    rl_cmd cmd;
+    redisReply **reply;
+    int idempotent;
+    const rl_cmd *then_send;
+    rl_reply_test wrote;
+} script_call;
+
+static rl_status run_script(rl_pool *pool, int asking, void *arg, rl_redirect *redirect,
+                            int *repeatable, rl_error *err) {
+    script_call *call = arg;
+    rl_client *c = call->c;
+    rl_conn *conn = rl_pool_take(pool);
+    if (!conn) return rl_fail(err, RL_ERR_CLOSED, "the client is closed");
+    rl_status st = asking ? ask_first(conn, c->cfg.options.command_timeout_ms, err) : RL_OK;
+    conn->readonly = 0;
+    if (st == RL_OK)
+        st = rl_scripts_run(&c->scripts, conn, c->cfg.options.command_timeout_ms, call->id, 1,
+                            &call->cmd, call->reply, call->idempotent, err);
+    if (st == RL_ERR_CONNECTION && conn->readonly) /* refused, not run: once more, at the master */
+        st = rl_scripts_run(&c->scripts, conn, c->cfg.options.command_timeout_ms, call->id, 1,
+                            &call->cmd, call->reply, call->idempotent, err);
+    *redirect = conn->redirect;
+    *repeatable = call->idempotent || !conn->maybe_sent;
+    if (st == RL_OK && call->then_send) rl_conn_defer(conn, call->then_send);
+    if (st == RL_OK && call->wrote && call->wrote(*call->reply)) {
+        st = rl_replicas_sync(conn, err);
+        if (st != RL_OK && st != RL_ERR_REPLICA) { /* the caller sees a plain failure */
+            freeReplyObject(*call->reply);
+            *call->reply = NULL;
+        }
+    }
+    rl_pool_give(pool, conn);
+    return st;
+}
+
+/* The slot of a command's first key (argv[first_key]); every lock script has one. */
+static int first_key_slot(int argc, const char **argv, const size_t *lens, int first_key) {
+    return argc > first_key ? rl_key_slot(argv[first_key], lens[first_key]) : 0;
+}
+
 rl_status rl_client_script(rl_client *c, rl_script_id id, int argc, const char **argv, size_t *lens,
                            redisReply **reply, int idempotent, const rl_cmd *then_send,
                            rl_reply_test wrote, rl_error *err) {
-    rl_conn *conn = rl_pool_take(&c->pool);
+    script_call call = {c, id, {argc, argv, lens}, reply, idempotent, then_send, wrote};
+    rl_redirect ignored;
+    int repeatable;
+    if (!c->cfg.cluster) return run_script(&c->pool, 0, &call, &ignored, &repeatable, err);
+    for (int i = RL_SCRIPT_ARGV_HEAD; i < argc; i++) /* sharded pub/sub on a cluster */
+        if (argv[i] == rl_publish_command) argv[i] = "spublish", lens[i] = 8;
+    return rl_cluster_call(c->cfg.cluster, first_key_slot(argc, argv, lens, RL_SCRIPT_ARGV_HEAD),
+                           run_script, &call, err);
+}
+
+typedef struct plain_call {
+    rl_client *c;
+    rl_cmd cmd;
+    redisReply **reply;
+} plain_call;
+
+static rl_status run_command(rl_pool *pool, int asking, void *arg, rl_redirect *redirect,
+                             int *repeatable, rl_error *err) {
+    plain_call *call = arg;
+    rl_conn *conn = rl_pool_take(pool);
     if (!conn) return rl_fail(err, RL_ERR_CLOSED, "the client is closed");
-    rl_cmd cmd = {argc, argv, lens};
-    conn->readonly = 0;
-    rl_status st = rl_scripts_run(&c->scripts, conn, c->cfg.options.command_timeout_ms, id, 1, &cmd,
-                                  reply, idempotent, err);
-    if (st == RL_ERR_CONNECTION && conn->readonly) /* refused, not run: once more, at the master */
-        st = rl_scripts_run(&c->scripts, conn, c->cfg.options.command_timeout_ms, id, 1, &cmd,
-                            reply, idempotent, err);
-    if (st == RL_OK && then_send) rl_conn_defer(conn, then_send);
-    if (st == RL_OK && wrote && wrote(*reply)) {
-        st = rl_replicas_sync(conn, err);
-        if (st != RL_OK && st != RL_ERR_REPLICA) { /* the caller sees a plain failure */
-            freeReplyObject(*reply);
-            *reply = NULL;
-        }
+    int64_t timeout_ms = call->c->cfg.options.command_timeout_ms;
+    rl_status st = asking ? ask_first(conn, timeout_ms, err) : RL_OK;
+    if (st == RL_OK) st = rl_conn_exchange(conn, timeout_ms, 1, &call->cmd, call->reply, 1, err);
+    rl_pool_give(pool, conn);
+    *repeatable = 1; /* read-only */
+    if (st == RL_OK && (*call->reply)->type == REDIS_REPLY_ERROR) {
+        rl_redirect_parse(*call->reply, redirect);
+        st = rl_fail_reply(err, call->cmd.argv[0], *call->reply);
+        freeReplyObject(*call->reply);
+        *call->reply = NULL;
     }
-    rl_pool_give(&c->pool, conn);
     return st;
 }
 
 rl_status rl_client_command(rl_client *c, int argc, const char **argv, size_t *lens,
                             redisReply **reply, rl_error *err) {
-    rl_conn *conn = rl_pool_take(&c->pool);
-    if (!conn) return rl_fail(err, RL_ERR_CLOSED, "the client is closed");
-    rl_cmd cmd = {argc, argv, lens};
-    rl_status st =
-        rl_conn_exchange(conn, c->cfg.options.command_timeout_ms, 1, &cmd, reply, 1, err);
-    rl_pool_give(&c->pool, conn);
-    if (st == RL_OK && (*reply)->type == REDIS_REPLY_ERROR) {
-        st = rl_fail_reply(err, argv[0], *reply);
-        freeReplyObject(*reply);
-        *reply = NULL;
-    }
-    return st;
+    plain_call call = {c, {argc, argv, lens}, reply};
+    rl_redirect ignored;
+    int repeatable;
+    if (!c->cfg.cluster) return run_command(&c->pool, 0, &call, &ignored, &repeatable, err);
+    return rl_cluster_call(c->cfg.cluster, first_key_slot(argc, argv, lens, 1), run_command, &call,
+                           err);
 }
 
 rl_status rl_client_commands(rl_client *c, size_t n, const rl_cmd *cmds, redisReply **replies,
@@ -331,9 +403,11 @@ void rl_client_stats(rl_client *c, rl_stats *out) {
     out->last_round_net_us = c->watchdog.last_round_net_us;
     out->watchdog_running = c->watchdog.running;
     out->holds = c->holds.locks;
+    out->last_round_nodes = c->watchdog.last_round_nodes;
     pthread_mutex_unlock(&c->mu);
     rl_metrics_read(&c->metrics, out);
-    out->subscriptions = rl_sub_count(&c->sub);
+    if (c->cfg.cluster) out->cluster_refreshes = rl_cluster_refreshes(c->cfg.cluster);
+    out->subscriptions = rl_wait_subscriptions(c);
     rl_client_leave(c);
 }
 
@@ -349,9 +423,11 @@ void rl_client_before_fork(rl_client *c) {
     pthread_mutex_lock(&c->workers.mu);
     pthread_mutex_lock(&c->cfg.fd_mu);
     rl_sentinel_lock(c->cfg.sentinel);
+    rl_cluster_lock(c->cfg.cluster);
 }
 
 void rl_client_after_fork_parent(rl_client *c) {
+    rl_cluster_unlock(c->cfg.cluster);
     rl_sentinel_unlock(c->cfg.sentinel);
     pthread_mutex_unlock(&c->cfg.fd_mu);
     pthread_mutex_unlock(&c->workers.mu);

@@ -333,7 +333,10 @@ rl_status rl_conn_open(rl_conn *conn, int64_t timeout_ms, rl_error *err) {
                    .password = ep->password,
                    .db = ep->db};
     char master[256];
-    if (conn->cfg->sentinel) {
+    if (conn->node_host) { /* a cluster node: the URL's credentials, db 0 */
+        t.host = conn->node_host;
+        t.port = conn->node_port;
+    } else if (conn->cfg->sentinel) {
         rl_status st =
             rl_sentinel_master(conn->cfg->sentinel, master, sizeof master, &t.port, &t.epoch, err);
         if (st != RL_OK) {
@@ -485,9 +488,10 @@ static int fit_for_writing(rl_conn *conn) {
     return conn->tls && rl_tls_idle_check(conn->tls);
 }
 
-/* One attempt. *maybe_sent tells whether any of these commands may have reached the server. */
-static rl_status exchange_once(rl_conn *conn, size_t n, const rl_cmd *cmds, redisReply **replies,
-                               int *maybe_sent, rl_error *err) {
+/* Writes n commands after any deferred ones. *maybe_sent tells whether any of these commands may
+ * have reached the server. */
+static rl_status send_part(rl_conn *conn, size_t n, const rl_cmd *cmds, int *maybe_sent,
+                           rl_error *err) {
     *maybe_sent = 0;
     if (!fit_for_writing(conn)) {
         set_why(conn, "the server closed the idle connection");
@@ -505,6 +509,11 @@ static rl_status exchange_once(rl_conn *conn, size_t n, const rl_cmd *cmds, redi
     *maybe_sent = sent > ours_from;
     if (rc != 0) return failure(conn, err, "lost connection to");
     conn->exchanges++;
+    return RL_OK;
+}
+
+/* Reads the deferred commands' replies (dropped), then n replies into replies[]. */
+static rl_status receive_part(rl_conn *conn, size_t n, redisReply **replies, rl_error *err) {
     for (; conn->deferred > 0; conn->deferred--) {
         redisReply *dropped;
         if (read_reply(conn, &dropped) != 0) return failure(conn, err, "lost connection to");
@@ -520,6 +529,30 @@ static rl_status exchange_once(rl_conn *conn, size_t n, const rl_cmd *cmds, redi
         }
     }
     return RL_OK;
+}
+
+/* One attempt. *maybe_sent tells whether any of these commands may have reached the server. */
+static rl_status exchange_once(rl_conn *conn, size_t n, const rl_cmd *cmds, redisReply **replies,
+                               int *maybe_sent, rl_error *err) {
+    rl_status st = send_part(conn, n, cmds, maybe_sent, err);
+    return st == RL_OK ? receive_part(conn, n, replies, err) : st;
+}
+
+rl_status rl_conn_send(rl_conn *conn, int64_t timeout_ms, size_t n, const rl_cmd *cmds,
+                       rl_error *err) {
+    rl_status st = RL_OK;
+    if (conn->fd < 0)
+        st = rl_conn_open(conn, timeout_ms, err);
+    else if (conn->timeout_ms != timeout_ms && set_timeout(conn, timeout_ms) != 0)
+        st = failure(conn, err, "cannot set timeouts on");
+    int maybe_sent = 0;
+    if (st == RL_OK) st = send_part(conn, n, cmds, &maybe_sent, err);
+    conn->maybe_sent = maybe_sent;
+    return st;
+}
+
+rl_status rl_conn_receive_replies(rl_conn *conn, size_t n, redisReply **replies, rl_error *err) {
+    return receive_part(conn, n, replies, err);
 }
 
 rl_status rl_conn_lost_master(rl_conn *conn, rl_error *err) {
@@ -544,6 +577,7 @@ rl_status rl_conn_exchange(rl_conn *conn, int64_t timeout_ms, size_t n, const rl
                            redisReply **replies, int idempotent, rl_error *err) {
     rl_status st = RL_ERR_CONNECTION;
     int64_t deadline = rl_now_ms() + timeout_ms; /* the retry stays within the caller's time */
+    conn->maybe_sent = 0;
     for (int attempt = 0; attempt < 2; attempt++) {
         int64_t left = attempt == 0 ? timeout_ms : deadline - rl_now_ms();
         if (left <= 0) return st;
@@ -555,6 +589,7 @@ rl_status rl_conn_exchange(rl_conn *conn, int64_t timeout_ms, size_t n, const rl
         }
         int maybe_sent;
         st = exchange_once(conn, n, cmds, replies, &maybe_sent, err);
+        conn->maybe_sent = maybe_sent;
         if (st != RL_ERR_CONNECTION) return st;
         if (maybe_sent && !idempotent) return st;
     }

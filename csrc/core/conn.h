@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "redirect.h"
 #include "redlease.h"
 #include "tls.h"
 #include "url.h"
@@ -25,6 +26,7 @@ typedef struct rl_config {
     atomic_int closing;    /* the client is closing: no connection opens any more */
     rl_tls_context *tls;   /* rediss://: every connection speaks TLS; NULL: plain */
     struct rl_sentinel *sentinel; /* redis+sentinel://: who the master is; NULL: the endpoint */
+    struct rl_cluster *cluster;   /* redis+cluster://: the slot map and its nodes; NULL: none */
 } rl_config;
 
 typedef struct rl_conn {
@@ -32,10 +34,14 @@ typedef struct rl_conn {
     int fd;      /* -1 when closed */
     rl_tls *tls; /* the TLS session on fd, or NULL */
     int is_unix;
-    int must_be_master; /* opened to the master a Sentinel named */
-    uint64_t epoch;     /* ... in this Sentinel epoch */
-    char where[128];    /* host:port or the socket path, for messages */
-    int readonly;       /* the last call met READONLY (rl_conn_lost_master) */
+    int must_be_master;    /* opened to the master a Sentinel named */
+    uint64_t epoch;        /* ... in this Sentinel epoch */
+    char where[128];       /* host:port or the socket path, for messages */
+    int readonly;          /* the last call met READONLY (rl_conn_lost_master) */
+    const char *node_host; /* a cluster node's connection: opened to it (the node outlives it) */
+    int node_port;
+    rl_redirect redirect; /* a cluster node's last MOVED/ASK/TRYAGAIN/CLUSTERDOWN (scripts.c) */
+    int maybe_sent;       /* the last failed exchange may have reached the server */
     redisReader *reader;
     char *out; /* formatted commands not sent yet */
     size_t out_len, out_cap;
@@ -95,6 +101,14 @@ void rl_conn_interrupt(rl_conn *conn);
  * replies, not as failures. */
 rl_status rl_conn_exchange(rl_conn *conn, int64_t timeout_ms, size_t n, const rl_cmd *cmds,
                            redisReply **replies, int idempotent, rl_error *err);
+
+/* An exchange in two halves, so that one thread can have exchanges in flight on several
+ * connections at once (the watchdog's round over a cluster's nodes): send (opening the connection
+ * when closed) writes n commands; receive then reads their n replies. Not retried; on a
+ * connection error the connection is closed. */
+rl_status rl_conn_send(rl_conn *conn, int64_t timeout_ms, size_t n, const rl_cmd *cmds,
+                       rl_error *err);
+rl_status rl_conn_receive_replies(rl_conn *conn, size_t n, redisReply **replies, rl_error *err);
 
 /* Queues a command whose reply nobody waits for: it goes out with the next exchange on this
  * connection, costing no write of its own; dropped if the connection closes first. */

@@ -6,6 +6,8 @@
 
 #include "clock.h"
 #include "error.h"
+#include "names.h"
+#include "waiting.h"
 
 #define MAX_ARGS 8
 
@@ -17,6 +19,10 @@ rl_status rl_named_init(rl_named *o, rl_client *c, const char *what, const void 
         return rl_fail(err, RL_ERR_ARGUMENT, "a %s name must not be empty", what);
     rl_status st = rl_client_enter(c, err);
     if (st != RL_OK) return st;
+    if (c->cfg.cluster && (st = rl_name_check_cluster(name, name_len, what, err)) != RL_OK) {
+        rl_client_leave(c);
+        return st;
+    }
     o->name = malloc(name_len + 1);
     if (!o->name) {
         rl_client_leave(c);
@@ -127,8 +133,7 @@ rl_status rl_wait_for(rl_client *c, const char *channel, size_t channel_len, int
     if (st != RL_NOT_ACQUIRED || wait_ms == 0) return st;
     int64_t deadline = wait_ms < 0 ? -1 : start + wait_ms;
     rl_sub_ticket ticket;
-    st = every ? rl_sub_join_every(&c->sub, channel, channel_len, &ticket, err)
-               : rl_sub_join(&c->sub, channel, channel_len, &ticket, err);
+    st = rl_wait_join(c, channel, channel_len, every, &ticket, err);
     if (st != RL_OK) return st;
     for (;;) {
         /* The first wait returns once the subscription is confirmed and the loop tries again:
@@ -139,9 +144,9 @@ rl_status rl_wait_for(rl_client *c, const char *channel, size_t channel_len, int
         if (deadline >= 0 && now >= deadline) break;
         int64_t until = deadline;
         if (hint >= 0 && (until < 0 || now + hint < until)) until = now + hint;
-        st = rl_sub_wait(&c->sub, &ticket, until, hook, hook_userdata, err);
+        st = rl_wait_sleep(c, &ticket, until, hook, hook_userdata, err);
         if (st != RL_OK && st != RL_NOT_ACQUIRED) break; /* aborted, closed, unreachable */
     }
-    rl_sub_leave(&c->sub, &ticket);
+    rl_wait_leave(&ticket);
     return st;
 }

@@ -54,7 +54,11 @@ rl_status rl_reentrant_force_unlock(rl_lock *l, redisReply **reply, rl_error *er
 
 /* ---- what the kinds' calls share ----------------------------------------------------------- */
 
-#define RL_PUBLISH "publish"
+/* The publish command passed to the scripts: "publish"; on a cluster rl_client_script sends
+ * "spublish" in its place (sharded pub/sub, as Redisson on Redis 7 clusters), found by this
+ * address. */
+extern const char rl_publish_command[];
+#define RL_PUBLISH rl_publish_command
 #define RL_ONE_MAY_GO "0" /* unlock message: one waiter may proceed */
 #define RL_ALL_MAY_GO "1" /* write unlock message: every waiter may proceed */
 

@@ -12,6 +12,7 @@
 #include "lock.h"
 #include "names.h"
 #include "random.h"
+#include "waiting.h"
 
 #define LOCK_STRINGS 7
 
@@ -79,6 +80,10 @@ rl_status rl_lock_new_kind(rl_client *c, rl_lock_kind kind, const void *name, si
         return rl_fail(err, RL_ERR_ARGUMENT, "unknown lock kind %d", (int)kind);
     rl_status st = rl_client_enter(c, err);
     if (st != RL_OK) return st;
+    if (c->cfg.cluster && (st = rl_name_check_cluster(name, name_len, "lock", err)) != RL_OK) {
+        rl_client_leave(c);
+        return st;
+    }
     rl_lock *l = calloc(1, sizeof *l);
     if (l) {
         l->kind = kind;
@@ -145,26 +150,26 @@ rl_status rl_acquire_try(rl_lock *l, attempt *a, int queue, int64_t *wait_hint, 
 /* Gives the waiter our release just woke its chance (handover.c): waits, subscribed, until that
  * waiter's own release message or the grace's end, whichever comes first. The first wait returns
  * once the subscription exists; the second is the grace. */
-static rl_status yield_to_woken(rl_subscriber *sub, rl_sub_ticket *ticket, int64_t until,
+static rl_status yield_to_woken(rl_client *c, rl_sub_ticket *ticket, int64_t until,
                                 rl_wait_hook hook, void *hook_ud, rl_error *err) {
     rl_status st = RL_OK;
     for (int i = 0; i < 2 && st == RL_OK; i++)
-        st = rl_sub_wait(sub, ticket, until, hook, hook_ud, err);
+        st = rl_wait_sleep(c, ticket, until, hook, hook_ud, err);
     return st == RL_NOT_ACQUIRED ? RL_OK : st; /* the grace ran out: try now */
 }
 
 static rl_status wait_and_retry(rl_lock *l, attempt *a, int64_t deadline, int64_t wait_hint,
                                 rl_wait_hook hook, void *hook_ud, rl_error *err) {
-    rl_subscriber *sub = &l->client->sub;
+    rl_client *c = l->client;
     size_t channel_len;
     char *channel = rl_lock_wait_channel(l, a->owner, a->owner_len, &channel_len);
     rl_sub_ticket ticket;
-    rl_status st = channel ? rl_sub_join(sub, channel, channel_len, &ticket, err)
+    rl_status st = channel ? rl_wait_join(c, channel, channel_len, 0, &ticket, err)
                            : rl_fail(err, RL_ERR_MEMORY, "out of memory");
     free(channel);
     if (st == RL_OK && a->yield_until >= 0) {
         int64_t until = deadline >= 0 && deadline < a->yield_until ? deadline : a->yield_until;
-        st = yield_to_woken(sub, &ticket, until, hook, hook_ud, err);
+        st = yield_to_woken(c, &ticket, until, hook, hook_ud, err);
     }
     if (st == RL_OK) {
         for (;;) {
@@ -175,10 +180,10 @@ static rl_status wait_and_retry(rl_lock *l, attempt *a, int64_t deadline, int64_
             if (deadline >= 0 && now >= deadline) break;
             int64_t until = deadline;
             if (wait_hint >= 0 && (until < 0 || now + wait_hint < until)) until = now + wait_hint;
-            st = rl_sub_wait(sub, &ticket, until, hook, hook_ud, err);
+            st = rl_wait_sleep(c, &ticket, until, hook, hook_ud, err);
             if (st != RL_OK && st != RL_NOT_ACQUIRED) break; /* aborted, closed, unreachable */
         }
-        rl_sub_leave(sub, &ticket);
+        rl_wait_leave(&ticket);
     }
     return st;
 }

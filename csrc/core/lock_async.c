@@ -9,6 +9,7 @@
 #include "clock.h"
 #include "error.h"
 #include "lock.h"
+#include "waiting.h"
 
 typedef enum { OP_ACQUIRE, OP_RELEASE, OP_QUERY, OP_FORCE_UNLOCK, OP_CONTEXT_ENDED } call_op;
 
@@ -72,7 +73,7 @@ static void conclude(rl_call *k, rl_status st, rl_error *err) {
         k->wait_start_us = 0;
     }
     if (k->joined) {
-        rl_sub_leave(&k->client->sub, &k->ticket);
+        rl_wait_leave(&k->ticket);
         k->joined = 0;
     }
     if (st == RL_NOT_ACQUIRED && atomic_load(&k->cancelled))
@@ -118,9 +119,8 @@ static void acquire_first(rl_call *k, rl_error *err) {
     if (st == RL_NOT_ACQUIRED && wait_ms != 0) {
         size_t len;
         char *channel = rl_lock_wait_channel(l, k->attempt.owner, k->attempt.owner_len, &len);
-        st = channel
-                 ? rl_sub_join_notified(&k->client->sub, channel, len, &k->ticket, woken, k, err)
-                 : rl_fail(err, RL_ERR_MEMORY, "out of memory");
+        st = channel ? rl_wait_join_notified(k->client, channel, len, &k->ticket, woken, k, err)
+                     : rl_fail(err, RL_ERR_MEMORY, "out of memory");
         free(channel);
         if (st == RL_OK) {
             k->joined = 1;
@@ -145,7 +145,7 @@ static void acquire_again(rl_call *k, rl_error *err) {
         return;
     }
     int64_t recheck = -1;
-    rl_status st = rl_sub_poll(&k->client->sub, &k->ticket, &recheck, err);
+    rl_status st = rl_wait_poll(k->client, &k->ticket, &recheck, woken, k, err);
     int64_t now = rl_now_ms();
     if (st == RL_OK || (st == RL_NOT_ACQUIRED && k->retry_at >= 0 && now >= k->retry_at))
         st = try_now(k, err);

@@ -3,6 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "error.h"
+#include "slots.h"
+
 char *rl_name_prefixed(const char *p, const void *name, size_t name_len, size_t extra,
                        size_t *out_len) {
     int tagged = memchr(name, '{', name_len) != NULL;
@@ -28,4 +31,23 @@ const char *rl_name_shown(const void *name, size_t name_len, char out[RL_NAME_SH
         out[i] = bytes[i] >= 32 && bytes[i] < 127 ? (char)bytes[i] : '?';
     strcpy(out + n, name_len > 60 ? "..." : "");
     return out;
+}
+
+int rl_name_fits_one_slot(const void *name, size_t name_len) {
+    size_t len;
+    char *channel = rl_name_prefixed("redisson_lock__channel", name, name_len, 0, &len);
+    if (!channel) return 1; /* out of memory: the call itself will say so */
+    int same = rl_key_slot(channel, len) == rl_key_slot(name, name_len);
+    free(channel);
+    return same;
+}
+
+rl_status rl_name_check_cluster(const void *name, size_t name_len, const char *what,
+                                rl_error *err) {
+    if (rl_name_fits_one_slot(name, name_len)) return RL_OK;
+    char shown[RL_NAME_SHOWN_MAX];
+    return rl_fail(err, RL_ERR_ARGUMENT,
+                   "the %s name \"%s\" cannot be used on a Redis Cluster: its keys would fall in "
+                   "different slots (a '}' with no '{' before it, or empty braces first)",
+                   what, rl_name_shown(name, name_len, shown));
 }

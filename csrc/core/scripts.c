@@ -105,6 +105,7 @@ static int is_noscript(const redisReply *r) {
 rl_status rl_scripts_run(rl_scripts *s, rl_conn *conn, int64_t timeout_ms, rl_script_id id,
                          size_t n, rl_cmd *cmds, redisReply **replies, int idempotent,
                          rl_error *err) {
+    conn->redirect.kind = RL_REDIRECT_NONE;
     if (!atomic_load(&s->known[id])) {
         rl_status st = load(s, conn, timeout_ms, err);
         if (st != RL_OK) return st;
@@ -136,6 +137,7 @@ rl_status rl_scripts_run(rl_scripts *s, rl_conn *conn, int64_t timeout_ms, rl_sc
             if (replies[i]->type != REDIS_REPLY_ERROR) continue;
             rl_status failed = rl_fail_reply(err, "the lock script", replies[i]);
             if (is_readonly(replies[i])) failed = rl_conn_lost_master(conn, err);
+            rl_redirect_parse(replies[i], &conn->redirect); /* a cluster's caller follows it */
             for (size_t j = 0; j < n; j++) {
                 freeReplyObject(replies[j]);
                 replies[j] = NULL;

@@ -83,9 +83,9 @@ static void process_dirty(rl_subscriber *sub) { /* mu held */
         if (!e->inflight) {
             const char *cmd = NULL;
             if (e->waiters > 0 && !e->subscribed)
-                cmd = "SUBSCRIBE";
+                cmd = sub->sharded ? "SSUBSCRIBE" : "SUBSCRIBE";
             else if (e->waiters == 0 && e->subscribed)
-                cmd = "UNSUBSCRIBE";
+                cmd = sub->sharded ? "SUNSUBSCRIBE" : "UNSUBSCRIBE";
             if (cmd && sub->connected) {
                 const char *argv[2] = {cmd, e->channel};
                 size_t lens[2] = {strlen(cmd), e->len};
@@ -108,6 +108,7 @@ static void connection_lost(rl_subscriber *sub, const char *why) { /* mu held */
     for (rl_sub_entry *e = sub->entries; e; e = e->next) {
         set_subscribed(sub, e, 0);
         e->inflight = 0;
+        if (sub->sharded) e->moved_gen++; /* a failover may have moved its slot */
         mark_dirty(sub, e);
         entry_changed(e);
     }
@@ -118,24 +119,41 @@ static int str_is(const redisReply *r, const char *s) {
     return r->type == REDIS_REPLY_STRING && r->len == n && memcmp(r->str, s, n) == 0;
 }
 
+/* Sharded: an error answers a (S)SUBSCRIBE or SUNSUBSCRIBE in flight (MOVED: the node does not
+ * serve its slot). Which one is not said: every entry in flight starts over, its waiters at the
+ * slot's owner. */
+static void handle_error(rl_subscriber *sub) { /* mu held */
+    for (rl_sub_entry *e = sub->entries; e; e = e->next) {
+        if (!e->inflight) continue;
+        e->inflight = 0;
+        set_subscribed(sub, e, 0);
+        e->moved_gen++;
+        mark_dirty(sub, e);
+        entry_changed(e);
+    }
+}
+
 static void handle_reply(rl_subscriber *sub, const redisReply *r) { /* mu held */
+    if (r->type == REDIS_REPLY_ERROR && sub->sharded) handle_error(sub);
     if (r->type != REDIS_REPLY_ARRAY || r->elements < 3) return;
     const redisReply *kind = r->element[0], *channel = r->element[1];
     if (channel->type != REDIS_REPLY_STRING) return;
     rl_sub_entry *e = find_entry(sub, channel->str, channel->len);
     if (!e) return;
-    if (str_is(kind, "message")) {
+    if (str_is(kind, "message") || str_is(kind, "smessage")) {
         if (!e->every && str_is(r->element[2], "0")) { /* one waiter may proceed */
             if (e->permits < (unsigned)e->waiters) e->permits++;
         } else { /* "1" (read/write unlock) and anything else: all may proceed */
             e->wake_all_gen++;
         }
-    } else if (str_is(kind, "subscribe")) {
+    } else if (str_is(kind, "subscribe") || str_is(kind, "ssubscribe")) {
         e->inflight = 0;
         set_subscribed(sub, e, 1);
         e->sub_gen++;
         mark_dirty(sub, e); /* its waiters may have left meanwhile */
-    } else if (str_is(kind, "unsubscribe")) {
+    } else if (str_is(kind, "unsubscribe") || str_is(kind, "sunsubscribe")) {
+        /* Not asked for: the node gave the channel's slot away (a migration). */
+        if (!e->inflight && sub->sharded) e->moved_gen++;
         e->inflight = 0;
         set_subscribed(sub, e, 0);
         mark_dirty(sub, e);
@@ -173,6 +191,11 @@ static int ensure_connected(rl_subscriber *sub, int64_t *backoff) { /* mu held *
     pthread_mutex_lock(&sub->mu);
     if (st != RL_OK) {
         snprintf(sub->last_error, sizeof sub->last_error, "%s", err.message);
+        if (sub->sharded) /* the node may be gone for good: its waiters ask the map again */
+            for (rl_sub_entry *e = sub->entries; e; e = e->next) {
+                e->moved_gen++;
+                entry_changed(e);
+            }
         if (!sub->stop) rl_cond_wait_until(&sub->thread_wake, &sub->mu, rl_now_ms() + *backoff);
         *backoff = *backoff * 2 > RECONNECT_MAX_MS ? RECONNECT_MAX_MS : *backoff * 2;
         return 0;
@@ -303,7 +326,9 @@ static rl_status join(rl_subscriber *sub, const char *channel, size_t len, int e
     entry_changed(e); /* a leaver waiting to unsubscribe need wait no more */
     /* sub_seen 0: the first wait returns once subscribed, so the caller tries again after the
      * subscription exists (no release can slip between its try and its wait). */
-    *t = (rl_sub_ticket){.entry = e,
+    *t = (rl_sub_ticket){.sub = sub,
+                         .entry = e,
+                         .moved_seen = e->moved_gen,
                          .wake_all_seen = e->wake_all_gen,
                          .sub_seen = 0,
                          .unsubscribed_since = -1,
@@ -344,6 +369,11 @@ static int check_ticket(rl_subscriber *sub, rl_sub_ticket *t, int64_t now, rl_st
     if (sub->stop) {
         *st = rl_fail(err, RL_ERR_CLOSED, "the client is closed");
         return -1;
+    }
+    if (e->moved_gen != t->moved_seen) { /* sharded: join again at the slot's owner */
+        t->moved_seen = e->moved_gen;
+        t->moved = 1;
+        return 1;
     }
     if (e->subscribed) {
         t->unsubscribed_since = -1;

@@ -5,7 +5,12 @@
  * its waits for longer than a round trip. A
  * background thread owns the connection: it sends (UN)SUBSCRIBE, reads messages and wakes local
  * waiters: one per "0" message, all of them on "1". When the connection drops it reconnects,
- * resubscribes and wakes every waiter to try again (a message may have been missed). */
+ * resubscribes and wakes every waiter to try again (a message may have been missed).
+ *
+ * On a Redis Cluster each node has one (`sharded`: SSUBSCRIBE, as Redisson does on Redis 7
+ * clusters). When the node stops serving a channel's slot (it answers MOVED, sends SUNSUBSCRIBE
+ * by itself, or its connection drops), the entry's waiters are told `moved` and join again at
+ * the slot's owner (waiting.c). */
 #ifndef RL_SUBSCRIBER_H
 #define RL_SUBSCRIBER_H
 
@@ -28,6 +33,7 @@ typedef struct rl_sub_entry {
     uint64_t wake_all_gen;          /* bumped by "1" messages */
     uint64_t sub_gen;               /* bumped by each confirmed SUBSCRIBE */
     struct rl_sub_ticket *notified; /* tickets told of every change (async waiters) */
+    uint64_t moved_gen;             /* sharded: bumped when the node stopped serving the channel */
     pthread_cond_t changed;
     size_t len;
     char channel[];
@@ -46,12 +52,16 @@ typedef struct rl_subscriber {
     pthread_t thread;
     int thread_started;
     int stop;
+    int sharded; /* a cluster node's: SSUBSCRIBE, SUNSUBSCRIBE, smessage */
     char last_error[256];
 } rl_subscriber;
 
 /* A waiter's place on a channel. */
 typedef struct rl_sub_ticket {
+    rl_subscriber *sub; /* where it joined */
     rl_sub_entry *entry;
+    uint64_t moved_seen;
+    int moved; /* set with an RL_OK wait: the node no longer serves the channel; join again */
     uint64_t wake_all_seen;
     uint64_t sub_seen;
     int64_t unsubscribed_since;
@@ -73,8 +83,9 @@ rl_status rl_sub_join_every(rl_subscriber *sub, const char *channel, size_t len,
                             rl_sub_ticket *ticket, rl_error *err);
 
 /* Waits until woken (RL_OK: a release message, or a fresh subscription after which the caller
- * must try again), until the monotonic time until_ms (RL_NOT_ACQUIRED; until_ms < 0 = never),
- * until `hook` returns non-zero (RL_ABORTED), or fails (RL_ERR_CONNECTION, RL_ERR_CLOSED). */
+ * must try again, or ticket->moved), until the monotonic time until_ms (RL_NOT_ACQUIRED; until_ms <
+ * 0 = never), until `hook` returns non-zero (RL_ABORTED), or fails (RL_ERR_CONNECTION,
+ * RL_ERR_CLOSED). */
 rl_status rl_sub_wait(rl_subscriber *sub, rl_sub_ticket *ticket, int64_t until_ms,
                       rl_wait_hook hook, void *hook_userdata, rl_error *err);
 

@@ -60,6 +60,10 @@ void rl_endpoint_free(rl_endpoint *ep) {
     free(ep->sentinel_hosts);
     free(ep->sentinel_ports);
     free(ep->master_name);
+    for (int i = 0; i < ep->seeds; i++)
+        free(ep->seed_hosts[i]);
+    free(ep->seed_hosts);
+    free(ep->seed_ports);
     memset(ep, 0, sizeof *ep);
 }
 
@@ -135,6 +139,27 @@ static rl_status parse_tcp(const char *rest, rl_endpoint *ep, rl_error *err) {
     return st == RL_OK && slash ? parse_db(slash + 1, ep, err) : st;
 }
 
+/* host1:port1,host2:port2 in [rest, end): malloc'd arrays of *n hosts and ports. */
+static rl_status parse_host_list(const char *rest, const char *end, int default_port,
+                                 const char *what, char ***hosts, int **ports, int *n,
+                                 rl_error *err) {
+    int most = 1;
+    for (const char *p = rest; p < end; p++)
+        most += *p == ',';
+    *hosts = calloc((size_t)most, sizeof **hosts);
+    *ports = calloc((size_t)most, sizeof **ports);
+    if (!*hosts || !*ports) return rl_fail(err, RL_ERR_MEMORY, "out of memory");
+    rl_status st = RL_OK;
+    for (const char *p = rest; p <= end && st == RL_OK; (*n)++) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        const char *stop = comma ? comma : end;
+        if (stop == p) return rl_fail(err, RL_ERR_ARGUMENT, "an empty host in the %s' list", what);
+        st = parse_hostport(p, stop, default_port, &(*hosts)[*n], &(*ports)[*n], err);
+        p = stop + 1;
+    }
+    return st;
+}
+
 /* host1:port1,host2:port2/<master name>[/db] */
 static rl_status parse_sentinel(const char *rest, rl_endpoint *ep, rl_error *err) {
     rl_status st;
@@ -142,21 +167,8 @@ static rl_status parse_sentinel(const char *rest, rl_endpoint *ep, rl_error *err
     if (st != RL_OK) return st;
     const char *slash = strchr(rest, '/');
     const char *hosts_end = slash ? slash : rest + strlen(rest);
-    int n = 1;
-    for (const char *p = rest; p < hosts_end; p++)
-        n += *p == ',';
-    ep->sentinel_hosts = calloc((size_t)n, sizeof *ep->sentinel_hosts);
-    ep->sentinel_ports = calloc((size_t)n, sizeof *ep->sentinel_ports);
-    if (!ep->sentinel_hosts || !ep->sentinel_ports)
-        return rl_fail(err, RL_ERR_MEMORY, "out of memory");
-    for (const char *p = rest; p <= hosts_end && st == RL_OK; ep->sentinels++) {
-        const char *comma = memchr(p, ',', (size_t)(hosts_end - p));
-        const char *end = comma ? comma : hosts_end;
-        if (end == p) return rl_fail(err, RL_ERR_ARGUMENT, "an empty host in the sentinels' list");
-        st = parse_hostport(p, end, 26379, &ep->sentinel_hosts[ep->sentinels],
-                            &ep->sentinel_ports[ep->sentinels], err);
-        p = end + 1;
-    }
+    st = parse_host_list(rest, hosts_end, 26379, "sentinels", &ep->sentinel_hosts,
+                         &ep->sentinel_ports, &ep->sentinels, err);
     if (st != RL_OK) return st;
     const char *name = slash ? slash + 1 : NULL, *name_end = name ? strchr(name, '/') : NULL;
     size_t name_len = !name ? 0 : name_end ? (size_t)(name_end - name) : strlen(name);
@@ -168,6 +180,24 @@ static rl_status parse_sentinel(const char *rest, rl_endpoint *ep, rl_error *err
     if (!ep->master_name)
         return rl_fail(err, bad ? RL_ERR_ARGUMENT : RL_ERR_MEMORY, "bad master name in the URL");
     return name_end ? parse_db(name_end + 1, ep, err) : RL_OK;
+}
+
+/* host1:port1,host2:port2[/]: seed nodes. A cluster has only database 0, so no /db. */
+static rl_status parse_cluster(const char *rest, rl_endpoint *ep, rl_error *err) {
+    rl_status st;
+    rest = parse_authority(rest, ep, &st, err);
+    if (st != RL_OK) return st;
+    ep->cluster = 1;
+    const char *slash = strchr(rest, '/');
+    if (slash && slash[1] != '\0')
+        return rl_fail(err, RL_ERR_ARGUMENT,
+                       "a redis+cluster:// URL takes no database: a Redis Cluster has only db 0");
+    st = parse_host_list(rest, slash ? slash : rest + strlen(rest), 6379, "cluster seeds",
+                         &ep->seed_hosts, &ep->seed_ports, &ep->seeds, err);
+    if (st != RL_OK) return st;
+    ep->host = strdup(ep->seed_hosts[0]); /* for messages until a node is chosen */
+    ep->port = ep->seed_ports[0];
+    return ep->host ? RL_OK : rl_fail(err, RL_ERR_MEMORY, "out of memory");
 }
 
 static rl_status parse_unix(const char *rest, rl_endpoint *ep, rl_error *err) {
@@ -217,19 +247,26 @@ rl_status rl_endpoint_parse(const char *url, rl_endpoint *ep, rl_error *err) {
                  ? parse_sentinel(url + 18, ep, err)
                  : rl_fail(err, RL_ERR_UNSUPPORTED,
                            "rediss+sentinel:// (TLS) is not supported by this build");
+    } else if (strncmp(url, "redis+cluster://", 16) == 0) {
+        st = parse_cluster(url + 16, ep, err);
+    } else if (strncmp(url, "rediss+cluster://", 17) == 0) {
+        ep->tls = 1;
+        st = rl_tls_available() ? parse_cluster(url + 17, ep, err)
+                                : rl_fail(err, RL_ERR_UNSUPPORTED,
+                                          "rediss+cluster:// (TLS) is not supported by this build");
     } else {
         /* Only the scheme is quoted: the rest may hold a password. */
         const char *sep = strstr(url, "://");
         int scheme_len = sep && sep - url <= 16 ? (int)(sep - url) : -1;
         if (scheme_len >= 0)
             st = rl_fail(err, RL_ERR_ARGUMENT,
-                         "URL must start with redis://, rediss://, unix:// or redis+sentinel:// "
-                         "(got %.*s://)",
+                         "URL must start with redis://, rediss://, unix://, redis+sentinel:// or "
+                         "redis+cluster:// (got %.*s://)",
                          scheme_len, url);
         else
             st = rl_fail(err, RL_ERR_ARGUMENT,
-                         "URL must start with redis://, rediss://, unix:// or redis+sentinel:// "
-                         "(got no scheme)");
+                         "URL must start with redis://, rediss://, unix://, redis+sentinel:// or "
+                         "redis+cluster:// (got no scheme)");
     }
     if (st != RL_OK) rl_endpoint_free(ep);
     return st;
@@ -239,7 +276,8 @@ rl_status rl_endpoint_parse(const char *url, rl_endpoint *ep, rl_error *err) {
 static int password_span(const char *url, size_t *start, size_t *end) {
     const char *rest, *userinfo_end = NULL;
     if (strncmp(url, "redis://", 8) == 0 || strncmp(url, "rediss://", 9) == 0 ||
-        strncmp(url, "redis+sentinel://", 17) == 0 || strncmp(url, "rediss+sentinel://", 18) == 0) {
+        strncmp(url, "redis+sentinel://", 17) == 0 || strncmp(url, "rediss+sentinel://", 18) == 0 ||
+        strncmp(url, "redis+cluster://", 16) == 0 || strncmp(url, "rediss+cluster://", 17) == 0) {
         rest = strstr(url, "://") + 3;
         for (const char *p = rest; *p && *p != '/'; p++)
             if (*p == '@') userinfo_end = p; /* the last '@' before the path, as parse_tcp */

@@ -1,4 +1,5 @@
-/* Parsing redis://, rediss://, unix:// and redis+sentinel:// URLs into where and how to connect. */
+/* Parsing redis://, rediss://, unix://, redis+sentinel:// and redis+cluster:// URLs into where and
+ * how to connect. */
 #ifndef RL_URL_H
 #define RL_URL_H
 
@@ -17,6 +18,11 @@ typedef struct rl_endpoint {
     char **sentinel_hosts;
     int *sentinel_ports;
     char *master_name;
+    /* redis+cluster:// (host/port then the first seed): the seed nodes the slot map is asked of */
+    int cluster;
+    int seeds;
+    char **seed_hosts;
+    int *seed_ports;
 } rl_endpoint;
 
 /* Fills *out (to be freed with rl_endpoint_free) or fails with RL_ERR_ARGUMENT /

@@ -6,6 +6,8 @@
 
 #include "client.h"
 #include "clock.h"
+#include "renew_calls.h"
+#include "renew_cluster.h"
 #include "replicas.h"
 #include "threads.h"
 
@@ -72,10 +74,6 @@ const char rl_lua_renew[] =
     "return answers\n";
 /* clang-format on */
 
-/* Pairs per script call: big enough that 100,000 holds take 100 calls in one round trip, small
- * enough that one call keeps Redis busy for only a fraction of a millisecond. */
-#define RENEW_PAIRS_PER_CALL 1000
-
 void rl_watchdog_init(rl_watchdog *wd, rl_config *cfg) {
     *wd = (rl_watchdog){0};
     rl_conn_init(&wd->conn, cfg);
@@ -99,71 +97,36 @@ static int64_t min64(int64_t a, int64_t b) {
     return a < b ? a : b;
 }
 
-/* The argv of one renewal round: n pairs split into calls of RENEW_PAIRS_PER_CALL. */
-typedef struct round_buffers {
-    size_t ncalls;
-    rl_cmd *cmds;
-    redisReply **replies;
-    const char **argv;
-    size_t *lens;
-    char (*numkeys)[16];
-    char lease[24];
-} round_buffers;
-
-static void free_round(round_buffers *b) {
-    if (b->replies)
-        for (size_t i = 0; i < b->ncalls; i++)
-            freeReplyObject(b->replies[i]);
-    free(b->cmds);
-    free(b->replies);
-    free(b->argv);
-    free(b->lens);
-    free(b->numkeys);
-}
-
-/* Builds EVALSHA renew <k> name... lease (field, read-hold keys)... per call, pointing into the
- * holds (which the round pins with in_round, and whose name, field and keys never change). */
-static int build_round(round_buffers *b, rl_hold **batch, size_t n, int64_t lease) {
-    b->ncalls = (n + RENEW_PAIRS_PER_CALL - 1) / RENEW_PAIRS_PER_CALL;
-    size_t slots = 3 * n + b->ncalls * (RL_SCRIPT_ARGV_HEAD + 1);
-    b->cmds = calloc(b->ncalls, sizeof *b->cmds);
-    b->replies = calloc(b->ncalls, sizeof *b->replies);
-    b->argv = calloc(slots, sizeof *b->argv);
-    b->lens = calloc(slots, sizeof *b->lens);
-    b->numkeys = calloc(b->ncalls, sizeof *b->numkeys);
-    if (!b->cmds || !b->replies || !b->argv || !b->lens || !b->numkeys) return -1;
-    int lease_len = snprintf(b->lease, sizeof b->lease, "%lld", (long long)lease);
-    size_t slot = 0;
-    for (size_t k = 0; k < b->ncalls; k++) {
-        size_t first = k * RENEW_PAIRS_PER_CALL;
-        size_t count = min64((int64_t)RENEW_PAIRS_PER_CALL, (int64_t)(n - first));
-        const char **a = b->argv + slot;
-        size_t *l = b->lens + slot;
-        int nk = snprintf(b->numkeys[k], sizeof b->numkeys[k], "%zu", count);
-        a[2] = b->numkeys[k], l[2] = (size_t)nk;
-        const char **args = a + RL_SCRIPT_ARGV_HEAD + count;
-        size_t *arg_lens = l + RL_SCRIPT_ARGV_HEAD + count;
-        args[0] = b->lease, arg_lens[0] = (size_t)lease_len;
-        for (size_t i = 0; i < count; i++) {
-            rl_hold *h = batch[first + i];
-            int permit = h->kind == RL_HOLD_PERMIT; /* its key is its semaphore's timeout ZSET */
-            a[RL_SCRIPT_ARGV_HEAD + i] = permit ? h->read_keys : h->name;
-            l[RL_SCRIPT_ARGV_HEAD + i] = permit ? h->read_keys_len : h->name_len;
-            args[1 + 2 * i] = h->owner, arg_lens[1 + 2 * i] = h->owner_len;
-            args[2 + 2 * i] = permit ? RL_RENEW_PERMIT : h->read_keys;
-            arg_lens[2 + 2 * i] = permit ? strlen(RL_RENEW_PERMIT) : h->read_keys_len;
+/* One server: every call of the round pipelined on the watchdog's connection, then replica
+ * sync. answers[i] as rl_renew_on_cluster's. */
+static rl_status renew_on_server(rl_client *c, rl_hold **batch, size_t n, int64_t lease,
+                                 int64_t timeout, long long *answers, rl_renew_outcome *out,
+                                 rl_error *err) {
+    rl_watchdog *wd = &c->watchdog;
+    rl_renew_calls b;
+    uint64_t exchanges_before = wd->conn.exchanges;
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < n; i++)
+        answers[i] = -1;
+    rl_status st = RL_ERR_MEMORY;
+    if (rl_renew_calls_build(&b, batch, n, NULL, lease) == 0) {
+        st = rl_scripts_run(&c->scripts, &wd->conn, timeout, RL_SCRIPT_RENEW, b.ncalls, b.cmds,
+                            b.replies, 1, err);
+        rl_error sync_err;
+        if (st == RL_OK && rl_replicas_sync(&wd->conn, &sync_err) != RL_OK) {
+            char message[320];
+            snprintf(message, sizeof message, "renewal of %zu hold(s): %s", n, sync_err.message);
+            rl_events_push(&c->events, RL_EVENT_SYNC_FAILED, NULL, 0, 0, RL_LOST_NONE, n, message);
         }
-        b->cmds[k] = (rl_cmd){(int)(RL_SCRIPT_ARGV_HEAD + 3 * count + 1), a, l};
-        slot += RL_SCRIPT_ARGV_HEAD + 3 * count + 1;
+        for (size_t k = 0; st == RL_OK && k < b.ncalls; k++)
+            for (size_t j = 0; j < b.count[k]; j++)
+                answers[b.first[k] + j] = rl_renew_calls_answer(&b, k, j);
+        out->calls = b.ncalls;
+        out->nodes = 1;
     }
-    return 0;
-}
-
-static long long answer_for(const round_buffers *b, size_t i) {
-    const redisReply *r = b->replies[i / RENEW_PAIRS_PER_CALL];
-    size_t j = i % RENEW_PAIRS_PER_CALL;
-    if (!r || r->type != REDIS_REPLY_ARRAY || j >= r->elements) return -1;
-    return r->element[j]->type == REDIS_REPLY_INTEGER ? r->element[j]->integer : -1;
+    rl_renew_calls_free(&b);
+    out->round_trips = wd->conn.exchanges - exchanges_before;
+    return st;
 }
 
 /* Declares lost every watched hold whose confirmed lease has run out (Redis was not reached in
@@ -209,22 +172,17 @@ static int renew_round(rl_client *c, int64_t *earliest) {
     if (timeout < 1) timeout = 1;
     pthread_mutex_unlock(&c->mu);
 
-    round_buffers b = {0};
     rl_error err = {.status = RL_OK, .message = "out of memory building a renewal round"};
     rl_status st = RL_ERR_MEMORY;
-    uint64_t exchanges_before = wd->conn.exchanges;
-    if (n > 0 && build_round(&b, batch, n, lease) == 0) {
+    rl_renew_outcome outcome = {0};
+    long long *answers = malloc((n + 1) * sizeof *answers);
+    if (n > 0 && answers) {
         atomic_store(&wd->in_io, 1);
         net_us = rl_now_us();
-        st = rl_scripts_run(&c->scripts, &wd->conn, timeout, RL_SCRIPT_RENEW, b.ncalls, b.cmds,
-                            b.replies, 1, &err);
+        st = c->cfg.cluster
+                 ? rl_renew_on_cluster(c, batch, n, lease, timeout, answers, &outcome, &err)
+                 : renew_on_server(c, batch, n, lease, timeout, answers, &outcome, &err);
         net_us = rl_now_us() - net_us;
-        rl_error sync_err;
-        if (st == RL_OK && rl_replicas_sync(&wd->conn, &sync_err) != RL_OK) {
-            char message[320];
-            snprintf(message, sizeof message, "renewal of %zu hold(s): %s", n, sync_err.message);
-            rl_events_push(&c->events, RL_EVENT_SYNC_FAILED, NULL, 0, 0, RL_LOST_NONE, n, message);
-        }
         atomic_store(&wd->in_io, 0);
     }
 
@@ -235,7 +193,7 @@ static int renew_round(rl_client *c, int64_t *earliest) {
     for (size_t i = 0; i < n; i++) {
         rl_hold *h = batch[i];
         h->in_round = 0;
-        long long answer = st == RL_OK ? answer_for(&b, i) : -1;
+        long long answer = answers ? answers[i] : -1; /* a cluster's answered nodes count */
         if (answer == 1) {
             h->confirmed_until = sent_at + lease;
             renewed++;
@@ -252,10 +210,11 @@ static int renew_round(rl_client *c, int64_t *earliest) {
         if (!h->lost && h->watched && h->confirmed_until < *earliest)
             *earliest = h->confirmed_until;
     }
-    wd->round_trips += wd->conn.exchanges - exchanges_before;
+    wd->round_trips += outcome.round_trips;
     if (st == RL_OK) {
         wd->rounds++;
-        wd->calls += b.ncalls;
+        wd->last_round_nodes = outcome.nodes;
+        wd->calls += outcome.calls;
         wd->renewed += renewed;
         wd->last_round_holds = n;
         rl_events_push(&c->events, RL_EVENT_RENEWED, NULL, 0, 0, RL_LOST_NONE, renewed,
@@ -268,7 +227,7 @@ static int renew_round(rl_client *c, int64_t *earliest) {
         rl_events_push(&c->events, RL_EVENT_RENEW_FAILED, NULL, 0, 0, RL_LOST_NONE, n, message);
     }
     pthread_cond_broadcast(&wd->round_done);
-    free_round(&b);
+    free(answers);
     free(batch);
     if (st == RL_OK) {
         wd->last_round_us = (uint64_t)(rl_now_us() - start_us);
@@ -312,14 +271,15 @@ static void *watchdog_main(void *arg) {
             retry = retry_min;
             next += period; /* fixed rate */
             if (next < rl_now_ms()) next = rl_now_ms();
+            /* No hold may wait for a round until less than a period of its lease is left (one
+             * that waited long for its replicas, say). */
+            if (earliest != INT64_MAX) next = min64(next, earliest - period);
         } else {
-            /* Retry with back-off, but be awake when the first confirmed lease ends. */
+            /* Retry with back-off, but be awake when the first confirmed lease ends (not
+             * sooner: a lease with less than a period left must not make the retries spin). */
             next = min64(rl_now_ms() + retry, earliest);
             retry = min64(retry * 2, retry_max);
         }
-        /* No hold may wait for a round until less than a period of its lease is left (one that
-         * waited long for its replicas, say). */
-        if (earliest != INT64_MAX) next = min64(next, earliest - period);
         wd->next_round = next;
     }
     wd->running = 0;

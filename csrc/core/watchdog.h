@@ -33,6 +33,7 @@ typedef struct rl_watchdog {
     uint64_t round_us, round_cpu_us; /* wall and CPU time of the rounds that reached Redis */
     uint64_t last_round_us, last_round_cpu_us, last_round_net_us;
     size_t last_round_holds;
+    size_t last_round_nodes; /* the servers it went to (a cluster's nodes) */
 } rl_watchdog;
 
 void rl_watchdog_init(rl_watchdog *wd, rl_config *cfg);

@@ -239,16 +239,21 @@ static PyObject *client_stats(rlpy_client *self, PyObject *unused) {
     }
     if (!lost) return NULL;
     return Py_BuildValue(
-        "{sKsKsKsKsnsOsnsKsKsdsdsKsNsnsnsK}", "renew_rounds", (unsigned long long)s.renew_rounds,
-        "renew_round_trips", (unsigned long long)s.renew_round_trips, "renew_calls",
-        (unsigned long long)s.renew_calls, "renewed_holds", (unsigned long long)s.renewed_holds,
-        "last_round_holds", (Py_ssize_t)s.last_round_holds, "watchdog_running",
-        s.watchdog_running ? Py_True : Py_False, "subscriptions", (Py_ssize_t)s.subscriptions,
-        "acquisitions", (unsigned long long)s.acquisitions, "waits", (unsigned long long)s.waits,
+        "{sKsKsKsKsnsOsnsKsKsdsdsKsNsnsnsKsnsKsKsK}", "renew_rounds",
+        (unsigned long long)s.renew_rounds, "renew_round_trips",
+        (unsigned long long)s.renew_round_trips, "renew_calls", (unsigned long long)s.renew_calls,
+        "renewed_holds", (unsigned long long)s.renewed_holds, "last_round_holds",
+        (Py_ssize_t)s.last_round_holds, "watchdog_running", s.watchdog_running ? Py_True : Py_False,
+        "subscriptions", (Py_ssize_t)s.subscriptions, "acquisitions",
+        (unsigned long long)s.acquisitions, "waits", (unsigned long long)s.waits,
         "wait_seconds_total", (double)s.wait_total_us / 1e6, "wait_seconds_max",
         (double)s.wait_max_us / 1e6, "lost_total", (unsigned long long)s.lost_total, "lost", lost,
         "holds", (Py_ssize_t)s.holds, "waiters", (Py_ssize_t)s.waiters, "renew_failed_rounds",
-        (unsigned long long)s.renew_failed_rounds);
+        (unsigned long long)s.renew_failed_rounds, "last_round_nodes",
+        (Py_ssize_t)s.last_round_nodes, "cluster_refreshes",
+        (unsigned long long)s.cluster_refreshes, "last_round_us",
+        (unsigned long long)s.last_round_us, "renew_round_us",
+        (unsigned long long)s.renew_round_us);
 }
 
 static PyMethodDef client_methods[] = {

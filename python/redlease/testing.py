@@ -8,6 +8,10 @@
 The server listens on a free loopback port, keeps nothing on disk, and is stopped (and its
 process reaped) on exit. The pytest plugin (registered through the ``pytest11`` entry point)
 provides ``redlease_server``, one server per test.
+
+``RedisCluster`` starts a throwaway Redis Cluster the same way: masters and replicas, each a
+redis-server with ``--cluster-enabled yes`` on a free port, joined by ``redis-cli --cluster
+create``; ``url`` is its ``redis+cluster://`` URL (``scripts/redis-cluster`` runs one by hand).
 """
 
 import shutil
@@ -17,7 +21,7 @@ import tempfile
 import time
 from typing import Iterator, List, Optional
 
-__all__ = ["RedisServer", "redlease_server"]
+__all__ = ["RedisServer", "RedisCluster", "redlease_server"]
 
 
 def _free_port() -> int:
@@ -111,6 +115,115 @@ class RedisServer:
         process = getattr(self, "process", None)
         if process is not None:
             process.kill()
+
+
+class RedisCluster:
+    """A Redis Cluster on 127.0.0.1: ``masters`` masters with ``replicas`` replicas each, every
+    node a ``RedisServer`` (``nodes``), stopped and removed by ``close()``. Nodes time out after
+    ``node_timeout_ms`` (a replica takes over a master that stopped answering about twice that
+    later); slots stay served while another shard is down (full coverage not required).
+    """
+
+    def __init__(self, masters: int = 3, replicas: int = 1, node_timeout_ms: int = 1000,
+                 start_timeout: float = 60.0) -> None:
+        self.masters_wanted, self.replicas_wanted = masters, replicas
+        self.node_timeout_ms = node_timeout_ms
+        self.start_timeout = start_timeout
+        self.nodes: List[RedisServer] = []
+
+    @property
+    def url(self) -> str:
+        seeds = ",".join(f"127.0.0.1:{n.port}" for n in self.nodes[:self.masters_wanted])
+        return f"redis+cluster://{seeds}"
+
+    def start(self) -> "RedisCluster":
+        args = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                "--cluster-node-timeout", str(self.node_timeout_ms),
+                "--cluster-require-full-coverage", "no", "--enable-debug-command", "yes"]
+        try:
+            for _ in range(self.masters_wanted * (1 + self.replicas_wanted)):
+                self.nodes.append(RedisServer(extra_args=args).start())
+            subprocess.run(["redis-cli", "--cluster", "create",
+                            *(f"127.0.0.1:{n.port}" for n in self.nodes),
+                            "--cluster-replicas", str(self.replicas_wanted), "--cluster-yes"],
+                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           timeout=self.start_timeout)
+            self.wait_ok(self.start_timeout)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def cli(self, port: int, *args: str) -> str:
+        """redis-cli's answer to one command at the node on `port` (an error: empty)."""
+        done = subprocess.run(["redis-cli", "-p", str(port), *args], capture_output=True,
+                              text=True, timeout=10)
+        return done.stdout.strip()
+
+    def _node_ok(self, node: RedisServer) -> bool:
+        info = self.cli(node.port, "CLUSTER", "INFO")
+        if "cluster_state:ok" not in info:
+            return False
+        known = self.cli(node.port, "CLUSTER", "NODES").splitlines()
+        return len(known) == len(self.nodes) and not any("fail" in line.split()[2]
+                                                         for line in known)
+
+    def wait_ok(self, timeout: float = 60.0) -> None:
+        """Waits until every running node sees the whole cluster healthy and replicas synced."""
+        deadline = time.monotonic() + timeout
+        unhealthy: List[int] = []
+        while time.monotonic() < deadline:
+            running = [n for n in self.nodes if n.process is not None]
+            masters = self.masters()
+            unhealthy = [n.port for n in running if not self._node_ok(n) or (
+                n not in masters
+                and "master_link_status:up" not in self.cli(n.port, "INFO", "replication"))]
+            if not unhealthy:
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"the cluster did not become healthy (nodes on ports {unhealthy})")
+
+    def masters(self) -> List[RedisServer]:
+        """The running nodes that are masters now."""
+        return [n for n in self.nodes if n.process is not None
+                and self.cli(n.port, "ROLE").splitlines()[:1] == ["master"]]
+
+    def node_of_slot(self, slot: int) -> RedisServer:
+        """The master that serves `slot`, as the running nodes' CLUSTER SLOTS say."""
+        for n in self.nodes:
+            if n.process is None:
+                continue
+            port = self._owner_in_nodes(n, slot)
+            if port:
+                return next(m for m in self.nodes if m.port == port)
+        raise RuntimeError(f"no node serves slot {slot}")
+
+    def _owner_in_nodes(self, node: RedisServer, slot: int) -> int:
+        for line in self.cli(node.port, "CLUSTER", "NODES").splitlines():
+            fields = line.split()
+            if "master" not in fields[2] or "fail" in fields[2]:
+                continue
+            for part in fields[8:]:
+                if part.startswith("["):
+                    continue
+                low, _, high = part.partition("-")
+                if int(low) <= slot <= int(high or low):
+                    return int(fields[1].split(":")[1].split("@")[0])
+        return 0
+
+    def keyslot(self, key: str) -> int:
+        return int(self.cli(self.nodes[0].port, "CLUSTER", "KEYSLOT", key))
+
+    def close(self) -> None:
+        for n in self.nodes:
+            n.close()
+        self.nodes = []
+
+    def __enter__(self) -> "RedisCluster":
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
 
 try:

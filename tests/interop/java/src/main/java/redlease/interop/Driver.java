@@ -30,7 +30,10 @@ import org.redisson.api.RLock;
 import org.redisson.api.RPermitExpirableSemaphore;
 import org.redisson.api.RSemaphore;
 import org.redisson.api.RedissonClient;
+import org.redisson.config.BaseConfig;
+import org.redisson.config.ClusterServersConfig;
 import org.redisson.config.Config;
+import org.redisson.config.ReadMode;
 import org.redisson.config.SingleServerConfig;
 
 /**
@@ -42,7 +45,9 @@ import org.redisson.config.SingleServerConfig;
  *     [--also REDIS_URL ...]
  * </pre>
  *
- * REDIS_URL is {@code redis://[user[:password]@]host:port[/db]}. {@code --watchdog-ms} is
+ * REDIS_URL is {@code redis://[user[:password]@]host:port[/db]}, or
+ * {@code redis+cluster://host1:port1,host2:port2,...} for a Redis Cluster (useClusterServers(),
+ * with Redisson's default sharded subscription mode: SSUBSCRIBE/SPUBLISH on Redis 7). {@code --watchdog-ms} is
  * Config.setLockWatchdogTimeout (Redisson's default 30000); {@code --timeout-ms} is the command
  * timeout; each {@code --also} URL gets a RedissonClient of its own (for RedLock, below). Once
  * connected the driver prints {@code ready <client id>} (the id is the first part
@@ -151,14 +156,52 @@ public final class Driver {
         if (args.length < 1) {
             throw new IllegalArgumentException("usage: Driver REDIS_URL [--watchdog-ms N] [--timeout-ms N]");
         }
-        URI uri = URI.create(args[0]);
-        if (!"redis".equals(uri.getScheme()) || uri.getHost() == null || uri.getPort() < 0) {
-            throw new IllegalArgumentException("expected redis://[user[:password]@]host:port[/db], got " + args[0]);
-        }
         Config config = new Config();
         // Small pools and thread counts: one process, a handful of locks, a small CI machine.
         config.setThreads(4);
         config.setNettyThreads(4);
+        BaseConfig<?> base = args[0].startsWith("redis+cluster://") ? cluster(config, args[0])
+                : singleServer(config, args[0]);
+        for (int i = 1; i < args.length; i++) {
+            String option = args[i];
+            if (i + 1 >= args.length) {
+                throw new IllegalArgumentException(option + " needs a value");
+            }
+            if (option.equals("--also")) {
+                i++;
+                continue;
+            }
+            long value = Long.parseLong(args[++i]);
+            switch (option) {
+                case "--watchdog-ms" -> config.setLockWatchdogTimeout(value);
+                case "--timeout-ms" -> base.setTimeout(Math.toIntExact(value));
+                default -> throw new IllegalArgumentException("unknown option " + option);
+            }
+        }
+        return config;
+    }
+
+    /** redis+cluster://host1:port1,host2:port2: the seed nodes; every read at the masters. */
+    private static ClusterServersConfig cluster(Config config, String url) {
+        ClusterServersConfig cluster = config.useClusterServers()
+                .setReadMode(ReadMode.MASTER)
+                .setMasterConnectionMinimumIdleSize(2)
+                .setMasterConnectionPoolSize(8)
+                .setSlaveConnectionMinimumIdleSize(1)
+                .setSlaveConnectionPoolSize(2)
+                .setSubscriptionConnectionMinimumIdleSize(1)
+                .setSubscriptionConnectionPoolSize(4);
+        for (String node : url.substring("redis+cluster://".length()).split("/")[0].split(",")) {
+            cluster.addNodeAddress("redis://" + node);
+        }
+        return cluster;
+    }
+
+    private static SingleServerConfig singleServer(Config config, String url) {
+        URI uri = URI.create(url);
+        if (!"redis".equals(uri.getScheme()) || uri.getHost() == null || uri.getPort() < 0) {
+            throw new IllegalArgumentException("expected redis://[user[:password]@]host:port[/db], got " + url);
+        }
         SingleServerConfig server = config.useSingleServer()
                 .setAddress("redis://" + uri.getHost() + ":" + uri.getPort())
                 .setConnectionMinimumIdleSize(2)
@@ -180,23 +223,7 @@ public final class Driver {
                 server.setUsername(URLDecoder.decode(user, StandardCharsets.UTF_8));
             }
         }
-        for (int i = 1; i < args.length; i++) {
-            String option = args[i];
-            if (i + 1 >= args.length) {
-                throw new IllegalArgumentException(option + " needs a value");
-            }
-            if (option.equals("--also")) {
-                i++;
-                continue;
-            }
-            long value = Long.parseLong(args[++i]);
-            switch (option) {
-                case "--watchdog-ms" -> config.setLockWatchdogTimeout(value);
-                case "--timeout-ms" -> server.setTimeout(Math.toIntExact(value));
-                default -> throw new IllegalArgumentException("unknown option " + option);
-            }
-        }
-        return config;
+        return server;
     }
 
     private static List<String> alsoUrls(String[] args) {

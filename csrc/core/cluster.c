@@ -1,0 +1,367 @@
+#include "cluster.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "error.h"
+
+#define REFRESH_MIN_MS 100 /* at most one map refresh this often */
+#define RETRY_MIN_MS 20    /* TRYAGAIN, CLUSTERDOWN, an unreachable node: back-off from ... */
+#define RETRY_MAX_MS 500   /* ... to */
+#define MOST_REDIRECTS 16  /* MOVED/ASK followed per call before giving up */
+
+struct rl_cluster {
+    rl_config *cfg;
+    pthread_mutex_t mu;         /* the map and the node list; never held during I/O */
+    pthread_mutex_t refresh_mu; /* one refresh at a time (held during its I/O) */
+    rl_cluster_node *nodes;
+    rl_cluster_node *owner[RL_SLOTS];
+    int64_t refreshed_at; /* monotonic ms of the last refresh that got an answer; 0: never */
+    int64_t failed_at;    /* ... of the last that got none; its error: */
+    rl_error failure;
+    uint64_t refreshes;
+};
+
+rl_status rl_cluster_new(rl_config *cfg, rl_cluster **out, rl_error *err) {
+    rl_cluster *cl = calloc(1, sizeof *cl);
+    if (!cl) return rl_fail(err, RL_ERR_MEMORY, "out of memory");
+    cl->cfg = cfg;
+    pthread_mutex_init(&cl->mu, NULL);
+    pthread_mutex_init(&cl->refresh_mu, NULL);
+    *out = cl;
+    return RL_OK;
+}
+
+void rl_cluster_stop(rl_cluster *cl) {
+    if (!cl) return;
+    pthread_mutex_lock(&cl->mu);
+    rl_cluster_node *nodes = cl->nodes;
+    pthread_mutex_unlock(&cl->mu);
+    for (rl_cluster_node *n = nodes; n; n = n->next) {
+        rl_pool_close(&n->pool);
+        rl_pool_interrupt(&n->pool);
+        rl_sub_stop(&n->sub);
+        rl_conn_interrupt(&n->renew);
+    }
+}
+
+void rl_cluster_free(rl_cluster *cl) {
+    if (!cl) return;
+    while (cl->nodes) {
+        rl_cluster_node *n = cl->nodes;
+        cl->nodes = n->next;
+        rl_pool_destroy(&n->pool);
+        rl_sub_destroy(&n->sub);
+        rl_conn_close(&n->renew);
+        free(n);
+    }
+    pthread_mutex_destroy(&cl->mu);
+    pthread_mutex_destroy(&cl->refresh_mu);
+    free(cl);
+}
+
+static rl_cluster_node *find_node(rl_cluster *cl, const char *host, int port) { /* mu held */
+    for (rl_cluster_node *n = cl->nodes; n; n = n->next)
+        if (n->port == port && strcmp(n->host, host) == 0) return n;
+    return NULL;
+}
+
+static rl_cluster_node *node_at(rl_cluster *cl, const char *host, int port) { /* mu held */
+    rl_cluster_node *n = find_node(cl, host, port);
+    if (n || strlen(host) >= sizeof n->host) return n;
+    n = calloc(1, sizeof *n);
+    if (!n || rl_pool_init(&n->pool, cl->cfg->options.pool_size, cl->cfg) != 0) {
+        free(n);
+        return NULL;
+    }
+    strcpy(n->host, host);
+    n->port = port;
+    for (int i = 0; i < n->pool.size; i++) {
+        n->pool.conns[i].node_host = n->host;
+        n->pool.conns[i].node_port = port;
+    }
+    rl_sub_init(&n->sub, cl->cfg);
+    n->sub.conn.node_host = n->host;
+    n->sub.conn.node_port = port;
+    n->sub.sharded = 1;
+    rl_conn_init(&n->renew, cl->cfg);
+    n->renew.node_host = n->host;
+    n->renew.node_port = port;
+    if (atomic_load(&cl->cfg->closing)) { /* made after rl_cluster_stop: born stopped */
+        n->sub.stop = 1;
+        rl_pool_close(&n->pool);
+    }
+    n->next = cl->nodes;
+    cl->nodes = n;
+    return n;
+}
+
+rl_cluster_node *rl_cluster_node_at(rl_cluster *cl, const char *host, int port) {
+    pthread_mutex_lock(&cl->mu);
+    rl_cluster_node *n = node_at(cl, host, port);
+    pthread_mutex_unlock(&cl->mu);
+    return n;
+}
+
+rl_cluster_node *rl_cluster_nodes(rl_cluster *cl) {
+    pthread_mutex_lock(&cl->mu);
+    rl_cluster_node *n = cl->nodes;
+    pthread_mutex_unlock(&cl->mu);
+    return n;
+}
+
+uint64_t rl_cluster_refreshes(rl_cluster *cl) {
+    pthread_mutex_lock(&cl->mu);
+    uint64_t n = cl->refreshes;
+    pthread_mutex_unlock(&cl->mu);
+    return n;
+}
+
+/* ---- the map, from CLUSTER SLOTS ----------------------------------------------------------- */
+
+static int is_int(const redisReply *r) {
+    return r && r->type == REDIS_REPLY_INTEGER;
+}
+
+/* Applies one CLUSTER SLOTS answer got from `asked`; -1 when it is not one. */
+static int apply_slots(rl_cluster *cl, const redisReply *r, const char *asked) { /* mu held */
+    if (r->type != REDIS_REPLY_ARRAY) return -1;
+    rl_cluster_node *owner[RL_SLOTS] = {0};
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *range = r->element[i];
+        if (range->type != REDIS_REPLY_ARRAY || range->elements < 3) return -1;
+        const redisReply *from = range->element[0], *to = range->element[1],
+                         *master = range->element[2];
+        if (!is_int(from) || !is_int(to) || from->integer < 0 || to->integer >= RL_SLOTS ||
+            master->type != REDIS_REPLY_ARRAY || master->elements < 2 ||
+            master->element[0]->type != REDIS_REPLY_STRING || !is_int(master->element[1]))
+            return -1;
+        /* An empty or "?" host: the node does not know its own address; it is the one asked. */
+        const char *host = master->element[0]->str;
+        if (host[0] == '\0' || strcmp(host, "?") == 0) host = asked;
+        rl_cluster_node *n = node_at(cl, host, (int)master->element[1]->integer);
+        if (!n) return -1;
+        for (long long s = from->integer; s <= to->integer; s++)
+            owner[s] = n;
+    }
+    memcpy(cl->owner, owner, sizeof owner);
+    return 0;
+}
+
+/* Asks one node for the map: RL_OK (applied), or why not. */
+static rl_status ask_node(rl_cluster *cl, const char *host, int port, rl_error *err) {
+    rl_conn conn;
+    rl_conn_init(&conn, cl->cfg);
+    conn.node_host = host;
+    conn.node_port = port;
+    const char *argv[2] = {"CLUSTER", "SLOTS"};
+    size_t lens[2] = {7, 5};
+    rl_cmd cmd = {2, argv, lens};
+    redisReply *reply = NULL;
+    rl_status st =
+        rl_conn_exchange(&conn, cl->cfg->options.command_timeout_ms, 1, &cmd, &reply, 1, err);
+    rl_conn_close(&conn);
+    if (st != RL_OK) return st;
+    if (reply->type == REDIS_REPLY_ERROR) {
+        if (strstr(reply->str, "cluster support disabled"))
+            st = rl_fail(err, RL_ERR_ARGUMENT,
+                         "%s:%d is not in cluster mode (cluster support disabled): use a "
+                         "redis:// URL for it",
+                         host, port);
+        else
+            st = rl_fail_reply(err, "CLUSTER SLOTS", reply);
+    } else {
+        pthread_mutex_lock(&cl->mu);
+        if (apply_slots(cl, reply, host) != 0)
+            st = rl_fail(err, RL_ERR_SERVER, "unexpected answer to CLUSTER SLOTS from %s:%d", host,
+                         port);
+        else
+            cl->refreshes++;
+        pthread_mutex_unlock(&cl->mu);
+    }
+    freeReplyObject(reply);
+    return st;
+}
+
+/* The seeds and every node known, as (host, port) copies to ask in turn. */
+typedef struct candidate {
+    char host[256];
+    int port;
+} candidate;
+
+static size_t candidates(rl_cluster *cl, candidate **out) {
+    const rl_endpoint *ep = &cl->cfg->endpoint;
+    pthread_mutex_lock(&cl->mu);
+    size_t n = (size_t)ep->seeds;
+    for (rl_cluster_node *node = cl->nodes; node; node = node->next)
+        n++;
+    candidate *c = calloc(n ? n : 1, sizeof *c);
+    size_t k = 0;
+    /* Known nodes first (they served the map last), then the seeds. */
+    for (rl_cluster_node *node = cl->nodes; c && node; node = node->next, k++) {
+        snprintf(c[k].host, sizeof c[k].host, "%s", node->host);
+        c[k].port = node->port;
+    }
+    for (int i = 0; c && i < ep->seeds; i++, k++) {
+        snprintf(c[k].host, sizeof c[k].host, "%s", ep->seed_hosts[i]);
+        c[k].port = ep->seed_ports[i];
+    }
+    pthread_mutex_unlock(&cl->mu);
+    *out = c;
+    return c ? k : 0;
+}
+
+/* Refreshes the map unless one got an answer after `since` (another thread's, while this one
+ * waited its turn) or within REFRESH_MIN_MS. */
+static rl_status refresh(rl_cluster *cl, int64_t since, rl_error *err) {
+    pthread_mutex_lock(&cl->refresh_mu);
+    pthread_mutex_lock(&cl->mu);
+    int64_t last = cl->refreshed_at;
+    pthread_mutex_unlock(&cl->mu);
+    if (last && (last > since || rl_now_ms() - last < REFRESH_MIN_MS)) {
+        pthread_mutex_unlock(&cl->refresh_mu);
+        return RL_OK;
+    }
+    if (cl->failed_at && rl_now_ms() - cl->failed_at < REFRESH_MIN_MS) {
+        /* No node answered a moment ago: say so again rather than ask every node per call. */
+        rl_status failed = rl_fail(err, cl->failure.status, "%s", cl->failure.message);
+        pthread_mutex_unlock(&cl->refresh_mu);
+        return failed;
+    }
+    candidate *c;
+    size_t n = candidates(cl, &c);
+    rl_status st = n ? RL_ERR_CONNECTION : rl_fail(err, RL_ERR_MEMORY, "out of memory");
+    rl_error last_err = {0};
+    for (size_t i = 0; i < n && st != RL_OK && st != RL_ERR_CLOSED; i++) {
+        st = ask_node(cl, c[i].host, c[i].port, &last_err);
+        if (st == RL_ERR_ARGUMENT) break; /* a node not in cluster mode: a wrong URL */
+    }
+    free(c);
+    if (st == RL_OK) {
+        cl->failed_at = 0;
+        pthread_mutex_lock(&cl->mu);
+        cl->refreshed_at = rl_now_ms();
+        pthread_mutex_unlock(&cl->mu);
+    } else if (n) {
+        st = st == RL_ERR_CONNECTION
+                 ? rl_fail(&cl->failure, st, "no cluster node answered CLUSTER SLOTS (last: %s)",
+                           last_err.message)
+                 : rl_fail(&cl->failure, st, "%s", last_err.message);
+        rl_fail(err, st, "%s", cl->failure.message);
+        cl->failed_at = rl_now_ms();
+    }
+    pthread_mutex_unlock(&cl->refresh_mu);
+    return st;
+}
+
+rl_cluster_node *rl_cluster_owner(rl_cluster *cl, int slot, rl_error *err) {
+    int64_t asked = rl_now_ms();
+    for (int attempt = 0; attempt < 2; attempt++) {
+        pthread_mutex_lock(&cl->mu);
+        rl_cluster_node *n = cl->owner[slot];
+        pthread_mutex_unlock(&cl->mu);
+        if (n) return n;
+        if (attempt == 1) break;
+        if (refresh(cl, asked, err) != RL_OK) return NULL;
+    }
+    rl_fail(err, RL_ERR_CONNECTION, "no cluster node serves slot %d (CLUSTERDOWN?)", slot);
+    return NULL;
+}
+
+void rl_cluster_moved(rl_cluster *cl, int slot, const char *host, int port) {
+    int64_t seen = rl_now_ms();
+    pthread_mutex_lock(&cl->mu);
+    rl_cluster_node *n = node_at(cl, host, port);
+    if (n) cl->owner[slot] = n;
+    pthread_mutex_unlock(&cl->mu);
+    rl_error ignored;
+    refresh(cl, seen, &ignored); /* other slots may have moved too */
+}
+
+int rl_cluster_unreachable(rl_cluster *cl, int slot, rl_cluster_node *was) {
+    rl_error ignored;
+    refresh(cl, rl_now_ms(), &ignored);
+    pthread_mutex_lock(&cl->mu);
+    int changed = cl->owner[slot] != was;
+    pthread_mutex_unlock(&cl->mu);
+    return changed;
+}
+
+/* ---- following the cluster ----------------------------------------------------------------- */
+
+static void sleep_ms(int64_t ms) {
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+rl_status rl_cluster_call(rl_cluster *cl, int slot, rl_cluster_run run, void *arg, rl_error *err) {
+    const rl_options *o = &cl->cfg->options;
+    int64_t deadline = rl_now_ms() + o->command_timeout_ms, backoff = RETRY_MIN_MS;
+    rl_cluster_node *ask_at = NULL;
+    for (int redirects = 0;;) {
+        rl_cluster_node *node = ask_at ? ask_at : rl_cluster_owner(cl, slot, err);
+        if (!node) return err ? err->status : RL_ERR_CONNECTION;
+        rl_redirect r = {0};
+        int repeatable = 0;
+        rl_status st = run(&node->pool, ask_at != NULL, arg, &r, &repeatable, err);
+        ask_at = NULL;
+        int wait = 0;
+        if (r.kind == RL_REDIRECT_MOVED && ++redirects <= MOST_REDIRECTS) {
+            rl_cluster_moved(cl, r.slot, r.host, r.port);
+        } else if (r.kind == RL_REDIRECT_ASK && ++redirects <= MOST_REDIRECTS) {
+            ask_at = rl_cluster_node_at(cl, r.host, r.port);
+            if (!ask_at) return rl_fail(err, RL_ERR_MEMORY, "out of memory");
+        } else if (r.kind == RL_REDIRECT_TRYAGAIN || r.kind == RL_REDIRECT_CLUSTERDOWN) {
+            wait = 1;
+        } else if (st == RL_ERR_CONNECTION && repeatable && !atomic_load(&cl->cfg->closing)) {
+            /* The node may be gone and its replica promoted: ask the map, and wait for the
+             * failover while the call's time lasts. */
+            rl_cluster_unreachable(cl, slot, node);
+            wait = 1;
+        } else {
+            if (r.kind == RL_REDIRECT_MOVED || r.kind == RL_REDIRECT_ASK)
+                return rl_fail(err, RL_ERR_SERVER, "slot %d was redirected %d times: %s:%d", slot,
+                               redirects - 1, r.host, r.port);
+            return st;
+        }
+        if (wait) {
+            int64_t left = deadline - rl_now_ms();
+            if (left <= 0) {
+                if (r.kind == RL_REDIRECT_TRYAGAIN || r.kind == RL_REDIRECT_CLUSTERDOWN)
+                    return rl_fail(err, RL_ERR_SERVER,
+                                   "the cluster answered %s for slot %d until the command "
+                                   "timeout (%lld ms)",
+                                   r.kind == RL_REDIRECT_TRYAGAIN ? "TRYAGAIN" : "CLUSTERDOWN",
+                                   slot, (long long)o->command_timeout_ms);
+                return st;
+            }
+            sleep_ms(backoff < left ? backoff : left);
+            backoff = backoff * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : backoff * 2;
+        }
+    }
+}
+
+/* ---- fork ---------------------------------------------------------------------------------- */
+
+void rl_cluster_lock(rl_cluster *cl) {
+    if (cl) pthread_mutex_lock(&cl->mu);
+}
+
+void rl_cluster_unlock(rl_cluster *cl) {
+    if (cl) pthread_mutex_unlock(&cl->mu);
+}
+
+void rl_cluster_forget_after_fork(rl_cluster *cl) {
+    pthread_mutex_init(&cl->refresh_mu, NULL); /* a parent's thread may have held it */
+    for (rl_cluster_node *n = cl->nodes; n; n = n->next) {
+        pthread_mutex_lock(&n->pool.mu);
+        rl_pool_forget_after_fork(&n->pool);
+        pthread_mutex_unlock(&n->pool.mu);
+        pthread_mutex_lock(&n->sub.mu);
+        rl_sub_forget_after_fork(&n->sub);
+        pthread_mutex_unlock(&n->sub.mu);
+        rl_conn_abandon(&n->renew);
+    }
+}

@@ -1,0 +1,68 @@
+/* Redis Cluster (redis+cluster:// URLs): which node serves each slot, and that node's connections.
+ *
+ * The slot map comes from CLUSTER SLOTS, asked of the seed nodes (then of every node known) when
+ * a slot's owner is first needed, when a node answers MOVED, and when a node cannot be reached
+ * (a failover may have promoted its replica). Refreshes are serialized and rate-limited: when
+ * many calls see MOVED at once, one refresh serves them all. A MOVED answer also sets its slot's
+ * owner at once. Each node, known once, lives until the client is freed: its small pool of
+ * command connections (opened on demand), its sharded pub/sub subscriber and the watchdog's
+ * connection to it. */
+#ifndef RL_CLUSTER_H
+#define RL_CLUSTER_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "conn.h"
+#include "pool.h"
+#include "slots.h"
+#include "subscriber.h"
+
+typedef struct rl_cluster_node {
+    struct rl_cluster_node *next;
+    char host[256];
+    int port;
+    rl_pool pool;      /* command connections, opened as concurrent calls need them */
+    rl_subscriber sub; /* SSUBSCRIBE to the channels of its slots */
+    rl_conn renew;     /* the watchdog's */
+} rl_cluster_node;
+
+typedef struct rl_cluster rl_cluster;
+
+/* For cfg's seed nodes (cfg->endpoint). Asks nothing yet. */
+rl_status rl_cluster_new(rl_config *cfg, rl_cluster **out, rl_error *err);
+/* Closes every node's pool, stops its subscriber and cuts short the watchdog's exchanges. */
+void rl_cluster_stop(rl_cluster *cl);
+void rl_cluster_free(rl_cluster *cl);
+
+/* The node serving `slot`, asking for the map when it is not known. NULL with *err filled when no
+ * node answers or no node serves the slot. */
+rl_cluster_node *rl_cluster_owner(rl_cluster *cl, int slot, rl_error *err);
+/* The node at host:port (ASK, MOVED), made when not known yet; NULL when out of memory. */
+rl_cluster_node *rl_cluster_node_at(rl_cluster *cl, const char *host, int port);
+/* A node answered MOVED: the slot is host:port's now; the rest of the map is asked again unless a
+ * refresh ran a moment ago. */
+void rl_cluster_moved(rl_cluster *cl, int slot, const char *host, int port);
+/* A node of `slot` could not be reached: ask the map again (rate-limited). 1 when the slot's
+ * owner changed. */
+int rl_cluster_unreachable(rl_cluster *cl, int slot, rl_cluster_node *was);
+
+/* Every node known now (they are never removed): for walking with ->next. */
+rl_cluster_node *rl_cluster_nodes(rl_cluster *cl);
+uint64_t rl_cluster_refreshes(rl_cluster *cl);
+
+/* fork(): the map's mutex is held across; in the child every connection is the parent's. */
+void rl_cluster_lock(rl_cluster *cl);
+void rl_cluster_unlock(rl_cluster *cl);
+void rl_cluster_forget_after_fork(rl_cluster *cl);
+
+/* How calls follow the cluster: `run` runs the call on `pool` (sending ASKING first when `asking`)
+ * and copies the connection's redirect (scripts.c parses it) into *redirect. MOVED and ASK are
+ * followed, TRYAGAIN and CLUSTERDOWN retried with back-off, a node that cannot be reached is
+ * replaced by the map's new owner when the call may be repeated; all within the command timeout,
+ * then a clear error. */
+typedef rl_status (*rl_cluster_run)(rl_pool *pool, int asking, void *arg, rl_redirect *redirect,
+                                    int *repeatable, rl_error *err);
+rl_status rl_cluster_call(rl_cluster *cl, int slot, rl_cluster_run run, void *arg, rl_error *err);
+
+#endif

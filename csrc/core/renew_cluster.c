@@ -1,0 +1,139 @@
+#include "renew_cluster.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster.h"
+#include "error.h"
+#include "renew_calls.h"
+
+typedef struct placed {
+    rl_cluster_node *node; /* NULL: no node serves its slot now */
+    int slot;
+    size_t index; /* in the caller's batch */
+} placed;
+
+static int by_node_then_slot(const void *a, const void *b) {
+    const placed *x = a, *y = b;
+    if (x->node != y->node) return (uintptr_t)x->node < (uintptr_t)y->node ? -1 : 1;
+    if (x->slot != y->slot) return x->slot < y->slot ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* The calls [from, to) of one node, and how its exchange went. */
+typedef struct node_round {
+    rl_cluster_node *node;
+    size_t from, to;
+    int sent;        /* its calls are on the wire: read the answers */
+    int slot;        /* one of its slots, to ask the map again when it fails */
+    uint64_t before; /* node->renew.exchanges before the round */
+} node_round;
+
+static int is_error(const redisReply *r) {
+    return r && r->type == REDIS_REPLY_ERROR;
+}
+
+/* Redoes call k through the pool, which follows MOVED/ASK and loads a missing script. */
+static void redo(rl_client *c, rl_renew_calls *b, size_t k, rl_renew_outcome *out) {
+    freeReplyObject(b->replies[k]);
+    b->replies[k] = NULL;
+    rl_error ignored;
+    rl_cmd *cmd = &b->cmds[k];
+    rl_client_script(c, RL_SCRIPT_RENEW, cmd->argc, cmd->argv, cmd->lens, &b->replies[k], 1, NULL,
+                     NULL, &ignored);
+    out->round_trips++;
+}
+
+rl_status rl_renew_on_cluster(rl_client *c, rl_hold **batch, size_t n, int64_t lease,
+                              int64_t timeout_ms, long long *answers, rl_renew_outcome *out,
+                              rl_error *err) {
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < n; i++)
+        answers[i] = -1;
+    placed *order = calloc(n ? n : 1, sizeof *order);
+    rl_hold **sorted = calloc(n ? n : 1, sizeof *sorted);
+    int *slots = calloc(n ? n : 1, sizeof *slots);
+    node_round *rounds = calloc(n ? n : 1, sizeof *rounds);
+    rl_renew_calls b = {0};
+    rl_status st = RL_OK;
+    if (!order || !sorted || !slots || !rounds) {
+        st = rl_fail(err, RL_ERR_MEMORY, "out of memory building a renewal round");
+        goto done;
+    }
+    rl_cluster *cl = c->cfg.cluster;
+    for (size_t i = 0; i < n; i++) {
+        size_t len;
+        const char *key = rl_renew_key(batch[i], &len);
+        order[i].slot = rl_key_slot(key, len);
+        order[i].node = rl_cluster_owner(cl, order[i].slot, err);
+        order[i].index = i;
+        if (!order[i].node && st == RL_OK) st = err ? err->status : RL_ERR_CONNECTION;
+    }
+    qsort(order, n, sizeof *order, by_node_then_slot);
+    for (size_t i = 0; i < n; i++)
+        sorted[i] = batch[order[i].index], slots[i] = order[i].slot;
+    if (rl_renew_calls_build(&b, sorted, n, slots, lease) != 0) {
+        st = rl_fail(err, RL_ERR_MEMORY, "out of memory building a renewal round");
+        goto done;
+    }
+    out->calls = b.ncalls;
+    /* The nodes' call ranges: calls are in node order. */
+    size_t nodes = 0;
+    for (size_t k = 0; k < b.ncalls; k++) {
+        rl_cluster_node *node = order[b.first[k]].node;
+        if (nodes == 0 || rounds[nodes - 1].node != node)
+            rounds[nodes++] = (node_round){node, k, k, 0, order[b.first[k]].slot, 0};
+        rounds[nodes - 1].to = k + 1;
+    }
+    out->nodes = nodes;
+    int known = atomic_load(&c->scripts.known[RL_SCRIPT_RENEW]);
+    /* Every node's calls go out before any answer is read. */
+    for (size_t r = 0; r < nodes; r++) {
+        node_round *nr = &rounds[r];
+        if (!nr->node) continue;
+        nr->before = nr->node->renew.exchanges;
+        if (!known) { /* the first round: rl_scripts_run loads the script, node after node */
+            rl_status one =
+                rl_scripts_run(&c->scripts, &nr->node->renew, timeout_ms, RL_SCRIPT_RENEW,
+                               nr->to - nr->from, &b.cmds[nr->from], &b.replies[nr->from], 1, err);
+            if (one != RL_OK && st == RL_OK) st = one;
+            if (one != RL_OK) out->failed_nodes++, rl_cluster_unreachable(cl, nr->slot, nr->node);
+            continue;
+        }
+        for (size_t k = nr->from; k < nr->to; k++) {
+            b.cmds[k].argv[0] = "EVALSHA", b.cmds[k].lens[0] = 7;
+            b.cmds[k].argv[1] = c->scripts.sha[RL_SCRIPT_RENEW], b.cmds[k].lens[1] = 40;
+        }
+        rl_status one =
+            rl_conn_send(&nr->node->renew, timeout_ms, nr->to - nr->from, &b.cmds[nr->from], err);
+        nr->sent = one == RL_OK;
+        if (one != RL_OK && st == RL_OK) st = one;
+    }
+    for (size_t r = 0; r < nodes; r++) {
+        node_round *nr = &rounds[r];
+        if (nr->sent) {
+            rl_status one = rl_conn_receive_replies(&nr->node->renew, nr->to - nr->from,
+                                                    &b.replies[nr->from], err);
+            if (one != RL_OK && st == RL_OK) st = one;
+            nr->sent = one == RL_OK;
+        }
+        if (nr->node) out->round_trips += nr->node->renew.exchanges - nr->before;
+        if (nr->node && known && !nr->sent) {
+            out->failed_nodes++;
+            rl_cluster_unreachable(cl, nr->slot, nr->node); /* a failover? */
+        }
+    }
+    /* A migrating slot (MOVED, ASK), a restarted node (NOSCRIPT): once more through the pool. */
+    for (size_t k = 0; k < b.ncalls; k++)
+        if (is_error(b.replies[k])) redo(c, &b, k, out);
+    for (size_t k = 0; k < b.ncalls; k++)
+        for (size_t j = 0; j < b.count[k]; j++)
+            answers[order[b.first[k] + j].index] = rl_renew_calls_answer(&b, k, j);
+done:
+    rl_renew_calls_free(&b);
+    free(order);
+    free(sorted);
+    free(slots);
+    free(rounds);
+    return st;
+}

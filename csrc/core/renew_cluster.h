@@ -1,0 +1,26 @@
+/* The watchdog's round over a Redis Cluster: the holds grouped by the node serving each key's
+ * slot (one script call per slot and per RL_RENEW_PAIRS_PER_CALL pairs: a script's keys must
+ * share a slot), every node's calls pipelined on the watchdog's connection to it and all nodes'
+ * sent before any answer is read, so that a round costs one round trip per node, taken at the
+ * same time: about the slowest node's time, not the sum. A call a node redirects (MOVED, ASK: a
+ * migration) or cannot run (NOSCRIPT) is made again through the pool, which follows the cluster;
+ * a node that cannot be reached affects only its holds, and makes the map be asked again. */
+#ifndef RL_RENEW_CLUSTER_H
+#define RL_RENEW_CLUSTER_H
+
+#include "client.h"
+
+typedef struct rl_renew_outcome {
+    uint64_t round_trips; /* network round trips of the round */
+    uint64_t calls;       /* script calls */
+    size_t nodes;         /* nodes the round went to */
+    size_t failed_nodes;  /* nodes that could not be reached */
+} rl_renew_outcome;
+
+/* answers[i] for batch[i]: the renewal script's answer (1 renewed, 0 gone, 2 held by others), or
+ * -1 when none came. RL_OK when every node answered; else the first failure, in *err. */
+rl_status rl_renew_on_cluster(rl_client *c, rl_hold **batch, size_t n, int64_t lease,
+                              int64_t timeout_ms, long long *answers, rl_renew_outcome *out,
+                              rl_error *err);
+
+#endif

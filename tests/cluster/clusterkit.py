@@ -1,0 +1,54 @@
+"""Helpers of the Cluster suite: names spread over the masters, a raw client to one node."""
+
+import itertools
+
+from testkit import Raw
+
+
+def names_on_every_master(cluster, prefix, per_master):
+    """`per_master` names for each master (by the slot the cluster computes), in master order."""
+    masters = sorted(m.port for m in cluster.masters())
+    found = {port: [] for port in masters}
+    for i in itertools.count():
+        name = f"{prefix}:{i}"
+        port = cluster.node_of_slot(cluster.keyslot(name)).port
+        if len(found[port]) < per_master:
+            found[port].append(name)
+        if all(len(v) == per_master for v in found.values()):
+            return [n for port in masters for n in found[port]]
+
+
+def raw_at(port):
+    return Raw(f"redis://127.0.0.1:{port}")
+
+
+def node_call(cluster, key, *args):
+    """One command at the master serving `key`."""
+    r = raw_at(cluster.node_of_slot(cluster.keyslot(key)).port)
+    try:
+        return r(*args)
+    finally:
+        r.close()
+
+
+def node_id(cluster, node):
+    return cluster.cli(node.port, "CLUSTER", "MYID")
+
+
+def migrate_slot(cluster, slot, source, target, between=None):
+    """Moves `slot` from `source` to `target` as redis-cli --cluster reshard does: IMPORTING and
+    MIGRATING, MIGRATE of its keys, then SETSLOT NODE at every master. `between` runs after the
+    keys moved and before the slot is handed over (meanwhile `source` answers ASK)."""
+    source_id, target_id = node_id(cluster, source), node_id(cluster, target)
+    assert cluster.cli(target.port, "CLUSTER", "SETSLOT", str(slot), "IMPORTING",
+                       source_id) == "OK"
+    assert cluster.cli(source.port, "CLUSTER", "SETSLOT", str(slot), "MIGRATING",
+                       target_id) == "OK"
+    keys = cluster.cli(source.port, "CLUSTER", "GETKEYSINSLOT", str(slot), "1000").split()
+    if keys:
+        assert cluster.cli(source.port, "MIGRATE", "127.0.0.1", str(target.port), "", "0",
+                           "5000", "KEYS", *keys) == "OK"
+    if between:
+        between()
+    for node in [target, source] + [m for m in cluster.masters() if m not in (source, target)]:
+        assert cluster.cli(node.port, "CLUSTER", "SETSLOT", str(slot), "NODE", target_id) == "OK"

@@ -1,0 +1,76 @@
+"""A slot migrated (IMPORTING/MIGRATING, MIGRATE, SETSLOT NODE) while a lock in it is held and
+waited on: the holder keeps renewing (through ASK while the keys have moved and the slot not
+yet, then through MOVED), releases at the new node, and the waiter is woken there."""
+
+import threading
+import time
+
+from clusterkit import migrate_slot, raw_at
+
+from testkit import LostRecorder, wait_for
+
+
+def pttl_at(node, key):
+    r = raw_at(node.port)
+    try:
+        r("ASKING")  # an importing node answers for the slot only after ASKING
+        return r("PTTL", key)
+    finally:
+        r.close()
+
+
+def shard_subscribers(node, channel):
+    r = raw_at(node.port)
+    try:
+        return r("PUBSUB", "SHARDNUMSUB", channel)[1]
+    finally:
+        r.close()
+
+
+def test_slot_migrated_while_held_and_waited_on(own_cluster, clients):
+    cluster = own_cluster
+    renewed, held = "{mig}renewed", "{mig}held"  # one slot (the tag)
+    slot = cluster.keyslot("mig")
+    source = cluster.node_of_slot(slot)
+    target = next(m for m in cluster.masters() if m.port != source.port)
+    lost = LostRecorder()
+    fast = clients(cluster.url, watchdog_timeout=1.5, on_lost=lost)  # renews every 0.5 s
+    slow = clients(cluster.url, on_lost=lost)  # 30 s lease: only a message wakes its waiter early
+    waiting = clients(cluster.url)
+    assert fast.lock(renewed).acquire(timeout=0)
+    assert slow.lock(held).acquire(timeout=0)
+    result = {}
+
+    def wait():
+        result["acquired"] = waiting.lock(held).acquire(timeout=60)
+        result["at"] = time.monotonic()
+        waiting.lock(held).release()
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    channel = "redisson_lock__channel:{mig}held"  # the name has its own tag
+    assert wait_for(lambda: shard_subscribers(source, channel) == 1, 5)
+    rounds_before = fast.stats()["renew_rounds"]
+
+    def asking_phase():
+        time.sleep(1.6)  # three renewal periods answered ASK by the source
+        assert pttl_at(target, renewed) > 0
+
+    started = time.monotonic()
+    migrate_slot(cluster, slot, source, target, between=asking_phase)
+    migrated_in = time.monotonic() - started
+    time.sleep(1.6)  # three more periods, answered MOVED by the source, then at the target
+    assert fast.stats()["renew_rounds"] - rounds_before >= 5
+    assert not lost.calls
+    assert 0 < pttl_at(target, renewed) <= 1500
+    assert cluster.cli(source.port, "CLUSTER", "COUNTKEYSINSLOT", str(slot)) == "0"
+    # The waiter followed the channel to the target node.
+    assert wait_for(lambda: shard_subscribers(target, channel) == 1, 5)
+    released = time.monotonic()
+    slow.lock(held).release()
+    waiter.join(30)
+    assert result["acquired"] and result["at"] - released < 10  # the lease had 25 s left
+    fast.lock(renewed).release()
+    assert pttl_at(target, renewed) == -2
+    print(f"\nmigration of slot {slot}: {migrated_in * 1000:.0f} ms (1.6 s of it in ASK); "
+          f"waiter woken {(result['at'] - released) * 1000:.0f} ms after the release")
