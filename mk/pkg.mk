@@ -4,9 +4,10 @@
 # build/pkg-tools; they are not dependencies of redlease.
 #   make sdist             dist/redlease-V.tar.gz
 #   make wheel             dist/redlease-V-cp3X-cp3X-manylinux_*.whl, one per CPython
-#   make rock-src          dist/redlease-V.tar.gz's Lua twin: dist/redlease-V-lua.tar.gz,
-#                          dist/redlease-V-1.rockspec and dist/redlease-V-1.src.rock
+#   make rock-src          dist/rock: the rock's source archive redlease-V.tar.gz, the
+#                          versioned rockspec redlease-V-1.rockspec, redlease-V-1.src.rock
 #   make test-packaging    wheels, sdist (with and without system hiredis), version, rock
+#                          (tests/packaging; minutes: it builds five wheels)
 #   make test-pythons      the whole Python suite on the oldest CPython (test-python runs it
 #                          on the default python3); make test-pythons-all: on every one
 SUITES += packaging
@@ -42,7 +43,7 @@ wheel: $(B)/wheels/.built
 rock-src:
 	scripts/rock-release $(REDLEASE_VERSION)
 
-test-packaging: python-install wheel
+test-packaging: python-install wheel rock-src lua-rocks
 	@mkdir -p build/results
 	cd tests/packaging && REDLEASE_RESULTS=$(CURDIR)/build/results/packaging.txt \
 	  REDLEASE_PYTHONS="$(PYTHONS)" $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider
