@@ -30,8 +30,7 @@ def luarocks(tree, *args, cwd):
 
 def lock_with(tree, url):
     share, lib = os.path.join(tree, "share", "lua", "5.4"), os.path.join(tree, "lib", "lua", "5.4")
-    env = clean_env(LUA_PATH_5_4=f"{share}/?.lua;{share}/?/init.lua;;",
-                    LUA_CPATH_5_4=f"{lib}/?.so;;")
+    env = clean_env(LUA_PATH=f"{share}/?.lua;{share}/?/init.lua;;", LUA_CPATH=f"{lib}/?.so;;")
     result = run(["lua5.4", SMOKE, url], env=env, cwd=str(tree))
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout.split()
