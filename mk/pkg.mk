@@ -10,7 +10,7 @@
 #                          (tests/packaging; minutes: it builds five wheels)
 #   make test-pythons      the whole Python suite on the oldest CPython (test-python runs it
 #                          on the default python3); make test-pythons-all: on every one
-SUITES += packaging
+SUITES += packaging pythons
 
 PKG_TOOLS := $(B)/pkg-tools
 PYTHONS ?= $(shell scripts/find-pythons)

@@ -26,6 +26,18 @@ static inline int PyModule_AddObjectRef(PyObject *m, const char *name, PyObject 
     }
     return 0;
 }
+
+/* 3.9 converts a float with __int__ (and a DeprecationWarning); 3.10 refuses it: refuse it here
+ * too, with 3.10's TypeError */
+static inline long long rlpy_as_long_long(PyObject *o) {
+    if (!PyIndex_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "'%.200s' object cannot be interpreted as an integer",
+                     Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    return PyLong_AsLongLong(o);
+}
+#define PyLong_AsLongLong(o) rlpy_as_long_long(o)
 #endif
 
 #endif

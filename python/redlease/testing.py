@@ -15,7 +15,8 @@ import socket
 import subprocess
 import tempfile
 import time
-from typing import Iterator, List, Optional
+from collections.abc import Iterator
+from typing import List, Optional
 
 __all__ = ["RedisServer", "redlease_server"]
 
