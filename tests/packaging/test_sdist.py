@@ -39,6 +39,17 @@ def test_sdist_holds_the_sources_and_no_build_products():
     assert top in SDIST
 
 
+def test_sdist_is_made_without_system_hiredis(tmp_path):
+    """Making the sdist compiles nothing, so it needs no hiredis (setup.py looks for it only
+    when the extension is built)."""
+    build = os.path.join(ROOT, "build", "pkg-tools", "bin", "python")
+    result = subprocess.run([build, "-m", "build", "--sdist", "--outdir", str(tmp_path / "out"),
+                             ROOT], capture_output=True, text=True,
+                            env=without_system_hiredis(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert os.listdir(tmp_path / "out") == [os.path.basename(SDIST)]
+
+
 def test_sdist_builds_with_system_hiredis(venv, server):
     env = venv()
     result = env.pip_install("--no-deps", SDIST)
