@@ -1,39 +1,45 @@
-"""Builds redlease._core: the C core (csrc/core) and the CPython binding (csrc/python), linked
-against the system hiredis found with pkg-config. Metadata is in pyproject.toml."""
+"""Builds redlease._core: the C core (csrc/core) and the CPython binding (csrc/python) in one
+extension. Metadata is in pyproject.toml; the version is RL_VERSION in include/redlease.h.
+
+hiredis (the core uses only its reply parser) comes, per REDLEASE_HIREDIS:
+  auto     (default) the system's, when pkg-config finds it; else as `bundled`
+  system   the system's, or stop with one line saying what to install
+  bundled  compiled in from the C sources of PyPI's hiredis sdist, fetched while building
+           (tools/hiredis_source.py; `make wheel` uses this, so a wheel needs no system hiredis)
+Nothing is resolved before build_ext runs, so an sdist builds on any machine.
+"""
 
 import glob
 import os
+import re
 import shlex
 import subprocess
 import sys
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
-HIREDIS_MISSING = ("redlease: hiredis headers not found; install libhiredis-dev "
-                   "(Debian/Ubuntu: apt-get install libhiredis-dev pkg-config)")
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "tools"))
+import hiredis_source  # noqa: E402  (tools/, shipped in the sdist)
+
+MISSING = ("redlease: no system hiredis (pkg-config hiredis) and {why}; install libhiredis-dev "
+           "(Debian/Ubuntu) or hiredis (Homebrew), or set REDLEASE_HIREDIS_SDIST to "
+           f"hiredis-{hiredis_source.VERSION}.tar.gz from PyPI")
 
 
-def pkg_config(*args, package="hiredis"):
+def version():
+    with open(os.path.join(HERE, "include", "redlease.h")) as f:
+        return re.search(r'#define RL_VERSION "([^"]+)"', f.read()).group(1)
+
+
+def pkg_config(*args, package):
     try:
         out = subprocess.run(["pkg-config", *args, package], check=True,
                              capture_output=True, text=True).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
     return shlex.split(out)
-
-
-def hiredis_flags():
-    cflags, libs = pkg_config("--cflags"), pkg_config("--libs")
-    if cflags is None or libs is None:
-        # No pkg-config file: fall back to the usual location, or stop with one clear line.
-        if not os.path.exists("/usr/include/hiredis/hiredis.h"):
-            sys.exit(HIREDIS_MISSING)
-        return ["-I/usr/include/hiredis"], ["-lhiredis"]
-    include_dirs = [f[2:] for f in cflags if f.startswith("-I")] or ["/usr/include"]
-    if not any(os.path.exists(os.path.join(d, "hiredis.h")) or
-               os.path.exists(os.path.join(d, "hiredis", "hiredis.h")) for d in include_dirs):
-        sys.exit(HIREDIS_MISSING)
-    return cflags, libs
 
 
 def openssl_flags():
@@ -48,17 +54,50 @@ def openssl_flags():
     return ["-DRL_WITH_TLS", *cflags], libs
 
 
-cflags, libs = hiredis_flags()
-tls_cflags, tls_libs = openssl_flags()
-extra_compile_args = ["-std=c11", "-D_GNU_SOURCE", "-pthread", *cflags, *tls_cflags]
+class BuildCore(build_ext):
+    """Resolves hiredis and OpenSSL when the extension is built (never for an sdist)."""
+
+    def build_extension(self, ext):
+        mode = os.environ.get("REDLEASE_HIREDIS", "auto")
+        if mode not in ("auto", "system", "bundled"):
+            sys.exit(f"redlease: REDLEASE_HIREDIS={mode}: expected auto, system or bundled")
+        cflags = libs = None
+        if mode != "bundled":
+            cflags, libs = pkg_config("--cflags", package="hiredis"), pkg_config(
+                "--libs", package="hiredis")
+        if cflags is None or libs is None:
+            if mode == "system":
+                sys.exit(MISSING.format(why="REDLEASE_HIREDIS=system"))
+            cflags, libs = self.bundled_hiredis(ext), []
+        tls_cflags, tls_libs = openssl_flags()
+        ext.extra_compile_args += [*cflags, *tls_cflags]
+        ext.extra_link_args += [*libs, *tls_libs]
+        super().build_extension(ext)
+
+    def bundled_hiredis(self, ext):
+        """Compiles hiredis's sources into objects linked into the extension, their symbols
+        hidden, so that another hiredis in the process can neither clash nor interpose."""
+        try:
+            include = hiredis_source.unpack(os.path.join(self.build_temp, "hiredis-src"))
+        except hiredis_source.Unavailable as e:
+            sys.exit(MISSING.format(why=e))
+        objects = self.compiler.compile(
+            hiredis_source.reader_sources(include), output_dir=self.build_temp,
+            extra_postargs=["-O2", "-fvisibility=hidden", "-w"])
+        ext.extra_objects += objects
+        return [f"-I{include}"]
+
+
+extra_compile_args = ["-std=c11", "-D_GNU_SOURCE", "-pthread"]
 if os.environ.get("REDLEASE_STRICT"):  # make test: the project's warning flags
     extra_compile_args += ["-Wall", "-Wextra", "-Werror", "-Wshadow",
                            "-Wno-cast-function-type"]
 
-# Build products go under build/python, beside the Makefile's own build trees.
-os.makedirs("build/python", exist_ok=True)
 setup(
-    options={"build": {"build_base": "build/python"}, "egg_info": {"egg_base": "build/python"}},
+    version=version(),
+    # build products under build/python, beside the Makefile's own build trees
+    options={"build": {"build_base": "build/python"}},
+    cmdclass={"build_ext": BuildCore},
     ext_modules=[
         Extension(
             "redlease._core",
@@ -67,7 +106,7 @@ setup(
             depends=(glob.glob("include/*.h") + glob.glob("csrc/core/*.h")
                      + glob.glob("csrc/python/*.h")),
             extra_compile_args=extra_compile_args,
-            extra_link_args=["-pthread", *libs, *tls_libs],
+            extra_link_args=["-pthread"],
         )
     ],
 )

@@ -1,4 +1,6 @@
--- Build from a checkout: luarocks make luarocks/redlease-scm-1.rockspec
+-- For development: luarocks --lua-version 5.4 make luarocks/redlease-scm-1.rockspec, which
+-- compiles in the checkout. Releases: `make rock-src` makes redlease-<version>-1.rockspec from
+-- this one (scripts/gen-rockspec) and a .src.rock that builds elsewhere (see README.md).
 -- The C core (csrc/core) is compiled into redlease.core; hiredis and OpenSSL (for rediss://)
 -- come from the system (Debian/Ubuntu: libhiredis-dev libssl-dev).
 rockspec_format = "3.0"
@@ -38,6 +40,8 @@ external_dependencies = {
 build = {
    type = "builtin",
    modules = {
+      -- inside nginx, `require "redlease"` picks the OpenResty backend (redlease.resty, pure Lua)
+      -- BEGIN modules: every luarocks/redlease/**/*.lua (scripts/gen-rockspec --write)
       ["redlease"] = "luarocks/redlease/init.lua",
       ["redlease.args"] = "luarocks/redlease/args.lua",
       ["redlease.guard"] = "luarocks/redlease/guard.lua",
@@ -45,8 +49,6 @@ build = {
       ["redlease.latch"] = "luarocks/redlease/latch.lua",
       ["redlease.lock"] = "luarocks/redlease/lock.lua",
       ["redlease.multilock"] = "luarocks/redlease/multilock.lua",
-      ["redlease.semaphore"] = "luarocks/redlease/semaphore.lua",
-      -- the OpenResty backend (pure Lua; `require "redlease"` picks it inside nginx)
       ["redlease.resty"] = "luarocks/redlease/resty/init.lua",
       ["redlease.resty.calls"] = "luarocks/redlease/resty/calls.lua",
       ["redlease.resty.client"] = "luarocks/redlease/resty/client.lua",
@@ -62,8 +64,11 @@ build = {
       ["redlease.resty.subscriber"] = "luarocks/redlease/resty/subscriber.lua",
       ["redlease.resty.url"] = "luarocks/redlease/resty/url.lua",
       ["redlease.resty.watchdog"] = "luarocks/redlease/resty/watchdog.lua",
+      ["redlease.semaphore"] = "luarocks/redlease/semaphore.lua",
+      -- END modules
       ["redlease.core"] = {
          sources = {
+            -- BEGIN sources: every csrc/lua and csrc/core C file (scripts/gen-rockspec --write)
             "csrc/lua/client.c",
             "csrc/lua/countdown.c",
             "csrc/lua/family.c",
@@ -71,21 +76,25 @@ build = {
             "csrc/lua/lock.c",
             "csrc/lua/module.c",
             "csrc/lua/multilock.c",
+            "csrc/lua/ops.c",
             "csrc/lua/semaphore.c",
-            -- the core: every csrc/core/*.c (tests/lua checks that this list is complete)
+            "csrc/core/batch.c",
             "csrc/core/client.c",
             "csrc/core/clock.c",
             "csrc/core/cluster.c",
-            "csrc/core/contexts.c",
             "csrc/core/conn.c",
+            "csrc/core/contexts.c",
             "csrc/core/countdown.c",
             "csrc/core/error.c",
             "csrc/core/events.c",
             "csrc/core/expirable.c",
+            "csrc/core/extend.c",
             "csrc/core/family.c",
             "csrc/core/fork.c",
+            "csrc/core/handoff.c",
             "csrc/core/handover.c",
             "csrc/core/holds.c",
+            "csrc/core/inspect.c",
             "csrc/core/kind_fair.c",
             "csrc/core/kind_fenced.c",
             "csrc/core/kind_reentrant.c",
@@ -93,6 +102,7 @@ build = {
             "csrc/core/lock.c",
             "csrc/core/lock_async.c",
             "csrc/core/lock_calls.c",
+            "csrc/core/metrics.c",
             "csrc/core/multilock.c",
             "csrc/core/names.c",
             "csrc/core/pool.c",
@@ -101,6 +111,7 @@ build = {
             "csrc/core/renew_calls.c",
             "csrc/core/renew_cluster.c",
             "csrc/core/replicas.c",
+            "csrc/core/scan.c",
             "csrc/core/scripts.c",
             "csrc/core/semaphore.c",
             "csrc/core/sentinel.c",
@@ -110,17 +121,10 @@ build = {
             "csrc/core/tls.c",
             "csrc/core/url.c",
             "csrc/core/waiting.c",
+            "csrc/core/watch.c",
             "csrc/core/watchdog.c",
             "csrc/core/workers.c",
-            -- operating redlease: counters, extend, hand-off, inspect, scan, watch
-            "csrc/core/batch.c",
-            "csrc/core/extend.c",
-            "csrc/core/handoff.c",
-            "csrc/core/inspect.c",
-            "csrc/core/metrics.c",
-            "csrc/core/scan.c",
-            "csrc/core/watch.c",
-            "csrc/lua/ops.c",
+            -- END sources
          },
          defines = { "_GNU_SOURCE", "RL_WITH_TLS" },
          incdirs = { "include", "csrc/core", "$(HIREDIS_INCDIR)", "$(OPENSSL_INCDIR)" },

@@ -30,6 +30,7 @@ int main(void) {
     puts("-- backend sends these exact bytes, so that its scripts have the same SHA1 as the C");
     puts("-- core's.");
     puts("return {");
+    printf("  _VERSION = \"%s\", -- RL_VERSION: the backend's version is the core's\n", RL_VERSION);
     int count = 0;
     for (int i = 0; rl_script_name(i); i++, count++) {
         const char *name = rl_script_name(i), *text = rl_script_source(i);

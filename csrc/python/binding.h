@@ -7,6 +7,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "compat.h" /* CPython 3.9 */
 #include "redlease.h"
 
 typedef struct rlpy_event_bridge rlpy_event_bridge;

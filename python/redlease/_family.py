@@ -8,7 +8,8 @@ Java services on Redisson and redlease's Python and Lua workers share them (docs
 
 import contextlib
 import enum
-from typing import Iterator, Optional, Union
+from collections.abc import Iterator
+from typing import Optional, Union
 
 from . import _core
 from ._core import CountDownLatch, Lock, MultiLock, Semaphore

@@ -5,7 +5,8 @@ Each is a ``redlease.Lock`` (the same API: ``with``, ``acquire``, ``release``, `
 acquiring means, which the core knows.
 """
 
-from typing import Any, Dict, Optional, Union
+import typing
+from typing import Dict, Optional, Union
 
 from . import _core
 from ._core import Lock
@@ -30,7 +31,7 @@ class FencedLock(Lock):
         None."""
         return self._token() or None
 
-    def acquire_token(self, blocking: bool = True, **options: Any) -> Optional[int]:
+    def acquire_token(self, blocking: bool = True, **options: typing.Any) -> Optional[int]:
         """``acquire(blocking, timeout=, lease=, max_hold=)``, answering the token taken, or None
         when not acquired. Options left out take the values given when the lock was made."""
         return self.token if self.acquire(blocking, **options) else None

@@ -19,7 +19,8 @@ import socket
 import subprocess
 import tempfile
 import time
-from typing import Iterator, List, Optional
+from collections.abc import Iterator
+from typing import List, Optional
 
 __all__ = ["RedisServer", "RedisCluster", "redlease_server"]
 

@@ -1,4 +1,4 @@
--- A redlease Lua client driven line by line, for the interop tests (tests/interop/peers.py
+-- A redlease Lua client driven line by line, for the interop tests (tests/interop/luapeer.py
 -- starts it under lua5.4 with the rock tree of `make lua-rocks` on LUA_PATH/LUA_CPATH).
 --
 --   lua5.4 lua_peer.lua REDIS_URL [WATCHDOG_TIMEOUT_SECONDS]

@@ -5,7 +5,8 @@ local args = require "redlease.args"
 local Client = require "redlease.resty.client"
 local url = require "redlease.resty.url"
 
-local redlease = { _VERSION = "0.1.0", backend = "resty" }
+-- the version is generated with the scripts, from the core that this backend speaks for
+local redlease = { _VERSION = require("redlease.resty.scripts")._VERSION, backend = "resty" }
 
 -- connect(url, {watchdog_timeout=, connect_timeout=, command_timeout=, max_hold=} in seconds)
 -- -> client. Nothing connects here (any phase, init_by_lua and init_worker_by_lua included);

@@ -3,6 +3,7 @@
 -- backend sends these exact bytes, so that its scripts have the same SHA1 as the C
 -- core's.
 return {
+  _VERSION = "0.1.0", -- RL_VERSION: the backend's version is the core's
   acquire =
     "if redis.call('exists', KEYS[1]) == 0 then\n"
     .. "  redis.call('hincrby', KEYS[1], ARGV[2], 1)\n"

