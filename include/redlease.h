@@ -57,6 +57,7 @@ typedef enum rl_lost_reason {
     RL_LOST_UNREACHABLE,   /* Redis could not be reached before the confirmed lease ran out */
     RL_LOST_MAX_HOLD       /* held longer than its max_hold: the watchdog stopped renewing it */
 } rl_lost_reason;
+#define RL_LOST_REASON_COUNT 6 /* RL_LOST_NONE .. RL_LOST_MAX_HOLD */
 
 const char *rl_lost_reason_name(rl_lost_reason reason);
 
@@ -173,6 +174,15 @@ typedef struct rl_stats {
     uint64_t last_round_net_us;
     int watchdog_running;
     size_t subscriptions; /* channels the subscriber connection is subscribed to */
+    /* What an operator watches (csrc/core/metrics.c): */
+    uint64_t acquisitions;            /* acquires that took a hold (re-entries included) */
+    uint64_t waits;                   /* acquires that found the lock held and waited */
+    uint64_t wait_total_us;           /* time spent in those waits, in total */
+    uint64_t wait_max_us;             /* the longest of them */
+    uint64_t lost[RL_LOST_REASON_COUNT]; /* holds lost while held, by rl_lost_reason */
+    uint64_t lost_total;
+    size_t holds;   /* (lock, context) holds this client has now */
+    size_t waiters; /* acquires waiting now */
 } rl_stats;
 
 void rl_client_stats(rl_client *client, rl_stats *out);
@@ -435,6 +445,98 @@ rl_status rl_multilock_acquire(rl_multilock *multi, uint64_t context,
 rl_status rl_multilock_release(rl_multilock *multi, uint64_t context, rl_error *err);
 /* Local, no round trip: how many of its locks `context` holds. */
 size_t rl_multilock_held(rl_multilock *multi, uint64_t context);
+
+
+/* ==== Operating redlease: fixed-lease extension, hand-off, inspection, scanning ============== */
+
+/* Fixed-lease holds (redis-py's Lock.extend / reacquire): set the lease of `context`'s hold in
+ * Redis, where this owner still holds it. extend: the lease left plus add_ms (replace = 0) or
+ * add_ms from now (replace = 1); reacquire: the hold's own fixed lease from now. RL_NOT_OWNED
+ * when it holds none; RL_ERR_ARGUMENT for a hold in watchdog mode (the watchdog extends it);
+ * RL_LOST when Redis no longer has it (the hold is then lost, as a renewal would find). */
+rl_status rl_lock_extend(rl_lock *lock, uint64_t context, int64_t add_ms, int replace,
+                         rl_error *err);
+rl_status rl_lock_reacquire(rl_lock *lock, uint64_t context, rl_error *err);
+
+/* Hand-off (redis-py's token=): the holder turns its hold into a token and lets go of it
+ * locally (no renewal, its release answers RL_NOT_OWNED); the lock keeps its lease in Redis.
+ * Any thread or process then releases it with rl_lock_release_token on a lock of the same name
+ * and kind: every hold of the token's owner goes. RL_NOT_OWNED when that owner holds none (a
+ * forged token, or one already used or released); RL_ERR_ARGUMENT when it is not a token. */
+#define RL_TOKEN_MAX 64
+rl_status rl_lock_hand_off(rl_lock *lock, uint64_t context, char token[RL_TOKEN_MAX],
+                           rl_error *err);
+rl_status rl_lock_release_token(rl_lock *lock, const char *token, rl_error *err);
+
+/* What a key holds, decoded from Redisson's layouts (docs/operations.md). */
+typedef enum rl_key_kind {
+    RL_KEY_NONE = 0,  /* no such key (and no fair queue) */
+    RL_KEY_REENTRANT, /* a lock hash: RLock (or an idle fair lock, indistinguishable) */
+    RL_KEY_FENCED,    /* a lock hash with a fencing token counter */
+    RL_KEY_FAIR,      /* a lock hash, or none, with a fair wait queue */
+    RL_KEY_RW,        /* a read/write lock hash (field "mode") */
+    RL_KEY_COUNTER,   /* a semaphore or count-down latch: an integer string */
+    RL_KEY_OTHER      /* anything else: not lock-shaped */
+} rl_key_kind;
+const char *rl_key_kind_name(rl_key_kind kind); /* "none", "reentrant", ..., "counter", "other" */
+
+/* An owner field decoded: "<client id>:<context>[:write]". */
+typedef struct rl_owner_info {
+    char field[RL_TOKEN_MAX]; /* as stored (cut to fit) */
+    char client_id[40];       /* the 36-char UUID, or "" when the field is not UUID-shaped */
+    char context[RL_TOKEN_MAX];
+    int write;       /* the writer of a read/write lock */
+    int64_t count;   /* its holds */
+    int64_t lease_ms; /* a reader: its longest hold key's lease; else the lock's; -1 no expiry */
+    int local;       /* a client of this process holds it (the hold table knows it) */
+} rl_owner_info;
+
+typedef struct rl_waiter_info {
+    char owner[RL_TOKEN_MAX];
+    char client_id[40];
+    char context[RL_TOKEN_MAX];
+    int64_t timeout_ms; /* how long its queued place lasts from now */
+} rl_waiter_info;
+
+typedef struct rl_inspection {
+    rl_key_kind kind;
+    char type[16];      /* the key's Redis TYPE ("hash", "string", "none", ...) */
+    char mode[8];       /* read/write locks: "read" or "write" */
+    int64_t lease_ms;   /* PTTL: -2 no key, -1 no expiry */
+    int64_t count;      /* counters: the value */
+    int64_t last_token; /* fenced: the last token handed out; 0 none */
+    int64_t subscribers; /* connections subscribed to the kind's unlock channel(s) */
+    size_t n_owners;
+    rl_owner_info *owners;
+    size_t n_queue; /* fair: the wait queue in order */
+    rl_waiter_info *queue;
+} rl_inspection;
+
+/* Reads everything about `name` (two round trips, read-only). RL_OK with *out (free it with
+ * rl_inspection_free) whatever the key is: kind RL_KEY_NONE when there is nothing. */
+rl_status rl_inspect(rl_client *client, const void *name, size_t name_len, rl_inspection **out,
+                     rl_error *err);
+void rl_inspection_free(rl_inspection *inspection);
+
+/* One SCAN step for lock-shaped keys (hashes whose fields are owners): `cursor` 0 starts,
+ * *next 0 when done. count: SCAN's COUNT hint (1..10000), bounding the work of each step;
+ * pattern: MATCH (NULL: every key). Never KEYS. Names are NUL-terminated copies. */
+typedef struct rl_scan_page {
+    uint64_t next;
+    size_t n;
+    char **names;
+    size_t *lens;
+    size_t looked_at; /* hash keys this step read */
+} rl_scan_page;
+rl_status rl_scan_locks(rl_client *client, uint64_t cursor, const char *pattern, size_t count,
+                        rl_scan_page **out, rl_error *err);
+void rl_scan_page_free(rl_scan_page *page);
+
+/* Waits until `name` changes (a keyspace notification) or until timeout_ms passed. *notified:
+ * 1 when the server sends keyspace events for it (notify-keyspace-events allows them); 0 when
+ * it does not, and the call just slept (the caller polls). RL_OK either way. */
+rl_status rl_watch_wait(rl_client *client, const void *name, size_t name_len, int64_t timeout_ms,
+                        rl_wait_hook hook, void *hook_userdata, int *notified, rl_error *err);
 
 #ifdef __cplusplus
 }

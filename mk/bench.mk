@@ -56,3 +56,10 @@ bench-smoke: bench-deps
 	$(PY) bench/run.py --smoke --out $(B)/bench-smoke --results $(B)/results/bench-smoke.txt
 
 test-bench-smoke: bench-smoke
+
+# The operator's tools (docs/operations.md): client.scan over 50,000 keys holding 100 locks, the
+# `redlease scan` command end to end, client.inspect. One JSON line, also in build/bench.
+.PHONY: bench-ops
+bench-ops: python-install
+	@mkdir -p $(B)/bench
+	$(PY) bench/python/operations.py | tee $(B)/bench/operations.json

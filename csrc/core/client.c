@@ -125,6 +125,7 @@ rl_status rl_client_new(const char *url, const rl_options *options, rl_client **
     atomic_init(&c->fork_generation, rl_fork_generation());
     pthread_mutex_init(&c->mu, NULL);
     rl_holds_init(&c->holds);
+    rl_metrics_init(&c->metrics);
     rl_watchdog_init(&c->watchdog, &c->cfg);
     rl_scripts_init(&c->scripts);
     rl_sub_init(&c->sub, &c->cfg);
@@ -255,6 +256,7 @@ size_t rl_client_owner(rl_client *c, uint64_t context, char *out) {
 void rl_client_hold_lost(rl_client *c, rl_hold *h, rl_lost_reason reason) {
     if (h->lost) return;
     h->lost = reason;
+    rl_metrics_lost(&c->metrics, reason);
     rl_holds_unwatch(&c->holds, h);
     char message[200], shown[RL_NAME_SHOWN_MAX];
     snprintf(message, sizeof message, "lock \"%s\" lost while held: %s",
@@ -302,6 +304,16 @@ rl_status rl_client_command(rl_client *c, int argc, const char **argv, size_t *l
     return st;
 }
 
+rl_status rl_client_commands(rl_client *c, size_t n, const rl_cmd *cmds, redisReply **replies,
+                             rl_error *err) {
+    rl_conn *conn = rl_pool_take(&c->pool);
+    if (!conn) return rl_fail(err, RL_ERR_CLOSED, "the client is closed");
+    rl_status st =
+        rl_conn_exchange(conn, c->cfg.options.command_timeout_ms, n, cmds, replies, 1, err);
+    rl_pool_give(&c->pool, conn);
+    return st;
+}
+
 void rl_client_stats(rl_client *c, rl_stats *out) {
     memset(out, 0, sizeof *out);
     if (rl_client_enter(c, NULL) != RL_OK) return;
@@ -318,7 +330,9 @@ void rl_client_stats(rl_client *c, rl_stats *out) {
     out->last_round_cpu_us = c->watchdog.last_round_cpu_us;
     out->last_round_net_us = c->watchdog.last_round_net_us;
     out->watchdog_running = c->watchdog.running;
+    out->holds = c->holds.locks;
     pthread_mutex_unlock(&c->mu);
+    rl_metrics_read(&c->metrics, out);
     out->subscriptions = rl_sub_count(&c->sub);
     rl_client_leave(c);
 }

@@ -9,6 +9,7 @@
 #include "conn.h"
 #include "events.h"
 #include "holds.h"
+#include "metrics.h"
 #include "pool.h"
 #include "redlease.h"
 #include "scripts.h"
@@ -34,6 +35,7 @@ struct rl_client {
     rl_subscriber sub;
     rl_events events;
     rl_workers workers; /* the async calls' threads, started by the first one */
+    rl_metrics metrics;
     struct rl_client *registry_prev, *registry_next; /* fork.c's list of live clients */
 };
 
@@ -63,6 +65,11 @@ rl_status rl_client_script(rl_client *c, rl_script_id id, int argc, const char *
 /* Runs one plain read-only command on a pooled connection. */
 rl_status rl_client_command(rl_client *c, int argc, const char **argv, size_t *lens,
                             redisReply **reply, rl_error *err);
+
+/* Runs n plain read-only commands pipelined on one pooled connection (one round trip); error
+ * replies come back as replies. */
+rl_status rl_client_commands(rl_client *c, size_t n, const rl_cmd *cmds, redisReply **replies,
+                             rl_error *err);
 
 /* Marks `hold` lost (client mutex held): stops its renewal and reports the loss as an event. */
 void rl_client_hold_lost(rl_client *c, rl_hold *hold, rl_lost_reason reason);

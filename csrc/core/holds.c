@@ -98,6 +98,7 @@ rl_hold *rl_holds_add(rl_holds *holds, const void *name, size_t name_len, rl_loc
     h->bucket_next = *bucket;
     *bucket = h;
     holds->count++;
+    if (rl_hold_is_lock(h)) holds->locks++;
     return h;
 }
 
@@ -108,6 +109,7 @@ void rl_holds_remove(rl_holds *holds, rl_hold *hold) {
         p = &(*p)->bucket_next;
     *p = hold->bucket_next;
     holds->count--;
+    if (rl_hold_is_lock(hold)) holds->locks--;
     free(hold->retry_id);
     free(hold);
 }

@@ -54,6 +54,7 @@ typedef struct rl_holds {
     rl_hold **buckets;
     size_t nbuckets;
     size_t count;
+    size_t locks;        /* holds of lock kinds (rl_hold_is_lock), for rl_stats.holds */
     rl_hold *watch_head; /* watched holds, newest first */
     size_t watched;
 } rl_holds;

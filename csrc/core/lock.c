@@ -287,9 +287,10 @@ rl_status rl_acquire_end(rl_lock *l, uint64_t context, attempt *a, const rl_acqu
     int64_t max_hold = o->max_hold_ms == 0  ? c->cfg.options.max_hold_ms
                        : o->max_hold_ms > 0 ? o->max_hold_ms
                                             : 0;
-    if (st == RL_OK)
+    if (st == RL_OK) {
         st = record_hold(l, context, a, o->lease_ms, max_hold, err);
-    else if (st == RL_NOT_ACQUIRED)
+        if (st == RL_OK) rl_metrics_acquired(&c->metrics);
+    } else if (st == RL_NOT_ACQUIRED)
         rl_fail(err, RL_NOT_ACQUIRED, "lock \"%s\" is held by another owner", printable(l, shown));
     return st;
 }
@@ -307,9 +308,13 @@ rl_status rl_lock_acquire_with(rl_lock *l, uint64_t context, const rl_acquire_op
     if (st == RL_OK) {
         int64_t start = rl_now_ms(), wait_hint = -1, wait_ms = o->wait_ms;
         st = rl_acquire_try(l, &a, wait_ms != 0, &wait_hint, err);
-        if (st == RL_NOT_ACQUIRED && wait_ms != 0)
+        if (st == RL_NOT_ACQUIRED && wait_ms != 0) {
+            int64_t wait_start_us = rl_now_us();
+            rl_metrics_wait_begins(&c->metrics);
             st = wait_and_retry(l, &a, wait_ms < 0 ? -1 : start + wait_ms, wait_hint, o->hook,
                                 o->hook_userdata, err);
+            rl_metrics_wait_ends(&c->metrics, (uint64_t)(rl_now_us() - wait_start_us));
+        }
         st = rl_acquire_end(l, context, &a, o, st, err);
     }
     rl_client_leave(c);

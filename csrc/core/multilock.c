@@ -23,6 +23,7 @@
 
 #include "clock.h"
 #include "error.h"
+#include "extend.h"
 #include "lock.h"
 #include "names.h"
 #include "random.h"
@@ -133,55 +134,18 @@ static void undo_maybe_taken(rl_lock *l, uint64_t context, int64_t lease) {
     rl_client_leave(l->client);
 }
 
-/* Gives a taken lock the lease asked for, where this owner still holds it (the renewal script
- * with that lease). RL_OK, or RL_LOST when the hold was gone meanwhile. */
-static rl_status set_lease(rl_lock *l, uint64_t context, int64_t lease, rl_error *err) {
-    rl_client *c = l->client;
-    char owner[RL_OWNER_MAX], lease_text[24], shown[RL_NAME_SHOWN_MAX];
-    rl_status st = rl_client_enter(c, err);
+/* Gives a taken lock the lease asked for, where this owner still holds it: RL_OK, or RL_LOST
+ * when the hold was gone meanwhile. */
+static rl_status lock_lease(rl_lock *l, uint64_t context, int64_t lease, rl_error *err) {
+    rl_status st = rl_client_enter(l->client, err);
     if (st != RL_OK) return st;
-    pthread_mutex_lock(&c->mu);
-    rl_hold *h = rl_holds_find(&c->holds, l->name, l->name_len, l->kind, context);
-    char *read_keys = h ? malloc(h->read_keys_len + 1) : NULL;
-    size_t owner_len = h ? h->owner_len : 0, read_keys_len = h ? h->read_keys_len : 0;
-    if (read_keys) {
-        memcpy(owner, h->owner, owner_len);
-        memcpy(read_keys, h->read_keys, read_keys_len);
+    st = rl_lock_set_lease(l, context, lease, 1, " while the multi-lock was taken", err);
+    if (st == RL_NOT_OWNED) {
+        char shown[RL_NAME_SHOWN_MAX];
+        st = rl_fail_lost(err, RL_LOST_DELETED, " while the multi-lock was taken",
+                          rl_name_shown(l->name, l->name_len, shown));
     }
-    pthread_mutex_unlock(&c->mu);
-    if (!read_keys) {
-        rl_client_leave(c);
-        return h ? rl_fail(err, RL_ERR_MEMORY, "out of memory")
-                 : rl_fail_lost(err, RL_LOST_DELETED, " while the multi-lock was taken",
-                                rl_name_shown(l->name, l->name_len, shown));
-    }
-    int lease_len = snprintf(lease_text, sizeof lease_text, "%lld", (long long)lease);
-    const char *argv[RL_SCRIPT_ARGV_HEAD + 4] = {
-        [2] = "1", [3] = l->name, [4] = lease_text, [5] = owner, [6] = read_keys};
-    size_t lens[RL_SCRIPT_ARGV_HEAD + 4] = {
-        [2] = 1, [3] = l->name_len, [4] = (size_t)lease_len, [5] = owner_len, [6] = read_keys_len};
-    redisReply *reply = NULL;
-    int64_t sent_at = rl_now_ms();
-    st = rl_client_script(c, RL_SCRIPT_RENEW, RL_SCRIPT_ARGV_HEAD + 4, argv, lens, &reply, 1, NULL,
-                          NULL, err);
-    free(read_keys);
-    if (st == RL_OK) {
-        int renewed = reply->type == REDIS_REPLY_ARRAY && reply->elements == 1 &&
-                      reply->element[0]->type == REDIS_REPLY_INTEGER &&
-                      reply->element[0]->integer == 1;
-        freeReplyObject(reply);
-        pthread_mutex_lock(&c->mu);
-        h = rl_holds_find(&c->holds, l->name, l->name_len, l->kind, context);
-        if (renewed && h && !h->lost) {
-            if (!h->watchdog) h->lease_ms = lease;
-            h->confirmed_until = sent_at + lease;
-        } else {
-            st = rl_fail_lost(err, RL_LOST_DELETED, " while the multi-lock was taken",
-                              rl_name_shown(l->name, l->name_len, shown));
-        }
-        pthread_mutex_unlock(&c->mu);
-    }
-    rl_client_leave(c);
+    rl_client_leave(l->client);
     return st;
 }
 
@@ -286,7 +250,7 @@ static rl_status try_all(rl_multilock *m, uint64_t context, int64_t wait, int64_
         st = RL_NOT_ACQUIRED;
     }
     for (size_t i = 0; st == RL_OK && lease > 0 && i < n; i++) {
-        if (taken[i] && (st = set_lease(m->locks[i], context, lease, err)) != RL_OK)
+        if (taken[i] && (st = lock_lease(m->locks[i], context, lease, err)) != RL_OK)
             release_taken(m, context, taken);
     }
     if (st == RL_NOT_ACQUIRED) {

@@ -75,6 +75,14 @@ rlua_hold *rlua_hold_new(lua_State *L, int lock_idx, rlua_shared_lock *shared);
 /* Converts a number argument that the Lua side has already checked to whole milliseconds. */
 int64_t rlua_check_ms(lua_State *L, int arg);
 
+/* Operating (ops.c): client:inspect/stats, lock:extend/reacquire/hand_off/release_token. */
+int rlua_client_inspect(lua_State *L);
+int rlua_client_stats(lua_State *L);
+int rlua_lock_extend(lua_State *L);
+int rlua_lock_reacquire(lua_State *L);
+int rlua_lock_release_token(lua_State *L);
+int rlua_lock_hand_off(lua_State *L);
+
 /* ---- the lock family beyond locks (family.c, semaphore.c, countdown.c, multilock.c) -------- */
 
 #define RLUA_SEMAPHORE "redlease.semaphore"

@@ -152,6 +152,8 @@ void rlua_client_register(lua_State *L) {
                                        {"closed", client_closed},
                                        {"id", client_id},
                                        {"lock", client_lock},
+                                       {"inspect", rlua_client_inspect},
+                                       {"stats", rlua_client_stats},
                                        {NULL, NULL}};
     rlua_register_type(L, RLUA_CLIENT, methods, client_close, client_tostring);
 }

@@ -44,6 +44,12 @@ static int hold_is_open(lua_State *L) {
     return 1;
 }
 
+/* hold:detach(): the hold was handed off (lock:hand_off): closed here without a release. */
+static int hold_detach(lua_State *L) {
+    check_hold(L)->open = 0;
+    return 0;
+}
+
 static int hold_gc(lua_State *L) {
     rlua_hold *h = check_hold(L);
     if (h->lock) {
@@ -57,7 +63,9 @@ static int hold_gc(lua_State *L) {
 }
 
 void rlua_hold_register(lua_State *L) {
-    static const luaL_Reg methods[] = {
-        {"release", hold_release}, {"is_open", hold_is_open}, {NULL, NULL}};
+    static const luaL_Reg methods[] = {{"release", hold_release},
+                                       {"is_open", hold_is_open},
+                                       {"detach", hold_detach},
+                                       {NULL, NULL}};
     rlua_register_type(L, RLUA_HOLD, methods, hold_gc, NULL);
 }

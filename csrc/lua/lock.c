@@ -162,6 +162,10 @@ void rlua_lock_register(lua_State *L) {
                                        {"remaining", lock_remaining},
                                        {"lost", lock_lost},
                                        {"token", lock_token},
+                                       {"extend", rlua_lock_extend},
+                                       {"reacquire", rlua_lock_reacquire},
+                                       {"release_token", rlua_lock_release_token},
+                                       {"hand_off", rlua_lock_hand_off},
                                        {NULL, NULL}};
     rlua_register_type(L, RLUA_LOCK, methods, lock_gc, NULL);
 }

@@ -90,6 +90,16 @@ rl_client *rlpy_open_client(PyObject *client);
 /* The core lock of a redlease.Lock (any kind), or NULL with TypeError set. */
 rl_lock *rlpy_lock_core(PyObject *lock);
 
+/* ---- operating (ops.c): inspection, scan, watch; fixed-lease and hand-off lock methods ---- */
+PyObject *rlpy_client_inspect(PyObject *client, PyObject *name);
+PyObject *rlpy_client_scan(PyObject *client, PyObject *args);
+PyObject *rlpy_client_watch_wait(PyObject *client, PyObject *args);
+PyObject *rlpy_lock_extend(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *rlpy_lock_reacquire(PyObject *self, PyObject *unused);
+PyObject *rlpy_lock_hand_off(PyObject *self, PyObject *unused);
+PyObject *rlpy_lock_release_token(PyObject *self, PyObject *token);
+PyObject *rlpy_lock_owners(PyObject *self, rl_client *client, PyObject *name);
+
 extern PyTypeObject rlpy_semaphore_type, rlpy_expirable_type, rlpy_countdown_type,
     rlpy_multilock_type;
 /* Readies the family's types and adds them to the module; -1 with an exception set. */

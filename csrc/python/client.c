@@ -230,18 +230,39 @@ static PyObject *client_stats(rlpy_client *self, PyObject *unused) {
     if (!self->client) return PyErr_Format(rlpy_error_class(RL_ERR_CLOSED), "the client is closed");
     rl_stats s;
     rl_client_stats(self->client, &s);
+    PyObject *lost = PyDict_New();
+    for (int r = 1; lost && r < RL_LOST_REASON_COUNT; r++) {
+        PyObject *n = PyLong_FromUnsignedLongLong(s.lost[r]);
+        if (!n || PyDict_SetItemString(lost, rl_lost_reason_name((rl_lost_reason)r), n) < 0)
+            Py_CLEAR(lost);
+        Py_XDECREF(n);
+    }
+    if (!lost) return NULL;
     return Py_BuildValue(
-        "{sKsKsKsKsnsOsn}", "renew_rounds", (unsigned long long)s.renew_rounds, "renew_round_trips",
-        (unsigned long long)s.renew_round_trips, "renew_calls", (unsigned long long)s.renew_calls,
-        "renewed_holds", (unsigned long long)s.renewed_holds, "last_round_holds",
-        (Py_ssize_t)s.last_round_holds, "watchdog_running", s.watchdog_running ? Py_True : Py_False,
-        "subscriptions", (Py_ssize_t)s.subscriptions);
+        "{sKsKsKsKsnsOsnsKsKsdsdsKsNsnsnsK}", "renew_rounds", (unsigned long long)s.renew_rounds,
+        "renew_round_trips", (unsigned long long)s.renew_round_trips, "renew_calls",
+        (unsigned long long)s.renew_calls, "renewed_holds", (unsigned long long)s.renewed_holds,
+        "last_round_holds", (Py_ssize_t)s.last_round_holds, "watchdog_running",
+        s.watchdog_running ? Py_True : Py_False, "subscriptions", (Py_ssize_t)s.subscriptions,
+        "acquisitions", (unsigned long long)s.acquisitions, "waits", (unsigned long long)s.waits,
+        "wait_seconds_total", (double)s.wait_total_us / 1e6, "wait_seconds_max",
+        (double)s.wait_max_us / 1e6, "lost_total", (unsigned long long)s.lost_total, "lost", lost,
+        "holds", (Py_ssize_t)s.holds, "waiters", (Py_ssize_t)s.waiters, "renew_failed_rounds",
+        (unsigned long long)s.renew_failed_rounds);
 }
 
 static PyMethodDef client_methods[] = {
     {"close", (PyCFunction)client_close, METH_NOARGS,
      "Stops the background threads and closes the connections. Idempotent."},
-    {"stats", (PyCFunction)client_stats, METH_NOARGS, "Watchdog and subscriber counters."},
+    {"stats", (PyCFunction)client_stats, METH_NOARGS,
+     "Counters: acquires, waits, losses by reason, holds and waiters now, renewal rounds."},
+    {"inspect", (PyCFunction)rlpy_client_inspect, METH_O,
+     "inspect(name) -> dict\n--\n\nWhat the key holds, decoded (see redlease.Client.inspect)."},
+    {"scan_step", (PyCFunction)rlpy_client_scan, METH_VARARGS,
+     "scan_step(cursor, pattern, count) -> (next cursor, [names], hash keys looked at)"},
+    {"watch_wait", (PyCFunction)rlpy_client_watch_wait, METH_VARARGS,
+     "watch_wait(name, timeout) -> bool\n--\n\nSleeps until the key changes or the timeout; "
+     "True when keyspace notifications are on (else it only slept)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -176,10 +176,20 @@ static int release(rlpy_lock *self) {
     return -1;
 }
 
-static PyObject *lock_release(rlpy_lock *self, PyObject *unused) {
-    (void)unused;
-    if (!ready(self) || release(self) < 0) return NULL;
+static PyObject *lock_release(rlpy_lock *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"token", NULL};
+    PyObject *token = Py_None;
+    if (!ready(self) || !PyArg_ParseTupleAndKeywords(args, kwargs, "|$O:release", keywords, &token))
+        return NULL;
+    if (token != Py_None) return rlpy_lock_release_token((PyObject *)self, token);
+    if (release(self) < 0) return NULL;
     Py_RETURN_NONE;
+}
+
+static PyObject *lock_owner(rlpy_lock *self, PyObject *unused) {
+    (void)unused;
+    if (!open_client(self)) return NULL;
+    return rlpy_lock_owners((PyObject *)self, ((rlpy_client *)self->client)->client, self->name);
 }
 
 static PyObject *lock_enter(rlpy_lock *self, PyObject *unused) {
@@ -300,9 +310,11 @@ static PyMethodDef lock_methods[] = {
      "the client's max_hold). Arguments left out take the "
      "values given to Client.lock(). Returns False when another owner kept it. Raises "
      "LockLostError when this thread's earlier hold was lost and not yet released."},
-    {"release", (PyCFunction)lock_release, METH_NOARGS,
-     "release() -> None\n--\n\nReleases one hold of the calling thread. Raises NotOwnedError "
-     "when it holds none, LockLostError when its hold was lost while held (the hold is dropped "
+    {"release", (PyCFunction)(void (*)(void))lock_release, METH_VARARGS | METH_KEYWORDS,
+     "release(*, token=None) -> None\n--\n\nReleases one hold of the calling thread; with a "
+     "token from hand_off(), every hold of the token's owner (any thread, any process). Raises "
+     "NotOwnedError when it holds none (a token: when its owner holds none), LockLostError when "
+     "its hold was lost while held (the hold is dropped "
      "all the same), ConnectionError when Redis could not be reached (renewal stops at once; "
      "calling release() again retries the same release)."},
     {"__enter__", (PyCFunction)lock_enter, METH_NOARGS,
@@ -319,6 +331,19 @@ static PyMethodDef lock_methods[] = {
      "trip)."},
     {"_token", (PyCFunction)lock_token, METH_NOARGS,
      "_token() -> int\n--\n\nThe fencing token of the calling thread's hold; 0 when none."},
+    {"extend", (PyCFunction)(void (*)(void))rlpy_lock_extend, METH_VARARGS | METH_KEYWORDS,
+     "extend(additional_time, replace_ttl=False) -> True\n--\n\nA fixed-lease hold of the "
+     "calling thread: adds seconds to the lease left (replace_ttl: sets it to that). ValueError "
+     "in watchdog mode, NotOwnedError when not held, LockLostError when Redis no longer has it."},
+    {"reacquire", (PyCFunction)rlpy_lock_reacquire, METH_NOARGS,
+     "reacquire() -> True\n--\n\nA fixed-lease hold of the calling thread: its lease again "
+     "from now. Refusals as extend()."},
+    {"hand_off", (PyCFunction)rlpy_lock_hand_off, METH_NOARGS,
+     "hand_off() -> str\n--\n\nTurns the calling thread's hold into a token and lets go of it "
+     "here (no more renewal); another thread or process releases it with release(token=...)."},
+    {"owner", (PyCFunction)lock_owner, METH_NOARGS,
+     "owner() -> list[dict]\n--\n\nWho holds the lock, from Redis: each owner's client_id, "
+     "context, count, lease, write and local (one inspection)."},
     {"force_unlock", (PyCFunction)lock_force_unlock, METH_NOARGS,
      "force_unlock() -> bool\n--\n\nDeletes the lock whoever holds it and wakes a waiter; True "
      "if it was held. The holder finds its hold lost."},

@@ -23,6 +23,12 @@ function Guard:release()
   return ok, err
 end
 
+-- Closed without a release: its hold was handed off (lock:hand_off).
+function Guard:_detach()
+  self._hold:detach()
+  self._mine = nil
+end
+
 function Guard:released()
   return not self._hold:is_open()
 end

@@ -37,6 +37,15 @@ function holds.forget(mine, key, guard)
   if #stack == 0 then mine[key] = nil end
 end
 
+-- Takes every open guard of the running coroutine for a lock off its stack (a hand-off: they
+-- close without releasing); returns them.
+function holds.take_all(key)
+  local mine = by_thread[running()]
+  local stack = mine and mine[key] or {}
+  if mine then mine[key] = nil end
+  return stack
+end
+
 -- The running coroutine's newest open guard of a lock, or nil.
 function holds.newest(key)
   local mine = by_thread[running()]

@@ -104,6 +104,22 @@ function redlease.red_lock(...)
   return MultiLock.new(core.multilock(cores("red_lock", locks), true), locks, true)
 end
 
+-- What the key `name` holds, decoded (the facts `redlease inspect` shows): a table with kind
+-- ("none", "reentrant", "fenced", "fair", "read_write", "counter", "other"), type, mode, lease
+-- (seconds; false: no key), count, last_token, subscribers, owners and queue; or nil, err.
+function redlease.inspect(client, name)
+  if getmetatable(client) ~= Client then
+    error("bad argument #1 to 'inspect' (client expected, got " .. type(client) .. ")", 2)
+  end
+  args.name(name, "inspect")
+  return client._core:inspect(name)
+end
+
+-- This client's counters (kept in the core, as Python's client.stats()): acquisitions, waits,
+-- wait_seconds_total, wait_seconds_max, lost_total, lost (by reason), holds, waiters,
+-- renew_rounds, renew_failed_rounds, ...
+function Client:stats() return self._core:stats() end
+
 -- Stops renewal and closes the connections. Holds are not released: they expire by their lease.
 function Client:close() self._core:close() end
 function Client:closed() return self._core:closed() end

@@ -79,6 +79,45 @@ function Lock:lost() return self._core:lost() end
 -- else nil. Local state, no round trip.
 function Lock:token() return self._core:token() end
 
+-- Fixed-lease holds of the running coroutine (redis-py's extend/reacquire): extend(seconds,
+-- {replace = true}) adds to the lease left (replace: sets it); reacquire() gives the hold its
+-- own lease again. true, or nil and an error ("argument: ..." in watchdog mode, "not_owned: ...",
+-- "lost: ..." when Redis no longer has it).
+function Lock:extend(seconds, opts)
+  local ms = args.seconds("extend", "seconds", seconds)
+  if opts ~= nil and type(opts) ~= "table" then
+    error("bad argument #2 to 'extend' (table expected, got " .. type(opts) .. ")", 2)
+  end
+  return self._core:extend(ms, opts and opts.replace or false)
+end
+function Lock:reacquire() return self._core:reacquire() end
+
+-- Who holds it, from Redis: a list of {client_id, context, count, lease, write, local, field}.
+function Lock:owner()
+  local found, err = self.client._core:inspect(self.name)
+  if not found then return nil, err end
+  return found.owners
+end
+
+-- Hand-off: the running coroutine's hold becomes a token ("<client id>:<context>") and is let go
+-- of here (its renewal stops, its guards close without releasing); any coroutine, thread or
+-- process then frees it with lock:release_token(token) (Python: lock.release(token=...)).
+-- token, or nil and "not_owned: ..." when this coroutine holds none.
+function Lock:hand_off()
+  local token, err = self._core:hand_off()
+  if not token then return nil, err end
+  for _, g in ipairs(holds.take_all(self._key)) do g:_detach() end
+  return token
+end
+
+-- Releases every hold of the owner a hand-off token names (Lock.hand_off in Python, or any
+-- "<client id>:<context>" owner of this lock): true, or nil and "not_owned: ..." when that owner
+-- holds none.
+function Lock:release_token(token)
+  args.string("release_token", "token", token)
+  return self._core:release_token(token)
+end
+
 function Lock:__tostring()
   return ("redlease.%s %q"):format(self.kind, self.name)
 end

@@ -32,6 +32,7 @@ from ._family import (
     red_lock,
 )
 from ._locks import FairLock, FencedLock, ReadLock, ReadWriteLock, WriteLock
+from ._ops import Inspection, Owner, Stats, Waiter
 
 __all__ = [
     "__version__",
@@ -56,4 +57,8 @@ __all__ = [
     "ServerError",
     "ClientClosedError",
     "ReplicaSyncError",
+    "Inspection",
+    "Owner",
+    "Stats",
+    "Waiter",
 ]

@@ -4,13 +4,14 @@ import atexit
 import enum
 import os
 import weakref
-from typing import Dict, Optional, TypeVar, Union
+from typing import Callable, Iterator, Optional, TypeVar, Union, cast
 
 from . import _core, _green
 from ._core import CountDownLatch, Lock, MultiLock, Semaphore
 from ._events import EventDispatcher, OnLost
 from ._family import PermitExpirableSemaphore
 from ._locks import KINDS, FairLock, FencedLock, ReadLock, ReadWriteLock, WriteLock
+from ._ops import Inspection, Stats
 
 L = TypeVar("L", bound=Lock)
 _Path = Union[str, "os.PathLike[str]"]
@@ -172,9 +173,36 @@ class Client:
         """True once ``close()`` was called."""
         return self._core.closed
 
-    def stats(self) -> Dict[str, Union[int, bool]]:
-        """Counters of the watchdog (rounds, round trips, holds renewed) and the subscriber."""
-        return self._core.stats()
+    def stats(self) -> Stats:
+        """This client's counters, kept in the core (the Lua rock reads the same): acquisitions,
+        waits with their total and longest time, holds lost by reason, holds and waiters now,
+        renewal rounds and failed rounds, and the watchdog's own. See docs/operations.md."""
+        return cast(Stats, self._core.stats())
+
+    def inspect(self, name: Union[str, bytes]) -> Inspection:
+        """What the key ``name`` holds, decoded from Redisson's layouts: its kind, owners (client
+        id, context, count, lease, whether a client of this process holds it), the fair queue,
+        readers, the last fencing token, a counter's value, subscribers. Read-only."""
+        return self._core.inspect(name)
+
+    def scan(self, pattern: Optional[str] = None, *, count: int = 1000,
+             on_step: Optional[Callable[[int], None]] = None) -> Iterator[bytes]:
+        """Names of lock-shaped keys (optionally matching ``pattern``), found with ``SCAN``
+        (never ``KEYS``), ``count`` keys per step. ``on_step(hash keys looked at)`` after each
+        step, e.g. for a progress line."""
+        cursor = 0
+        while True:
+            cursor, names, looked_at = self._core.scan_step(cursor, pattern, count)
+            yield from names
+            if on_step is not None:
+                on_step(looked_at)
+            if cursor == 0:
+                return
+
+    def watch_wait(self, name: Union[str, bytes], timeout: float) -> bool:
+        """Sleeps until the key changes (keyspace notifications) or ``timeout`` seconds; answers
+        whether the server sends notifications (False: it only slept, poll)."""
+        return self._core.watch_wait(name, timeout)
 
     def close(self) -> None:
         """Stops the watchdog and the subscriber and closes the connections. Idempotent."""

@@ -45,6 +45,26 @@ TEST(reconnects_after_client_kill) {
     rl_client_free(c);
 }
 
+/* Nearly every pooled connection's last call is a release: a server that closes such a connection
+ * while it is idle (CLIENT KILL, a restart, an idle timeout) must cost the next acquire nothing. */
+TEST(acquire_after_the_server_closed_connections_idle_since_a_release) {
+    rl_client *c = new_client(g_server.url, 0);
+    rl_lock *l = new_lock(c, "idle-killed");
+    for (int round = 0; round < 3; round++) {
+        CHECK_OK(rl_lock_acquire(l, 1, 5000, 0, NULL, NULL, err));
+        CHECK_OK(rl_lock_release(l, 1, err));
+        sleep_ms(50); /* the release has fully settled: only then is the connection idle */
+        long long killed = raw_int(g_raw, "CLIENT KILL TYPE normal SKIPME yes");
+        CHECK_MSG(killed >= 1, "round %d: killed %lld connections", round, killed);
+        sleep_ms(50);
+    }
+    CHECK_OK(rl_lock_acquire(l, 1, 5000, 0, NULL, NULL, err));
+    CHECK_INT(raw_int(g_raw, "EXISTS idle-killed"), 1);
+    CHECK_OK(rl_lock_release(l, 1, err));
+    rl_lock_free(l);
+    rl_client_free(c);
+}
+
 TEST(auth_password_acl_user_and_select) {
     test_server s;
     const char *args[] = {"--requirepass", "s3cret", NULL};

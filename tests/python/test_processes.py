@@ -119,6 +119,10 @@ def test_ctrl_c_interrupts_a_blocked_acquire(client, raw, server):
     client.lock("interrupted").acquire()
     child = subprocess.Popen([sys.executable, "-c", SIGINT_CHILD, server.url],
                              stdout=subprocess.PIPE, text=True)
+    # If the child never answers (a SIGINT ignored), killing it ends our reads with "" and the
+    # assertions fail instead of the suite hanging.
+    stopper = threading.Timer(20, child.kill)
+    stopper.start()
     try:
         assert child.stdout.readline().strip() == "waiting"
         deadline = time.monotonic() + 5  # until it is subscribed: really waiting
@@ -136,6 +140,7 @@ def test_ctrl_c_interrupts_a_blocked_acquire(client, raw, server):
         assert raw("PUBSUB", "NUMSUB", "redisson_lock__channel:{interrupted}")[1] == 0
         assert child.stdout.readline().strip() == "done"
     finally:
+        stopper.cancel()
         child.kill()
         child.wait()
     assert raw("HLEN", "interrupted") == 1  # only the holder's field

@@ -1,0 +1,60 @@
+"""The shapes of what ``Client.inspect``, ``Lock.owner`` and ``Client.stats`` answer."""
+
+from typing import Dict, List, Optional, TypedDict
+
+
+class Owner(TypedDict):
+    """One owner field of a lock, decoded: ``<client_id>:<context>`` (``:write`` for a writer)."""
+
+    field: str
+    client_id: str  # the owning client's UUID ("" when the field is not UUID-shaped)
+    context: str  # its thread (Python, Redisson) or coroutine (Lua) id
+    count: int  # holds
+    lease: Optional[float]  # seconds left: a reader's longest hold, else the lock's
+    write: bool  # the writer of a read/write lock
+    local: bool  # a client of this process holds it
+
+
+class Waiter(TypedDict):
+    """A fair lock's queued waiter."""
+
+    owner: str
+    client_id: str
+    context: str
+    timeout: float  # seconds its place in the queue lasts
+
+
+class Inspection(TypedDict):
+    """What a key holds. ``kind``: none, reentrant, fenced, fair, read_write, counter (a
+    semaphore or count-down latch), other (not lock-shaped)."""
+
+    kind: str
+    type: str  # Redis TYPE
+    mode: Optional[str]  # read/write locks: "read" or "write"
+    lease: Optional[float]  # seconds (inf: no expiry; None: no key)
+    count: int  # counters: the value
+    last_token: int  # fenced: the last fencing token (0: none)
+    subscribers: int  # connections subscribed to the kind's unlock channel(s)
+    owners: List[Owner]
+    queue: List[Waiter]
+
+
+class Stats(TypedDict):
+    """``Client.stats()``: counters since the client was made, and gauges (now)."""
+
+    acquisitions: int  # acquires that took a hold, re-entries included
+    waits: int  # acquires that found the lock held and waited
+    wait_seconds_total: float
+    wait_seconds_max: float
+    lost_total: int  # holds lost while held
+    lost: Dict[str, int]  # ... by reason: expired, deleted, owner_changed, unreachable, max_hold
+    holds: int  # (lock, thread) holds now
+    waiters: int  # acquires waiting now
+    renew_rounds: int  # watchdog renewal rounds that reached Redis
+    renew_failed_rounds: int  # rounds that failed on the network (retried)
+    renew_round_trips: int
+    renew_calls: int
+    renewed_holds: int
+    last_round_holds: int
+    watchdog_running: bool
+    subscriptions: int  # channels the subscriber connection listens on

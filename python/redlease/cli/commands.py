@@ -1,0 +1,148 @@
+"""The ``redlease`` subcommands; each answers an exit code (0 found, 1 not found, 2 refused)."""
+
+import sys
+import time
+from typing import Any, Dict, List, Optional, TextIO, Tuple
+
+from .._client import Client
+from .._ops import Inspection
+from .render import inspection_lines, json_text, name_text, seconds, table
+
+FOUND, NOT_FOUND, REFUSED = 0, 1, 2
+POLL_SECONDS = 0.5
+NOTIFIED_SECONDS = 30.0  # with keyspace notifications: redraw at least this often
+LOCK_KINDS = ("reentrant", "fenced", "fair", "read_write")
+
+
+def _json_inspection(client: Client, name: str, found: Inspection) -> Dict[str, Any]:
+    return {"name": name, "url": client.url, **found}
+
+
+def inspect(client: Client, name: str, as_json: bool, out: TextIO) -> int:
+    found = client.inspect(name)
+    if as_json:
+        print(json_text(_json_inspection(client, name, found)), file=out)
+    else:
+        print("\n".join(inspection_lines(name.encode(), client.url, found)), file=out)
+    return NOT_FOUND if found["kind"] == "none" else FOUND
+
+
+def watch(client: Client, name: str, as_json: bool, count: int, out: TextIO) -> int:
+    """Redraws on every change the server notifies, or every 0.5 s when it does not."""
+    notified = client.watch_wait(name, 0.001)
+    how = ("keyspace notifications" if notified
+           else f"polling every {POLL_SECONDS} s (keyspace notifications are off)")
+    shown = 0
+    terminal = out.isatty()
+    while True:
+        found = client.inspect(name)
+        if as_json:
+            print(json_text({**_json_inspection(client, name, found), "refresh": how}),
+                  file=out, flush=True)
+        else:
+            if terminal:
+                out.write("\x1b[H\x1b[J")
+            stamp = time.strftime("%H:%M:%S")
+            lines = [f"watching {name}: {how}; Ctrl-C to stop; {stamp}", ""]
+            print("\n".join(lines + inspection_lines(name.encode(), client.url, found)),
+                  file=out, flush=True)
+        shown += 1
+        if count and shown >= count:
+            return FOUND
+        client.watch_wait(name, NOTIFIED_SECONDS if notified else POLL_SECONDS)
+
+
+def _refusal(found: Inspection) -> Optional[str]:
+    kind = found["kind"]
+    if kind == "counter":
+        return "it is a semaphore or count-down latch (a counter), not a lock"
+    if kind == "other":
+        return f"it is not lock-shaped (a {found['type']})"
+    return None
+
+
+def _confirmed(name: str, out: TextIO, err: TextIO) -> bool:
+    if not sys.stdin.isatty():
+        print(f"redlease: refusing to force-unlock {name!r} without --yes: not on a terminal",
+              file=err)
+        return False
+    out.write(f"Delete lock {name!r} whoever holds it? [y/N] ")
+    out.flush()
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+
+def _unlock(client: Client, name: str, found: Inspection) -> bool:
+    kind = found["kind"]
+    if kind == "fair":
+        return client.fair_lock(name).force_unlock()
+    if kind == "read_write":
+        rw = client.rw_lock(name)
+        return (rw.write if found["mode"] == "write" else rw.read).force_unlock()
+    return client.lock(name).force_unlock()  # reentrant and fenced share the script
+
+
+def force_unlock(client: Client, name: str, as_json: bool, yes: bool, out: TextIO,
+                 err: TextIO) -> int:
+    found = client.inspect(name)
+    if found["kind"] == "none":
+        print(f"redlease: no lock {name!r}", file=err)
+        return NOT_FOUND
+    why = _refusal(found)
+    if why is not None:
+        print(f"redlease: refusing to force-unlock {name!r}: {why}", file=err)
+        return REFUSED
+    if not as_json:
+        print("\n".join(["It will delete:"] + inspection_lines(name.encode(), client.url, found)),
+              file=out)
+    if not yes and not _confirmed(name, out, err):
+        return REFUSED
+    deleted = _unlock(client, name, found)
+    if as_json:
+        print(json_text({"name": name, "deleted": deleted, "was": found}), file=out)
+    else:
+        print("deleted" if deleted else "it was free already", file=out)
+    return FOUND if deleted else NOT_FOUND
+
+
+def _sort_key(found: Inspection) -> Tuple[float, int]:
+    lease = found["lease"]
+    return (lease if lease is not None else float("inf"),
+            -sum(o["count"] for o in found["owners"]))
+
+
+def scan(client: Client, pattern: Optional[str], limit: int, count: int, as_json: bool,
+         out: TextIO, err: TextIO) -> int:
+    """Lock-shaped keys, the soonest to expire first (then the most holds)."""
+    if limit < 1:
+        raise ValueError("--limit must be at least 1")
+    progress = err.isatty()
+    looked = [0, 0]  # hash keys looked at, steps
+
+    def step(n: int) -> None:
+        looked[0] += n
+        looked[1] += 1
+        if progress:
+            err.write(f"\rscanning: {looked[1]} SCAN step(s), {looked[0]} hash keys looked at")
+            err.flush()
+
+    names: List[bytes] = []
+    for key in client.scan(pattern, count=count, on_step=step):
+        names.append(key)
+        if len(names) >= limit:
+            break
+    if progress:
+        err.write("\n")
+    found = [(n, client.inspect(n)) for n in names]
+    found = [(n, f) for n, f in found if f["kind"] in LOCK_KINDS]
+    found.sort(key=lambda item: _sort_key(item[1]))
+    if as_json:
+        print(json_text([{"name": name_text(n), **f} for n, f in found]), file=out)
+    elif found:
+        rows = [[name_text(n), f["kind"], str(len(f["owners"])),
+                 str(sum(o["count"] for o in f["owners"])), seconds(f["lease"]),
+                 str(len(f["queue"]) or f["subscribers"])] for n, f in found]
+        print("\n".join(table(["NAME", "KIND", "OWNERS", "HOLDS", "LEASE LEFT", "WAITERS"], rows,
+                              indent="")), file=out)
+    else:
+        print("no lock-shaped keys found", file=out)
+    return FOUND if found else NOT_FOUND

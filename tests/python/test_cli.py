@@ -1,0 +1,300 @@
+"""The `redlease` command against real holders: inspect on each kind (tables and --json, the
+owners, counts, leases and fair queue), exit codes, the password never shown, force-unlock and
+its refusals, scan over 50,000 keys without KEYS (seen with MONITOR), and watch. Locks held by
+Lua and Redisson are inspected in tests/interop/test_inspect_java.py."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+import redlease
+from redlease.testing import RedisServer
+from testkit import wait_for
+
+REDLEASE = os.path.join(os.path.dirname(sys.executable), "redlease")  # the console script
+
+
+def run(*args, url, stdin=None, timeout=120):
+    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
+    return subprocess.run([sys.executable, "-m", "redlease", *args, "--url", url],
+                          capture_output=True, text=True, timeout=timeout, env=env,
+                          stdin=stdin if stdin is not None else subprocess.DEVNULL)
+
+
+def inspect_json(name, url):
+    result = run("inspect", name, "--json", url=url)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+class Holder:
+    """A thread that holds a lock until told to stop (a thread that ends releases its holds)."""
+
+    def __init__(self, acquire):
+        self.held, self.done, self.result = threading.Event(), threading.Event(), None
+        self.context = None
+
+        def main():
+            self.context = redlease._core.current_context()
+            self.result = acquire()
+            self.held.set()
+            self.done.wait(60)
+
+        self.thread = threading.Thread(target=main, daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        self.done.set()
+        self.thread.join()
+
+
+def test_inspect_reentrant_table_and_json(client, server):
+    lock = client.lock("orders:42", lease=60)
+    assert lock.acquire() and lock.acquire()
+    table = run("inspect", "orders:42", url=server.url)
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.splitlines()
+    assert lines[0].split() == ["lock", "orders:42"]
+    assert "kind        reentrant" in lines
+    row = next(line.split() for line in lines if client.id in line)
+    context = str(redlease._core.current_context())
+    assert row[:4] == [client.id, context, "-", "2"]
+    assert row[-1] == "no"  # the command's own process does not hold it
+    found = inspect_json("orders:42", server.url)
+    assert found["kind"] == "reentrant" and found["name"] == "orders:42"
+    assert 55 < found["lease"] <= 60
+    [owner] = found["owners"]
+    assert (owner["client_id"], owner["context"], owner["count"]) == (client.id, context, 2)
+    assert owner["field"] == f"{client.id}:{context}"
+    # In this process, the same facts say the hold is known here.
+    assert client.inspect("orders:42")["owners"][0]["local"] is True
+
+
+def test_inspect_fair_lock_with_two_waiters(client, make_client, server):
+    fair = client.fair_lock("orders:7", lease=60)
+    assert fair.acquire()
+    waiters, threads = [], []
+    for _ in range(2):
+        w = make_client()
+        waiters.append(w)
+        threads.append(threading.Thread(
+            target=lambda w=w: w.fair_lock("orders:7").acquire(timeout=30), daemon=True))
+        threads[-1].start()
+        queued = len(waiters)
+        assert wait_for(lambda n=queued: len(client.inspect("orders:7")["queue"]) == n, 10)
+    found = inspect_json("orders:7", server.url)
+    assert found["kind"] == "fair"
+    assert [o["client_id"] for o in found["owners"]] == [client.id]
+    assert [w["client_id"] for w in found["queue"]] == [w.id for w in waiters]
+    first, second = found["queue"]
+    # Each keeps its place for its wait (30 s) after the one before it: the holder's lease first.
+    assert 80 < first["timeout"] <= 90 and 25 < second["timeout"] - first["timeout"] <= 31
+    assert found["subscribers"] == 2
+    table = run("inspect", "orders:7", url=server.url).stdout
+    assert "queue       2 waiting, in order" in table
+    fair.release()
+    for t in threads:  # each takes it in turn; a thread that ends releases its hold
+        t.join(30)
+
+
+def test_inspect_read_write_fenced_and_counter(client, server, raw):
+    rw = client.rw_lock("doc", lease=20)
+    assert rw.read.acquire()
+    other = Holder(lambda: rw.read.acquire(lease=40))
+    assert other.held.wait(10)
+    found = inspect_json("doc", server.url)
+    assert (found["kind"], found["mode"]) == ("read_write", "read")
+    leases = sorted(o["lease"] for o in found["owners"])
+    assert 15 < leases[0] <= 20 and 35 < leases[1] <= 40  # each reader's own
+    other.stop()
+    fenced = client.fenced_lock("ledger", lease=20)
+    for _ in range(3):
+        assert fenced.acquire()
+        fenced.release()
+    assert fenced.acquire()
+    assert inspect_json("ledger", server.url)["last_token"] == 4
+    sem = client.semaphore("pool")
+    sem.try_set_permits(5)
+    found = inspect_json("pool", server.url)
+    assert (found["kind"], found["count"], found["owners"]) == ("counter", 5, [])
+
+
+def test_exit_codes_and_the_password_never_shown():
+    with RedisServer(extra_args=["--requirepass", "s3cret-pw"]) as s:
+        url = s.url.replace("redis://", "redis://:s3cret-pw@")
+        missing = run("inspect", "nothing", url=url)
+        assert missing.returncode == 1
+        assert "s3cret-pw" not in missing.stdout + missing.stderr
+        assert "redis://:***@" in missing.stdout
+        wrong = run("inspect", "nothing", url=url.replace("s3cret-pw", "wrong-pw"))
+        assert wrong.returncode == 2 and "wrong-pw" not in wrong.stdout + wrong.stderr
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # nothing listens there
+    down = run("inspect", "x", url=f"redis://127.0.0.1:{port}")
+    assert down.returncode == 2 and down.stderr.startswith("redlease: ")
+    assert run("inspect", "x", url="nonsense://").returncode == 2
+    assert run("frobnicate", "x", url="redis://127.0.0.1:1").returncode == 2  # usage
+
+
+def test_url_defaults_to_redis_url(client, server):
+    assert client.lock("env", lease=10).acquire()
+    env = {**os.environ, "REDIS_URL": server.url}
+    out = subprocess.run([REDLEASE, "inspect", "env", "--json"], capture_output=True, text=True,
+                         env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["url"] == server.url
+
+
+def test_force_unlock_refusals(client, server, raw):
+    lock = client.lock("stuck", lease=60)
+    assert lock.acquire()
+    refused = run("force-unlock", "stuck", url=server.url)  # stdin is not a terminal
+    assert refused.returncode == 2 and "without --yes" in refused.stderr
+    assert raw("EXISTS", "stuck") == 1
+    raw("SET", "plain", "text")
+    raw("SET", "permits", "3")
+    for key, why in (("plain", "not lock-shaped"), ("permits", "counter")):
+        out = run("force-unlock", key, "--yes", url=server.url)
+        assert out.returncode == 2 and why in out.stderr, out.stderr
+    assert raw("GET", "plain") == b"text" and raw("GET", "permits") == b"3"
+    assert run("force-unlock", "absent", "--yes", url=server.url).returncode == 1
+
+
+def test_force_unlock_with_yes_deletes_and_the_holder_finds_it_lost(client, server, raw):
+    lock = client.lock("stuck", lease=60)
+    assert lock.acquire()
+    out = run("force-unlock", "stuck", "--yes", url=server.url)
+    assert out.returncode == 0, out.stderr
+    assert "It will delete:" in out.stdout and out.stdout.rstrip().endswith("deleted")
+    assert raw("EXISTS", "stuck") == 0
+    with pytest.raises(redlease.LockLostError):
+        lock.release()
+    rw = client.rw_lock("doc", lease=60)
+    assert rw.write.acquire()
+    out = run("force-unlock", "doc", "--yes", "--json", url=server.url)
+    assert json.loads(out.stdout)["deleted"] is True
+    assert raw("EXISTS", "doc") == 0
+
+
+def monitor(server, seen, ready):
+    with socket.create_connection(("127.0.0.1", server.port)) as s:
+        s.sendall(b"MONITOR\r\n")
+        ready.set()
+        buf = b""
+        s.settimeout(0.2)
+        while not seen.get("stop"):
+            try:
+                chunk = s.recv(1 << 20)
+            except socket.timeout:
+                continue
+            if not chunk:
+                break
+            buf += chunk
+        seen["log"] = buf.decode("utf-8", "replace")
+
+
+def test_scan_finds_100_locks_among_50000_keys_without_keys(client, server, raw):
+    raw("DEBUG", "POPULATE", 50_000, "filler")
+    for i in range(100):
+        assert client.lock(f"job:{i}", lease=30 + i).acquire()
+    seen, ready = {}, threading.Event()
+    t = threading.Thread(target=monitor, args=(server, seen, ready), daemon=True)
+    t.start()
+    assert ready.wait(5)
+    time.sleep(0.2)
+    start = time.monotonic()
+    out = run("scan", "--json", "--limit", "1000", url=server.url)
+    elapsed = time.monotonic() - start
+    seen["stop"] = True
+    t.join()
+    assert out.returncode == 0, out.stderr
+    found = json.loads(out.stdout)
+    assert sorted(f["name"] for f in found) == sorted(f"job:{i}" for i in range(100))
+    leases = [f["lease"] for f in found]
+    assert leases == sorted(leases)  # the soonest to expire first
+    assert elapsed < 60  # bounded: one SCAN step per 1000 keys, never a blocking KEYS
+    log = seen["log"]
+    assert '"scan"' in log.lower()
+    commands = [line.split('"')[1].lower() for line in log.splitlines() if '"' in line]
+    assert "keys" not in commands
+    assert all('"COUNT" "1000"' in line for line in log.splitlines() if '"SCAN"' in line)
+    limited = run("scan", "job:1*", "--limit", "5", url=server.url)
+    assert limited.returncode == 0
+    assert len(limited.stdout.splitlines()) == 1 + 5  # the header and 5 rows
+    assert run("scan", "nomatch:*", url=server.url).returncode == 1
+
+
+def test_watch_polls_or_follows_keyspace_notifications(client, server, raw):
+    polled = run("watch", "w", "--count", "2", "--json", url=server.url)
+    assert polled.returncode == 0, polled.stderr
+    views = [json.loads(line) for line in polled.stdout.splitlines()]
+    assert len(views) == 2 and "polling every 0.5 s" in views[0]["refresh"]
+    raw("CONFIG", "SET", "notify-keyspace-events", "KA")
+    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
+    proc = subprocess.Popen([sys.executable, "-m", "redlease", "watch", "w", "--count", "2",
+                             "--json", "--url", server.url], stdout=subprocess.PIPE, text=True,
+                            env=env)
+    try:
+        first = json.loads(proc.stdout.readline())
+        assert first["kind"] == "none" and first["refresh"] == "keyspace notifications"
+        time.sleep(0.3)
+        start = time.monotonic()
+        assert client.lock("w", lease=10).acquire()
+        second = json.loads(proc.stdout.readline())
+        # Redrawn on the change, not on the 30 s timer.
+        assert time.monotonic() - start < 10
+        assert second["kind"] == "reentrant"
+        assert proc.wait(30) == 0
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def run_on_terminal(args, url, answer):
+    """The command with a terminal (a pty) as stdin and stderr, `answer` typed in."""
+    master, slave = os.openpty()
+    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "redlease", *args, "--url", url],
+                                stdin=slave, stdout=subprocess.PIPE, stderr=slave, text=True,
+                                env=env)
+        os.write(master, answer.encode())
+        out, _ = proc.communicate(timeout=60)
+        os.close(slave)
+        slave = -1
+        seen = b""
+        try:
+            while chunk := os.read(master, 65536):
+                seen += chunk
+        except OSError:  # the pty is closed once the child is gone
+            pass
+        return proc.returncode, out, seen.decode("utf-8", "replace")
+    finally:
+        os.close(master)
+        if slave >= 0:
+            os.close(slave)
+
+
+def test_force_unlock_asks_on_a_terminal(client, server, raw):
+    lock = client.lock("stuck", lease=60)
+    assert lock.acquire()
+    code, out, _ = run_on_terminal(["force-unlock", "stuck"], server.url, "n\n")
+    assert code == 2 and "Delete lock 'stuck' whoever holds it? [y/N]" in out
+    assert raw("EXISTS", "stuck") == 1
+    code, out, _ = run_on_terminal(["force-unlock", "stuck"], server.url, "y\n")
+    assert code == 0 and out.rstrip().endswith("deleted")
+    assert raw("EXISTS", "stuck") == 0
+
+
+def test_scan_shows_progress_on_a_terminal(client, server):
+    assert client.lock("job:1", lease=30).acquire()
+    code, out, terminal = run_on_terminal(["scan", "--count", "10"], server.url, "")
+    assert code == 0 and "job:1" in out
+    assert "scanning: 1 SCAN step(s)" in terminal
