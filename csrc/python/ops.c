@@ -145,7 +145,7 @@ PyObject *rlpy_lock_extend(PyObject *self, PyObject *args, PyObject *kwargs) {
     rl_lock *lock = rlpy_lock_core(self);
     int64_t ms;
     if (!lock || rlpy_positive_ms(seconds, "additional_time", &ms) < 0) return NULL;
-    uint64_t context = rlpy_thread_context();
+    uint64_t context = rlpy_owner_context();
     rl_error err;
     rl_status st;
     RLPY_UNLOCKED(st = rl_lock_extend(lock, context, ms, replace, &err));
@@ -157,7 +157,7 @@ PyObject *rlpy_lock_reacquire(PyObject *self, PyObject *unused) {
     (void)unused;
     rl_lock *lock = rlpy_lock_core(self);
     if (!lock) return NULL;
-    uint64_t context = rlpy_thread_context();
+    uint64_t context = rlpy_owner_context();
     rl_error err;
     rl_status st;
     RLPY_UNLOCKED(st = rl_lock_reacquire(lock, context, &err));
@@ -172,7 +172,7 @@ PyObject *rlpy_lock_hand_off(PyObject *self, PyObject *unused) {
     char token[RL_TOKEN_MAX];
     rl_error err;
     rl_status st;
-    uint64_t context = rlpy_thread_context();
+    uint64_t context = rlpy_owner_context();
     RLPY_UNLOCKED(st = rl_lock_hand_off(lock, context, token, &err));
     if (st != RL_OK) return rlpy_raise(&err);
     return PyUnicode_FromString(token);

@@ -16,12 +16,13 @@ import asyncio
 import functools
 import inspect
 import weakref
-from typing import Any, Awaitable, Callable, Dict, Optional, Set, Union
+from typing import Any, Awaitable, Callable, Optional, Set, Union
 
 from . import _core
 from ._aio_locks import _UNSET, FairLock, FencedLock, Lock, ReadWriteLock
 from ._client import Client as SyncClient
 from ._errors import ClientClosedError
+from ._ops import Stats
 
 __all__ = ["Client", "Lock", "FencedLock", "FairLock", "ReadWriteLock"]
 
@@ -154,7 +155,8 @@ class Client:
         """The blocking client underneath (same connections and watchdog), for threads."""
         return self._sync
 
-    def stats(self) -> Dict[str, Union[int, bool]]:
+    def stats(self) -> Stats:
+        """The client's counters (see ``redlease.Client.stats``)."""
         return self._sync.stats()
 
     async def close(self) -> None:
