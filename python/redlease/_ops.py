@@ -58,3 +58,7 @@ class Stats(TypedDict):
     last_round_holds: int
     watchdog_running: bool
     subscriptions: int  # channels the subscriber connection listens on
+    last_round_us: int  # the most recent renewal round's duration
+    renew_round_us: int  # wall time of every round that reached Redis, in total
+    last_round_nodes: int  # servers the most recent round went to (a cluster's nodes)
+    cluster_refreshes: int  # redis+cluster://: slot maps fetched so far

@@ -95,7 +95,10 @@ def test_fork_child_does_not_own_the_parents_hold(make_client, raw):
 
 
 SIGINT_CHILD = textwrap.dedent("""
-    import sys, time, redlease
+    import signal, sys, time, redlease
+    # A shell that starts the suite in the background (nohup ... &) leaves SIGINT ignored in its
+    # children: restore Python's own handler, which this test is about.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     client = redlease.Client(sys.argv[1])
     lock = client.lock("interrupted")
     print("waiting", flush=True)
