@@ -199,8 +199,9 @@ static PyObject *lock_enter(rlpy_lock *self, PyObject *unused) {
     if (got < 0) return NULL;
     if (!got) {
         PyErr_Format(rlpy_error_class(RL_NOT_ACQUIRED),
-                     "lock %R is held by another owner; not acquired within %.3f s", self->name,
-                     (double)self->timeout_ms / 1000.0);
+                     "lock %R is held by another owner; not acquired within %lld.%03lld s",
+                     self->name, (long long)(self->timeout_ms / 1000),
+                     (long long)(self->timeout_ms % 1000));
         return NULL;
     }
     return Py_NewRef(self);

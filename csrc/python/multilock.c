@@ -134,10 +134,10 @@ static PyObject *multilock_enter(rlpy_multilock *self, PyObject *unused) {
     int got = acquire(self, self->lease_ms, self->timeout_ms, self->max_hold_ms);
     if (got < 0) return NULL;
     if (!got)
-        return PyErr_Format(rlpy_error_class(RL_NOT_ACQUIRED),
-                            "%s of %zd locks not acquired within %.3f s",
-                            self->redlock ? "RedLock" : "multi-lock", PyTuple_GET_SIZE(self->locks),
-                            (double)self->timeout_ms / 1000.0);
+        return PyErr_Format(
+            rlpy_error_class(RL_NOT_ACQUIRED), "%s of %zd locks not acquired within %lld.%03lld s",
+            self->redlock ? "RedLock" : "multi-lock", PyTuple_GET_SIZE(self->locks),
+            (long long)(self->timeout_ms / 1000), (long long)(self->timeout_ms % 1000));
     return Py_NewRef(self);
 }
 

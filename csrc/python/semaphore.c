@@ -142,9 +142,9 @@ static PyObject *semaphore_enter(rlpy_semaphore *self, PyObject *unused) {
     int got = acquire(self, 1, self->timeout_ms);
     if (got < 0) return NULL;
     if (!got)
-        return PyErr_Format(rlpy_error_class(RL_NOT_ACQUIRED),
-                            "semaphore %R: no permit free within %.3f s", self->name,
-                            (double)self->timeout_ms / 1000.0);
+        return PyErr_Format(
+            rlpy_error_class(RL_NOT_ACQUIRED), "semaphore %R: no permit free within %lld.%03lld s",
+            self->name, (long long)(self->timeout_ms / 1000), (long long)(self->timeout_ms % 1000));
     return Py_NewRef(self);
 }
 

@@ -50,6 +50,17 @@ def test_wheel_contents():
     assert [lib.split("-")[0] for lib in libs] == ["libcrypto", "libssl"], libs
 
 
+def test_extension_exports_no_hiredis_symbol(tmp_path):
+    """The compiled-in hiredis is hidden: it can neither clash with nor be replaced by another
+    hiredis in the process (the core's rl_* stay visible: tools read the script catalogue)."""
+    with zipfile.ZipFile(wheel_for(python_tag(pythons()[0]))) as z:
+        so = [n for n in z.namelist() if n.startswith("redlease/_core.")][0]
+        path = z.extract(so, tmp_path)
+    symbols = [line.split()[-1] for line in run(["nm", "-D", path]).stdout.splitlines()]
+    assert "PyInit__core" in symbols and "rl_script_name" in symbols
+    assert [s for s in symbols if s.startswith(("redis", "sds", "hi_"))] == []
+
+
 def test_auditwheel_finds_no_external_library():
     for python in pythons():
         result = run([AUDITWHEEL, "show", wheel_for(python_tag(python))])

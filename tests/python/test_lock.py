@@ -131,7 +131,7 @@ def test_waiter_wakes_on_release(make_client, raw):
 def test_with_raises_lock_timeout(make_client):
     make_client().lock("held").acquire()
     lock = make_client().lock("held", timeout=0.2)
-    with pytest.raises(redlease.LockTimeout):
+    with pytest.raises(redlease.LockTimeout, match=r"not acquired within 0\.200 s$"):
         with lock:
             pytest.fail("the body must not run")
     assert lock.hold_count == 0
