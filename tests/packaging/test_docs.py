@@ -35,8 +35,13 @@ def named_paths(doc):
 
 
 def exists(doc, path):
+    path, _, test = path.partition("::")  # a pytest node id: the file, and the test in it
     pattern = re.sub(r"<[^>]+>|\{[^}]*\}", "*", path)
-    return any(glob.glob(os.path.join(ROOT, base, pattern)) for base in ("", os.path.dirname(doc)))
+    found = [f for base in ("", os.path.dirname(doc))
+             for f in glob.glob(os.path.join(ROOT, base, pattern))]
+    if not test:
+        return bool(found)
+    return any(f"def {test.split('[')[0]}(" in open(f).read() for f in found if os.path.isfile(f))
 
 
 def test_every_path_the_docs_name_exists():
@@ -48,6 +53,8 @@ def test_every_path_the_docs_name_exists():
 def test_the_checker_sees_a_missing_path():
     assert exists("README.md", "include/redlease.h")
     assert not exists("README.md", "csrc/core/redlease.h")  # where the header used to be
+    assert exists("README.md", "tests/packaging/test_docs.py::test_the_checker_sees_a_missing_path")
+    assert not exists("README.md", "tests/packaging/test_docs.py::test_that_does_not_exist")
     assert ("README.md" in markdown_files() and
             any(p == "include/redlease.h" for _, p in named_paths("README.md")))
 
