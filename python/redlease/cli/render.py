@@ -2,7 +2,7 @@
 
 import json
 import math
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 from .._ops import Inspection
 
@@ -25,9 +25,9 @@ def seconds(value: Optional[float]) -> str:
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]], indent: str = "  ") -> List[str]:
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
               for i, h in enumerate(headers)]
-    lines = [indent + "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))]
+    lines = [indent + "  ".join(h.ljust(w) for h, w in zip(headers, widths))]
     for r in rows:
-        lines.append(indent + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+        lines.append(indent + "  ".join(c.ljust(w) for c, w in zip(r, widths)))
     return [line.rstrip() for line in lines]
 
 
@@ -85,5 +85,5 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def json_text(value: Dict[str, Any] | List[Any]) -> str:
+def json_text(value: Union[Dict[str, Any], List[Any]]) -> str:
     return json.dumps(_finite(value), sort_keys=True)
