@@ -18,7 +18,7 @@ REDLEASE_VERSION := $(shell sed -n 's/^\#define RL_VERSION "\(.*\)"/\1/p' includ
 SDIST := dist/redlease-$(REDLEASE_VERSION).tar.gz
 SDIST_SOURCES := setup.py pyproject.toml MANIFEST.in README.md CHANGELOG.md LICENSE \
   tools/hiredis_source.py $(wildcard include/*.h csrc/core/*.[ch] csrc/python/*.[ch] \
-  python/redlease/*)
+  python/redlease/* python/redlease/*/*)
 
 .PHONY: sdist wheel rock-src test-packaging test-pythons test-pythons-all
 

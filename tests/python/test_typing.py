@@ -13,7 +13,11 @@ def run(cwd, *args):
 
 
 def test_stubs_match_the_runtime(tmp_path):
-    result = run(tmp_path, "mypy.stubtest", "redlease")
+    args = ["mypy.stubtest", "redlease"]
+    if sys.version_info < (3, 10):  # see the allowlist's header: typing re-exports only
+        args += ["--allowlist", os.path.abspath(os.path.join(os.path.dirname(__file__),
+                                                             "stubtest_py39_allowlist.txt"))]
+    result = run(tmp_path, *args)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
