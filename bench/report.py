@@ -11,6 +11,7 @@ from render import (
     asyncio_locks,
     cluster,
     contended,
+    cycle_profile,
     cycles,
     failures,
     gil,
@@ -24,13 +25,15 @@ from render import (
     run_info,
     semaphore,
     watchdog,
+    wire_goals,
 )
 from render.results import Results
 from render.template import fill
 
 TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report_template.md")
-PARTS = (run_info, goals, cycles, parallel, handoff, semaphore, contended, watchdog, cluster, gil,
-         memory, openresty, asyncio_locks, failures, notes, redisson)
+PARTS = (run_info, goals, wire_goals, cycles, cycle_profile, parallel, handoff, semaphore,
+         contended, watchdog, cluster, gil, memory, openresty, asyncio_locks, failures, notes,
+         redisson)
 PLOTTED = (cycles, parallel, handoff, contended, watchdog, gil, memory)
 
 

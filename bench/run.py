@@ -38,6 +38,7 @@ sys.path.insert(0, os.path.join(HERE, "python"))
 import asyncio_steps  # noqa: E402
 import cluster_steps  # noqa: E402
 import family_steps  # noqa: E402
+import profile_steps  # noqa: E402
 from peers import IMPLS, PEERS, available, version_of  # noqa: E402
 
 SIZES = {
@@ -119,6 +120,7 @@ def last_json(text):
 class Harness:
     def __init__(self, out, url, port, size, bins):
         self.out, self.url, self.port, self.p, self.bins = out, url, port, SIZES[size], bins
+        self.size = size
         self.steps = {}
         for sub in ("raw", "logs"):
             os.makedirs(os.path.join(out, sub), exist_ok=True)
@@ -183,6 +185,8 @@ class Harness:
             self.external(redisson, "cycles", cycles=p["cycles"], seconds=p["cycle_seconds"])
         self.paired_limits()
         limits = self.steps.get("limits", {"ok": False})
+        # 1, profile: one cycle's system calls, task switches and CPU (bench/profile_steps.py)
+        profile_steps.profile(self, self.size)
         # 1b: 16 threads, and the server's ceiling; the C core with a pool of 4 connections and
         # with one connection per thread (the core's default pool, as the Python rows, is 16)
         for pool in (4, p["parallel_threads"]):
@@ -199,16 +203,19 @@ class Harness:
         if limits["ok"]:
             self.ceiling(limits["data"])
         # 2: hand-off latency between processes
+        # (redlease's row also measures the wire around its rounds: PING and acquire round trips)
         for impl in impls:
-            self.run(f"handoff-{impl}", "handoff", self.py("handoff.py", impl, "--rounds",
-                                                           p["handoffs"]))
+            self.run(f"handoff-{impl}", "handoff",
+                     self.py("handoff.py", impl, "--rounds", p["handoffs"],
+                             *(["--wire"] if impl == "redlease" else [])),
+                     env=dict(os.environ, BENCH_BARE=self.bins["bare"]))
         if redisson:
             self.external(redisson, "handoff", rounds=p["handoffs"])
         # 2b: semaphores (bench/family_steps.py)
         family_steps.semaphore(self, redisson)
-        # 3: contended throughput and fairness
+        # 3: contended throughput and fairness; redlease also with its hand-over grace off
         for workers in p["contended_workers"]:
-            for impl in impls:
+            for impl in impls[:1] + ["redlease-no-grace"] + impls[1:]:
                 self.run(f"contended-{impl}-{workers}", "contended",
                          self.py("contended.py", impl, "--workers", workers, "--procs",
                                  p["contended_procs"], "--seconds", p["contended_seconds"]))
@@ -362,6 +369,8 @@ def main():
     bins = {k: os.path.join(a.bin, "bench_" + k)
             for k in ("core", "limits", "watchdog", "parallel")}
     bins["bare"] = os.path.join(a.bin, "bench_bare.so")
+    bins["cycle_loop"] = os.path.join(a.bin, "cycle_loop")
+    bins["before"] = os.path.join(a.bin, "bench-before", "cycle_loop")
     size = "smoke" if a.smoke else "full"
     redisson = os.environ.get("BENCH_REDISSON", "").strip()
     shutil.rmtree(out, ignore_errors=True)

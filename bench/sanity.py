@@ -25,6 +25,9 @@ def check_step(name, step, params):
         if m == "handoff" and (len(r["latencies_ms"]) != params["handoffs"]
                                or not all(x > 0 for x in r["latencies_ms"])):
             bad.append(f"{r['impl']}: {len(r['latencies_ms'])} latencies")
+        if m == "handoff" and r["impl"] == "redlease" and not pos(r.get("ping_rtt_ms"),
+                                                                  r.get("acquire_rtt_ms")):
+            bad.append("redlease: no wire round trips beside the hand-offs")
         if m == "semaphore" and not (pos(r["cycles_per_s"])
                                      and len(r["latencies_ms"]) == params["handoffs"]
                                      and all(x > 0 for x in r["latencies_ms"])):
@@ -33,6 +36,13 @@ def check_step(name, step, params):
         if m == "contended" and (len(r["per_worker"]) != r["workers"] or r["acquisitions"] <= 0
                                  or r["handoffs"] > r["acquisitions"]):
             bad.append(f"{r['impl']}: per-worker counts")
+        if m == "contended" and r["impl"] != "redisson" and r["handoffs"] and not pos(
+                r["handoff_p50_ms"], r["handoff_p99_ms"]):
+            bad.append(f"{r['impl']}: hand-off latencies")
+        # (a small run's CPU and task-switch differences are noise; its system calls are not)
+        if m == "profile" and not (pos(r["syscalls"]) and all(
+                k in r for k in ("task_switches", "client_cpu_us", "redis_cpu_us"))):
+            bad.append(f"profile {r['impl']}: {r}"[:200])
         if m == "watchdog":
             if not (r["rounds"] >= 1 and r["full_rounds"] >= 1 and pos(r["round_ms_median"])
                     and r["round_trips_per_round"] > 0 and 0 <= r["live_keys"] <= r["holds"]
@@ -58,6 +68,8 @@ def check_step(name, step, params):
         if m == "aio-handoff" and (len(r["latencies_ms"]) != params["handoffs"]
                                    or not all(x > 0 for x in r["latencies_ms"])):
             bad.append(f"{r['impl']}: {len(r['latencies_ms'])} latencies")
+    if m == "profile" and not any(r["impl"].endswith("-before") for r in rows):
+        bad.append("no rows of the earlier core (BENCH_BEFORE)")
     if m == "core" and len(d["handoff"]["latencies_ms"]) != params["c_handoffs"]:
         bad.append("core hand-offs")
     if m == "ceiling" and not pos(d.get("requests_per_s", d.get("cycles_per_s"))):

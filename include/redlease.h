@@ -108,6 +108,11 @@ typedef struct rl_options {
     int64_t fair_wait_ms;        /* fair locks: how long a queued waiter that waits without a
                                     time limit keeps its place without coming back (a timed
                                     wait uses its own time limit); default 300000 */
+    int64_t handover_grace_ms;   /* non-fair locks: after a release whose message woke a waiter,
+                                    a waiting acquire of the same lock by this client leaves it
+                                    to that waiter for up to this long (the releaser does not
+                                    take it straight back); default 2, 0 = never (most hand-offs
+                                    per second, least even between workers) */
     rl_event_fn on_event;        /* optional */
     void *event_userdata;
     /* TLS, for rediss:// URLs only (in builds with TLS). The server's certificate is verified

@@ -7,7 +7,7 @@ SUITES += bench-smoke
 
 BENCH_PEERS := redis python-redis-lock pottery matplotlib aioredlock
 BENCH_BINS := $(B)/bench_core $(B)/bench_limits $(B)/bench_watchdog $(B)/bench_parallel \
-  $(B)/bench_bare.so
+  $(B)/bench_bare.so $(B)/cycle_loop $(B)/bench-before/cycle_loop
 
 .PHONY: bench bench-smoke test-bench-smoke bench-deps bench-redisson
 
@@ -29,6 +29,26 @@ $(B)/bench_parallel: bench/c/bench_parallel.c $(B)/plain/librlcore.a
 
 $(B)/bench_watchdog: bench/c/bench_watchdog.c $(B)/plain/librlcore.a
 	$(CC) $(PUBLIC_CFLAGS) -o $@ $^ $(LIBS)
+
+# The profile of measure 1 (bench/python/perf_cycles.py): the cycle loop against this core, and against the
+# core of BENCH_BEFORE, the commit of the benchmark page that named the per-cycle costs (the
+# unlock latch's DEL in a write of its own, a dozen signal-mask system calls per cycle), taken
+# from this clone's history with git archive and built in build/bench-before (its build's output
+# in build.log, shown when it fails).
+BENCH_BEFORE ?= 73642ac
+$(B)/cycle_loop: bench/c/cycle_loop.c $(B)/plain/librlcore.a
+	$(CC) $(PUBLIC_CFLAGS) -o $@ $^ $(LIBS)
+
+$(B)/bench-before/cycle_loop: bench/c/cycle_loop.c
+	@rm -rf $(B)/bench-before && mkdir -p $(B)/bench-before/src
+	@if git rev-parse --short $(BENCH_BEFORE) >$(B)/bench-before/rev 2>/dev/null; then \
+	  git archive $(BENCH_BEFORE) | tar -x -C $(B)/bench-before/src && \
+	  $(MAKE) -C $(B)/bench-before/src build/plain/librlcore.a >$(B)/bench-before/build.log 2>&1 \
+	    || { cat $(B)/bench-before/build.log; exit 1; }; \
+	  $(CC) $(WARN) $(CFLAGS) -pthread -I$(B)/bench-before/src/csrc/core $(HIREDIS_CFLAGS) \
+	    -o $@ $< $(B)/bench-before/src/build/plain/librlcore.a $(HIREDIS_LIBS) -pthread; \
+	else echo "bench: $(BENCH_BEFORE) is not in this checkout's history: no \"before\" rows"; \
+	  rm -f $(B)/bench-before/rev; fi
 
 # Redisson's rows: the Java program bench/redisson (Bench.java, its own Maven project), built into
 # build/bench-redisson (the jar, its dependencies in lib/; Maven's output in build.log, shown when

@@ -81,29 +81,42 @@ double bl_ping(bl_conn *c, int n) {
     return n / (now_s() - t0);
 }
 
-/* As a redlease cycle with a fixed lease: the same keys, arguments and answers, nothing else (no
- * hold table, no latch DEL, no locking, no argument building beyond one snprintf). */
-double bl_scripts(bl_conn *c, int n) {
+/* One cycle as redlease's with a fixed lease: the same keys, arguments and answers, nothing else
+ * (no hold table, no latch DEL, no locking, no argument building beyond one snprintf). Adds the
+ * acquire's round trip to *acquire_s. 0, or -1 when an answer is not the expected one. */
+static int one_cycle(bl_conn *c, double *acquire_s) {
     const char *name = "bench:bare", *channel = "redisson_lock__channel:{bench:bare}";
     const char *owner = "8c6e5a7e-0000-4000-8000-000000000000:1";
     char latch[96];
     const char *a[] = {"EVALSHA", c->acq, "1", name, "30000", owner};
     const char *r[] = {"EVALSHA", c->rel,  "3",   name,    channel,  latch,
                        "0",       "30000", owner, "20000", "publish"};
+    snprintf(latch, sizeof latch, "redisson_unlock_latch:{bench:bare}:%016llx%016lx",
+             c->latch_prefix, c->latch_id++);
     double t0 = now_s();
-    for (int i = 0; i < n; i++) {
-        snprintf(latch, sizeof latch, "redisson_unlock_latch:{bench:bare}:%016llx%016lx",
-                 c->latch_prefix, c->latch_id++);
-        redisReply *x = command(c, 6, a);
-        int ok = x && x->type == REDIS_REPLY_NIL;
-        freeReplyObject(x);
-        if (!ok) return -1; /* not acquired */
-        x = command(c, 11, r);
-        ok = x && x->type == REDIS_REPLY_INTEGER && x->integer == 1;
-        freeReplyObject(x);
-        if (!ok) return -1; /* not released */
-    }
+    redisReply *x = command(c, 6, a);
+    *acquire_s += now_s() - t0;
+    int ok = x && x->type == REDIS_REPLY_NIL;
+    freeReplyObject(x);
+    if (!ok) return -1; /* not acquired */
+    x = command(c, 11, r);
+    ok = x && x->type == REDIS_REPLY_INTEGER && x->integer == 1;
+    freeReplyObject(x);
+    return ok ? 0 : -1; /* or not released */
+}
+
+double bl_scripts(bl_conn *c, int n) {
+    double acquire_s = 0, t0 = now_s();
+    for (int i = 0; i < n; i++)
+        if (one_cycle(c, &acquire_s) != 0) return -1;
     return n / (now_s() - t0);
+}
+
+double bl_acquire(bl_conn *c, int n) {
+    double acquire_s = 0;
+    for (int i = 0; i < n; i++)
+        if (one_cycle(c, &acquire_s) != 0) return -1;
+    return n / acquire_s;
 }
 
 const char *bl_sha(bl_conn *c, int release) {

@@ -8,9 +8,11 @@
 
 typedef struct bl_conn bl_conn;
 
-bl_conn *bl_open(const char *url);           /* NULL when it cannot connect or load the scripts */
-double bl_ping(bl_conn *c, int n);           /* PING round trips per second over n */
-double bl_scripts(bl_conn *c, int n);        /* acquire+release cycles per second over n */
+bl_conn *bl_open(const char *url);    /* NULL when it cannot connect or load the scripts */
+double bl_ping(bl_conn *c, int n);    /* PING round trips per second over n */
+double bl_scripts(bl_conn *c, int n); /* acquire+release cycles per second over n */
+/* Acquire round trips per second over n cycles (a free lock each time; the releases untimed). */
+double bl_acquire(bl_conn *c, int n);
 const char *bl_sha(bl_conn *c, int release); /* the loaded script's SHA1 (acquire or release) */
 void bl_close(bl_conn *c);
 

@@ -3,11 +3,13 @@
     contended.py URL IMPL --workers W --procs P --seconds S
 
 W workers (threads) spread over P processes all loop on one lock name: acquire (waiting as
-long as needed), note (time, worker) inside the critical section, release. The critical
-sections are serialised by the lock itself, so sorting every note by CLOCK_MONOTONIC (one clock
-for all processes) gives the order in which the lock went round. Reported: acquisitions and
-hand-offs per second (a hand-off is an acquisition by another worker than the previous one) and
-the fewest and most acquisitions of one worker. Prints one JSON object.
+long as needed), note (time, worker) inside the critical section, note the time again just
+before the release, release. The critical sections are serialised by the lock itself, so
+sorting every note by CLOCK_MONOTONIC (one clock for all processes) gives the order in which the
+lock went round. Reported: acquisitions and hand-offs per second (a hand-off is an acquisition
+by another worker than the previous one), the fewest and most acquisitions of one worker, and
+the hand-offs' latencies (from the previous holder's release call to the next holder's acquire
+returning: p50, p90, p99). Prints one JSON object.
 """
 
 import argparse
@@ -44,7 +46,8 @@ def child(url, impl_name, first_worker, threads):
                     continue
                 if not lock.acquire(end - now):
                     continue
-                mine.append(time.monotonic())
+                acquired = time.monotonic()
+                mine.append((acquired, time.monotonic()))
                 lock.release()
         except Exception as e:
             errors.append(repr(e))
@@ -83,16 +86,21 @@ def run(url, impl_name, workers, procs, seconds):
         if c.returncode != 0:
             sys.exit(f"a worker process failed ({c.returncode})")
         notes.update({int(w): v for w, v in json.loads(out).items()})
-    order = sorted((t, w) for w, ts in notes.items() for t in ts if t < end)
-    handoffs = sum(1 for a, b in itertools.pairwise(order) if a[1] != b[1])
-    per_worker = [sum(1 for t in notes[w] if t < end) for w in sorted(notes)]
+    order = sorted((t, r, w) for w, ts in notes.items() for t, r in ts if t < end)
+    latencies = sorted((b[0] - a[1]) * 1e3 for a, b in itertools.pairwise(order) if a[2] != b[2])
+    handoffs = len(latencies)
+    per_worker = [sum(1 for t, _ in notes[w] if t < end) for w in sorted(notes)]
+
+    def pct(q):
+        return latencies[min(len(latencies) - 1, int(q * len(latencies)))] if latencies else None
     cls = IMPLS[impl_name]
     return {"impl": cls.name, "label": cls.label, "version": version_of(cls.dist),
             "workers": workers, "procs": procs, "seconds": seconds,
             "acquisitions": len(order), "acquisitions_per_s": len(order) / seconds,
             "handoffs": handoffs, "handoffs_per_s": handoffs / seconds,
             "per_worker_min": min(per_worker), "per_worker_max": max(per_worker),
-            "per_worker": per_worker}
+            "per_worker": per_worker, "handoff_p50_ms": pct(0.5), "handoff_p90_ms": pct(0.9),
+            "handoff_p99_ms": pct(0.99)}
 
 
 def main():

@@ -17,14 +17,13 @@ common start, and the aggregate is the total over the elapsed time. Prints one J
 """
 
 import argparse
-import ctypes
 import json
-import os
 import statistics
 import sys
 import threading
 import time
 
+import bare
 from peers import IMPLS, version_of
 
 
@@ -89,29 +88,9 @@ def many_threads(impl, threads, seconds):
             "per_thread_min": min(counts), "per_thread_max": max(counts)}
 
 
-def bare_loop(url):
-    """The bare hiredis loop of bench/c/bare_loop.c: (pings(n), scripts(n)) -> per second."""
-    path = os.environ.get("BENCH_BARE") or os.path.join(
-        os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "bench_bare.so")
-    lib = ctypes.CDLL(path)
-    lib.bl_open.restype = ctypes.c_void_p
-    lib.bl_open.argtypes = [ctypes.c_char_p]
-    for f in (lib.bl_ping, lib.bl_scripts):
-        f.restype, f.argtypes = ctypes.c_double, [ctypes.c_void_p, ctypes.c_int]
-    conn = lib.bl_open(url.encode())
-    if not conn:
-        sys.exit("the bare loop cannot connect")
-
-    def run(f, n):
-        rate = f(conn, n)
-        if rate <= 0:
-            sys.exit("the bare loop failed")
-        return rate
-    return (lambda n: run(lib.bl_ping, n)), (lambda n: run(lib.bl_scripts, n))
-
-
 def paired(url, names, cycles, bursts, seconds):
-    ping, bare = bare_loop(url)
+    wire = bare.loop(url)
+    ping, scripts = wire.ping, wire.scripts
     n = max(1, cycles // bursts)
     impls = [IMPLS[name](url) for name in names]
     locks = []
@@ -121,19 +100,19 @@ def paired(url, names, cycles, bursts, seconds):
             lock.acquire(0) or sys.exit("warm-up acquire failed")
             lock.release()
         locks.append(lock)
-    bare(200)
+    scripts(200)
     rates = {name: [] for name in names}
     of_bare = {name: [] for name in names}
     of_ping = {name: [] for name in names}
     limits = {"ping": [], "bare-scripts": []}
     for _ in range(bursts):
         two_pings = ping(n) / 2
-        before = bare(n)
+        before = scripts(n)
         limits["ping"].append(two_pings)
         limits["bare-scripts"].append(before)
         for name, impl, lock in zip(names, impls, locks, strict=True):
             rate = one_thread(impl, n, seconds / bursts, lock)["cycles_per_s"]
-            after = bare(n)
+            after = scripts(n)
             rates[name].append(rate)
             of_bare[name].append(rate / ((before + after) / 2))
             of_ping[name].append(rate / two_pings)

@@ -10,7 +10,11 @@ waiter-holds minus holder-releases: it includes however the library wakes its wa
 BLPOP, polling) and the waiter's acquire round trip. For a library that polls at a fixed
 interval (redis-py: 0.1 s), the release comes at a random point of the waiter's interval (the
 settle time gets a random extra of up to one interval), as it would in real use; with a fixed
-settle time, every release would land at the same phase of the poll. Prints one JSON object.
+settle time, every release would land at the same phase of the poll. With --wire, the holder
+also measures the wire around the rounds (before and after them, on a bare hiredis connection of
+its own process, bench_bare.so): one PING round trip and one round trip of redlease's acquire
+script, the least a hand-off can take (the release's message reaching the waiter, then its
+acquire). Prints one JSON object.
 """
 
 import argparse
@@ -21,10 +25,18 @@ import subprocess
 import sys
 import time
 
+import bare
 from peers import IMPLS, version_of
 
 SETTLE = 0.003  # s between "start waiting" and the release: the waiter is blocked by then
 NAME = "bench:handoff"
+WIRE_ROUNDS = 2000  # round trips per wire measure, before and after the hand-offs
+
+
+def wire_ms(url, measures):
+    """Appends (PING ms, acquire-script ms) round trips, each the mean over WIRE_ROUNDS."""
+    w = bare.loop(url)
+    measures.append((1e3 / w.ping(WIRE_ROUNDS), 1e3 / w.acquire(WIRE_ROUNDS)))
 
 
 def waiter(url, impl_name):
@@ -42,8 +54,11 @@ def waiter(url, impl_name):
     impl.close()
 
 
-def holder(url, impl_name, rounds):
+def holder(url, impl_name, rounds, wire):
     cls = IMPLS[impl_name]
+    measures = []
+    if wire:
+        wire_ms(url, measures)
     impl = cls(url)
     lock = impl.lock(NAME)
     child = subprocess.Popen([sys.executable, os.path.abspath(__file__), url, impl_name,
@@ -68,8 +83,13 @@ def holder(url, impl_name, rounds):
     child.stdin.close()
     child.wait()
     impl.close()
-    return {"impl": cls.name, "label": cls.label, "version": version_of(cls.dist),
-            "rounds": rounds, "latencies_ms": sorted(latencies)}
+    row = {"impl": cls.name, "label": cls.label, "version": version_of(cls.dist),
+           "rounds": rounds, "latencies_ms": sorted(latencies)}
+    if wire:
+        wire_ms(url, measures)
+        row["ping_rtt_ms"] = sum(m[0] for m in measures) / len(measures)
+        row["acquire_rtt_ms"] = sum(m[1] for m in measures) / len(measures)
+    return row
 
 
 def main():
@@ -78,11 +98,13 @@ def main():
     p.add_argument("impl", choices=sorted(IMPLS))
     p.add_argument("--rounds", type=int, default=250)
     p.add_argument("--waiter", action="store_true")
+    p.add_argument("--wire", action="store_true",
+                   help="also measure PING and acquire-script round trips (bench_bare.so)")
     a = p.parse_args()
     if a.waiter:
         waiter(a.url, a.impl)
     else:
-        print(json.dumps({"measure": "handoff", "rows": [holder(a.url, a.impl, a.rounds)]}))
+        print(json.dumps({"measure": "handoff", "rows": [holder(a.url, a.impl, a.rounds, a.wire)]}))
 
 
 if __name__ == "__main__":

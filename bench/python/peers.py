@@ -28,9 +28,9 @@ def version_of(dist):
 class Redlease:
     name, label, dist = "redlease", "redlease (Python)", "redlease"
 
-    def __init__(self, url, lease=None):
+    def __init__(self, url, lease=None, **options):
         import redlease
-        self.client = redlease.Client(url)
+        self.client = redlease.Client(url, **options)
         self.lease = lease
 
     def lock(self, name):
@@ -53,6 +53,15 @@ class RedleaseFixed(Redlease):
 
     def __init__(self, url):
         super().__init__(url, lease=float(LEASE))
+
+
+class RedleaseNoGrace(Redlease):
+    """The default lock with the hand-over grace off (handover_grace=0): a worker that releases
+    and re-acquires takes the lock straight back, as redlease did before the grace."""
+    name, label = "redlease-no-grace", "redlease (Python), handover_grace=0"
+
+    def __init__(self, url):
+        super().__init__(url, handover_grace=0)
 
 
 class RedisPy:
@@ -138,13 +147,15 @@ class Pottery:
         self.r.close()
 
 
-IMPLS = {c.name: c for c in (Redlease, RedleaseFixed, RedisPy, PythonRedisLock, Pottery)}
+IMPLS = {c.name: c for c in (Redlease, RedleaseFixed, RedleaseNoGrace, RedisPy,
+                             PythonRedisLock, Pottery)}
 PEERS = ["redis-py", "python-redis-lock", "pottery"]
 
 
 def available(name):
     """Whether the implementation's library can be imported here."""
-    module = {"redlease": "redlease", "redlease-fixed": "redlease", "redis-py": "redis",
+    module = {"redlease": "redlease", "redlease-fixed": "redlease",
+              "redlease-no-grace": "redlease", "redis-py": "redis",
               "python-redis-lock": "redis_lock", "pottery": "pottery"}[name]
     try:
         __import__(module)

@@ -1,6 +1,6 @@
 """Measure 3: one contended lock: hand-offs per second and fairness between workers."""
 
-from .fmt import NOT_YET, f2, n0, table
+from .fmt import NOT_YET, f2, ms, n0, table
 
 PLOT = "contended"
 
@@ -13,15 +13,17 @@ def render(R):
             if r["workers"] == wk:
                 rows.append([wk, r["label"], n0(r["handoffs_per_s"]), n0(r["acquisitions_per_s"]),
                              f"{r['per_worker_min']:,} / {r['per_worker_max']:,}",
-                             f2(r["per_worker_min"] / max(1, r["per_worker_max"]))])
+                             f2(r["per_worker_min"] / max(1, r["per_worker_max"])),
+                             ms(r.get("handoff_p50_ms")), ms(r.get("handoff_p99_ms"))])
         if not R.has_redisson("contended", workers=wk):
-            rows.append([wk, "Redisson (Java)", NOT_YET, "", "", ""])
+            rows.append([wk, "Redisson (Java)", NOT_YET, "", "", "", "", ""])
     return {
         "contended_workers": ", ".join(map(str, p["contended_workers"])),
         "contended_procs": p["contended_procs"],
         "contended_seconds": f"{p['contended_seconds']:g}",
         "contended_table": table(["workers", "", "hand-offs/s", "acquisitions/s",
-                                  "per worker min / max", "min / max"], rows),
+                                  "per worker min / max", "min / max", "hand-off p50 ms",
+                                  "p99"], rows),
     }
 
 

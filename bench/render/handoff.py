@@ -5,6 +5,7 @@ import statistics
 from .fmt import NOT_YET, f2, ms, pct, table
 
 PLOT = "handoff"
+WIRE_ROUNDS = 2000  # bench/python/handoff.py's, before and after the hand-offs
 
 
 def series(R, two_processes=""):
@@ -28,7 +29,15 @@ def render(R):
                      len(lat), f2(base and med / base)])
     if not R.has_redisson("handoff"):
         rows.append(["Redisson (Java)", NOT_YET, "", "", "", "", ""])
+    wire = next((r for r in ho if r["impl"] == "redlease" and "ping_rtt_ms" in r), None)
     return {
+        "handoff_wire_text": "" if not wire else (
+            f" Around redlease's rounds the holder also measured the wire on a bare hiredis "
+            f"connection of its own process ({WIRE_ROUNDS:,} round trips before the rounds and "
+            f"{WIRE_ROUNDS:,} after): one PING round trip took {ms(wire['ping_rtt_ms'])} ms and "
+            f"one round trip of the acquire script {ms(wire['acquire_rtt_ms'])} ms, "
+            f"{ms(wire['ping_rtt_ms'] + wire['acquire_rtt_ms'])} ms together: the least a "
+            f"hand-off can take (the release's message reaching the waiter, then its acquire)."),
         "handoffs": R.p["handoffs"],
         "handoff_table": table(["", "median ms", "p90", "p99", "max", "hand-offs",
                                 "median / redlease's"], rows),

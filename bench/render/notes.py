@@ -1,14 +1,43 @@
-"""The closing notes: the cause and fix of each goal the run missed (their text is in the
-template, one section per goal: cause_1, cause_1b, ...)."""
+"""The closing notes: the cause of each goal the run missed (their text is in the template, one
+section per goal: cause_1, cause_1b, ..., cause_W1, ...), with this run's figures."""
 
+from . import wire_goals
+from .fmt import f2
 from .goals import missed
 
-EXPLAINED = ("1", "1b", "2", "3", "6")  # the goals whose causes the template explains
+EXPLAINED = ("1", "1b", "2", "3", "6", "W1", "W2", "W3")  # goals whose causes the template has
+
+
+def wire_figures(R):
+    """The figures the (W1) and (W2) notes quote."""
+    out = {"bare_of_ping": "–", "redis_scripts_us": "–", "redis_ping_us": "–",
+           "py_of_bare": "–", "c_of_bare": "–"}
+    ping, bare = R.limits()
+    if ping and bare:
+        out["bare_of_ping"] = f2(bare / ping)
+    prof = R.data("profile")
+    if prof:
+        by = {r["impl"]: r for r in prof["rows"]}
+        if "bare-scripts" in by and "ping" in by:
+            out["redis_scripts_us"] = f"{by['bare-scripts']['redis_cpu_us']:.1f}"
+            out["redis_ping_us"] = f"{by['ping']['redis_cpu_us']:.1f}"
+    py = R.row("cycles", "redlease")
+    if py and "of_bare" in py:
+        out["py_of_bare"] = f2(py["of_bare"])
+    core = R.data("core")
+    fixed = core and next((r for r in core["rows"] if r["impl"] == "redlease-c-fixed"), None)
+    if fixed and "of_bare" in fixed:
+        out["c_of_bare"] = f2(fixed["of_bare"])
+    busy = max(R.p["contended_workers"])
+    out["w2_tail_text"] = "" if not R.row("contended", "redlease", workers=busy) else (
+        f" Under {busy} contending workers the tail is the machine's two cores shared by {busy} "
+        f"threads, {R.p['contended_procs']} processes and Redis: a woken worker waits for a core.")
+    return out
 
 
 def render(R):
-    miss = missed(R)
+    miss = missed(R) + [k for k, _, _, v in wire_goals.goals(R) if v == "not met"]
     out = {f"cause_{k}": k in miss for k in EXPLAINED}
     out["causes"] = any(k in miss for k in EXPLAINED)
-    out["cycle_costs"] = "1" not in miss  # said in cause_1 when that is shown
+    out.update(wire_figures(R))
     return out

@@ -24,6 +24,7 @@ void rl_options_init(rl_options *o) {
     o->pool_size = 16; /* opened on demand: one thread uses one connection */
     o->sync_timeout_ms = 1000;
     o->fair_wait_ms = 300000;
+    o->handover_grace_ms = RL_HANDOVER_GRACE_MS;
 }
 
 int rl_tls_supported(void) {
@@ -66,6 +67,8 @@ static rl_status check_options(const rl_options *o, rl_error *err) {
         return rl_fail(err, RL_ERR_ARGUMENT, "sync_timeout must be shorter than watchdog_timeout");
     if (o->fair_wait_ms <= 0 || o->fair_wait_ms > RL_MAX_LEASE_MS)
         return rl_fail(err, RL_ERR_ARGUMENT, "fair_wait must be from 1 ms to 2^40 ms");
+    if (o->handover_grace_ms < 0 || o->handover_grace_ms > 1000)
+        return rl_fail(err, RL_ERR_ARGUMENT, "handover_grace must be from 0 to 1000 ms");
     if (o->pool_size < 1 || o->pool_size > 256)
         return rl_fail(err, RL_ERR_ARGUMENT, "pool_size must be from 1 to 256");
     return RL_OK;

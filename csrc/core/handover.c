@@ -3,10 +3,10 @@
 #include "holds.h"
 
 void rl_handovers_note(rl_handovers *h, const void *name, size_t len, rl_lock_kind kind,
-                       int64_t now_ms) {
+                       int64_t until_ms) {
     unsigned slot = h->next++ % RL_HANDOVERS;
     h->recent[slot].hash = rl_holds_hash(name, len, kind, 0);
-    h->recent[slot].until_ms = now_ms + RL_HANDOVER_GRACE_MS;
+    h->recent[slot].until_ms = until_ms;
 }
 
 /* A hash collision only makes one acquire yield needlessly for at most the grace. */

@@ -10,9 +10,10 @@
 
 #include "redlease.h"
 
-/* How long a woken waiter is given: the message's delivery, its thread waking and one acquire
- * round trip take well under a millisecond on a LAN; the wait ends earlier on the waiter's own
- * release message, so a longer grace costs nothing while locks change hands. */
+/* How long a woken waiter is given by default (rl_options.handover_grace_ms): the message's
+ * delivery, its thread waking and one acquire round trip take well under a millisecond on a LAN;
+ * the wait ends earlier on the waiter's own release message, so a longer grace costs nothing
+ * while locks change hands. */
 #define RL_HANDOVER_GRACE_MS 2
 #define RL_HANDOVERS 8 /* the most recent ones; an older one is long past its grace */
 
@@ -26,7 +27,7 @@ typedef struct rl_handovers {
 
 /* Both under the client's mutex. */
 void rl_handovers_note(rl_handovers *h, const void *name, size_t len, rl_lock_kind kind,
-                       int64_t now_ms);
+                       int64_t until_ms);
 /* Until when an acquire of that lock should leave it to the woken waiter; -1 when it need not. */
 int64_t rl_handovers_until(const rl_handovers *h, const void *name, size_t len, rl_lock_kind kind,
                            int64_t now_ms);

@@ -440,8 +440,9 @@ static rl_status apply_release(rl_lock *l, rl_hold *h, const redisReply *reply, 
     h->retry_id = NULL;
     int was_failed = h->release_failed;
     h->release_failed = 0;
-    if (reply->integer == 2) /* released, and the message woke someone */
-        rl_handovers_note(&c->handovers, l->name, l->name_len, l->kind, rl_now_ms());
+    if (reply->integer == 2 && c->cfg.options.handover_grace_ms > 0) /* and it woke someone */
+        rl_handovers_note(&c->handovers, l->name, l->name_len, l->kind,
+                          rl_now_ms() + c->cfg.options.handover_grace_ms);
     if (h->count <= 1) {
         if (reply->integer == 0 && !field_shared(c, h)) release_stray_holds(l, h);
         rl_holds_remove(&c->holds, h); /* no hold of this context is left */

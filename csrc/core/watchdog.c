@@ -255,7 +255,9 @@ static void *watchdog_main(void *arg) {
              * per hold. */
             if (idle_since < 0) idle_since = now;
             if (now - idle_since >= period) break;
+            wd->lingering_until = idle_since + period;
             rl_cond_wait_until(&wd->wake, &c->mu, idle_since + period);
+            wd->lingering_until = 0;
             continue;
         }
         if (idle_since >= 0) { /* a hold again, after none: its due time is in next_round */
@@ -292,14 +294,17 @@ int rl_watchdog_watch(rl_client *c, rl_hold *hold) {
     rl_watchdog *wd = &c->watchdog;
     rl_holds_watch(&c->holds, hold);
     if (wd->running) {
-        /* Only a thread with nothing to renew needs waking (it is lingering, and schedules its
-         * first round from now), or one whose next round comes too late for this hold (less
-         * than a period of its lease would be left: it waited for its replicas); otherwise the
-         * next round, a period away at most, takes the new hold: its lease is three periods.
-         * Waking it for every acquire costs two task switches per cycle. */
+        /* Only a thread that would wake too late for this hold is woken: waking it for every
+         * acquire, as a loop of acquire and release on one lock would, costs two task switches
+         * per cycle. Its next round, a period away at most, takes the new hold (its lease is
+         * three periods) unless the hold is due sooner (it waited for its replicas). A thread
+         * lingering with nothing to renew wakes within a period, and then schedules its first
+         * round from next_round. */
         int64_t due = hold->confirmed_until - period_ms(c);
-        int sooner = c->holds.watched == 1 || due < wd->next_round;
-        if (sooner) {
+        if (wd->lingering_until > 0) {
+            if (c->holds.watched == 1 || due < wd->next_round) wd->next_round = due;
+            if (wd->lingering_until > due) pthread_cond_signal(&wd->wake);
+        } else if (due < wd->next_round) {
             wd->next_round = due;
             pthread_cond_signal(&wd->wake);
         }

@@ -21,9 +21,10 @@ struct rl_client;
 
 typedef struct rl_watchdog {
     pthread_t thread;
-    int thread_started; /* a thread exists and must be joined */
-    int running;        /* the thread is in its loop */
-    int64_t next_round; /* when the next round is due (monotonic ms) */
+    int thread_started;      /* a thread exists and must be joined */
+    int running;             /* the thread is in its loop */
+    int64_t next_round;      /* when the next round is due (monotonic ms) */
+    int64_t lingering_until; /* > 0 while the thread, with nothing to renew, sleeps till then */
     int stop;
     pthread_cond_t wake;       /* new hold, stop */
     pthread_cond_t round_done; /* holds left a round */

@@ -39,9 +39,13 @@ static const char *opt_string(lua_State *L, int idx, const char *name) {
     return s;
 }
 
-/* The TLS and Sentinel options in the table at `idx` (nil: none). */
-static void string_options(lua_State *L, int idx, rl_options *o) {
+/* The TLS, Sentinel and hand-over options in the table at `idx` (nil: none; checked, and the
+ * durations made ms, by the Lua side). */
+static void table_options(lua_State *L, int idx, rl_options *o) {
     if (!lua_istable(L, idx)) return;
+    lua_getfield(L, idx, "handover_grace");
+    if (lua_isnumber(L, -1)) o->handover_grace_ms = (int64_t)lua_tonumber(L, -1);
+    lua_pop(L, 1);
     o->tls_ca_file = opt_string(L, idx, "tls_ca_file");
     o->tls_ca_dir = opt_string(L, idx, "tls_ca_dir");
     o->tls_cert_file = opt_string(L, idx, "tls_cert_file");
@@ -55,9 +59,9 @@ static void string_options(lua_State *L, int idx, rl_options *o) {
 }
 
 /* core.connect(url, watchdog_ms, connect_ms, command_ms, max_hold_ms, sync_replicas,
- * sync_timeout_ms, {tls_*}) -> client | nil, err (a bad URL or bad TLS option is "argument: ...",
- * raised by the Lua side).
- * Connects lazily: the first call that needs Redis opens the connection. */
+ * sync_timeout_ms, {tls_*, sentinel_*, handover_grace (ms)}) -> client | nil, err (a bad URL or bad
+ * TLS option is "argument: ...", raised by the Lua side). Connects lazily: the first call that
+ * needs Redis opens the connection. */
 int rlua_client_connect(lua_State *L) {
     const char *url = luaL_checkstring(L, 1);
     rl_options o;
@@ -72,7 +76,7 @@ int rlua_client_connect(lua_State *L) {
         o.sync_replicas = (int)n;
     }
     opt_ms(L, 7, &o.sync_timeout_ms);
-    string_options(L, 8, &o);
+    table_options(L, 8, &o);
     rlua_module *m = rlua_module_get(L);
     rlua_client *c = lua_newuserdata(L, sizeof *c);
     memset(c, 0, sizeof *c);

@@ -60,6 +60,8 @@ int rlpy_lease_ms(PyObject *value, int64_t *out);
 int rlpy_positive_ms(PyObject *value, const char *what, int64_t *out);
 /* None leaves *out as it is (the core's default), else as rlpy_positive_ms. */
 int rlpy_optional_ms(PyObject *value, const char *what, int64_t *out);
+/* As rlpy_optional_ms, and 0 is allowed. */
+int rlpy_optional_nonnegative_ms(PyObject *value, const char *what, int64_t *out);
 /* None -> RL_MAX_HOLD_NONE (no cap), else seconds > 0. */
 int rlpy_max_hold_ms(PyObject *value, int64_t *out);
 

@@ -128,10 +128,11 @@ static int client_init(rlpy_client *self, PyObject *args, PyObject *kwargs) {
                                "tls_insecure_skip_verify",
                                "sentinel_user",
                                "sentinel_password",
+                               "handover_grace",
                                NULL};
     const char *url;
     PyObject *watchdog = Py_None, *connect = Py_None, *command = Py_None, *on_event = Py_None;
-    PyObject *max_hold = Py_None, *sync_timeout = Py_None;
+    PyObject *max_hold = Py_None, *sync_timeout = Py_None, *handover_grace = Py_None;
     int sync_replicas = 0, tls_insecure = 0;
     rl_options options; /* the core's defaults; None leaves an option at its default */
     rl_options_init(&options);
@@ -139,19 +140,21 @@ static int client_init(rlpy_client *self, PyObject *args, PyObject *kwargs) {
         PyErr_SetString(PyExc_RuntimeError, "Client.__init__ called twice");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|OOOOOiOzzzzzpzz:Client", keywords, &url,
-                                     &watchdog, &connect, &command, &on_event, &max_hold,
-                                     &sync_replicas, &sync_timeout, &options.tls_ca_file,
-                                     &options.tls_ca_dir, &options.tls_cert_file,
-                                     &options.tls_key_file, &options.tls_server_name, &tls_insecure,
-                                     &options.sentinel_user, &options.sentinel_password))
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kwargs, "s|OOOOOiOzzzzzpzzO:Client", keywords, &url, &watchdog, &connect,
+            &command, &on_event, &max_hold, &sync_replicas, &sync_timeout, &options.tls_ca_file,
+            &options.tls_ca_dir, &options.tls_cert_file, &options.tls_key_file,
+            &options.tls_server_name, &tls_insecure, &options.sentinel_user,
+            &options.sentinel_password, &handover_grace))
         return -1;
     options.tls_insecure_skip_verify = tls_insecure;
     if (rlpy_optional_ms(watchdog, "watchdog_timeout", &options.watchdog_timeout_ms) < 0 ||
         rlpy_optional_ms(connect, "connect_timeout", &options.connect_timeout_ms) < 0 ||
         rlpy_optional_ms(command, "command_timeout", &options.command_timeout_ms) < 0 ||
         rlpy_optional_ms(max_hold, "max_hold", &options.max_hold_ms) < 0 ||
-        rlpy_optional_ms(sync_timeout, "sync_timeout", &options.sync_timeout_ms) < 0)
+        rlpy_optional_ms(sync_timeout, "sync_timeout", &options.sync_timeout_ms) < 0 ||
+        rlpy_optional_nonnegative_ms(handover_grace, "handover_grace", &options.handover_grace_ms) <
+            0)
         return -1;
     if (sync_replicas < 0) {
         PyErr_SetString(PyExc_ValueError, "sync_replicas must be >= 0 (0 = off)");

@@ -90,3 +90,15 @@ int rlpy_max_hold_ms(PyObject *value, int64_t *out) {
 int rlpy_optional_ms(PyObject *value, const char *what, int64_t *out) {
     return value == Py_None ? 0 : rlpy_positive_ms(value, what, out);
 }
+
+int rlpy_optional_nonnegative_ms(PyObject *value, const char *what, int64_t *out) {
+    if (value == Py_None) return 0;
+    double s;
+    if (to_seconds(value, what, &s) < 0) return -1;
+    if (!(s >= 0) || isinf(s)) {
+        PyErr_Format(PyExc_ValueError, "%s must be a finite number of seconds >= 0", what);
+        return -1;
+    }
+    *out = ceil_ms(s);
+    return 0;
+}

@@ -105,6 +105,7 @@ local CONNECT = {
   tls_insecure_skip_verify = { flag = true },
   sentinel_user = { text = true },
   sentinel_password = { text = true },
+  handover_grace = {},
 }
 
 -- connect(url, opts): returns the options (durations in ms).

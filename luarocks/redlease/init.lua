@@ -21,7 +21,8 @@ local clients_made = 0
 
 -- connect(url, {watchdog_timeout=, connect_timeout=, command_timeout=, max_hold=,
 -- sync_timeout= in seconds; sync_replicas= a count; tls_ca_file=, tls_ca_dir=, tls_cert_file=,
--- tls_key_file=, tls_server_name= strings and tls_insecure_skip_verify= a boolean, for rediss://})
+-- tls_key_file=, tls_server_name= strings and tls_insecure_skip_verify= a boolean, for rediss://;
+-- handover_grace= in seconds, 0: off, docs/semantics.md})
 -- -> client | nil, err. Connections open on first use.
 function redlease.connect(url, opts)
   local o = args.connect(url, opts)
@@ -30,7 +31,8 @@ function redlease.connect(url, opts)
   if not c then
     local why = err:match("^argument: (.*)")
     if why then -- the URL, or the TLS option the core names first
-      local name = why:match("^(tls_[%w_]+)") or (why:find("tls_*", 1, true) and "options")
+      local name = why:match("^(tls_[%w_]+)") or why:match("^(handover_grace) ")
+        or (why:find("tls_*", 1, true) and "options")
       error(("bad argument '%s' to 'connect' (%s)"):format(name or "url", why), 2)
     end
     return nil, err

@@ -64,6 +64,12 @@ class Client:
     ``tls_insecure_skip_verify=True`` accepts any certificate: it encrypts, but protects against
     no man in the middle; for tests only. See ``redlease.tls_supported()``.
 
+    ``handover_grace`` (seconds, default 0.002): when a release of a non-fair lock wakes a
+    waiter, a waiting acquire of the same lock by this client within that time leaves the lock
+    to the woken waiter first, so that a thread that releases and re-acquires in a loop does not
+    keep taking it back; 0 turns this off (the most hand-offs per second, the least even share
+    between workers). Fair locks keep their strict order either way.
+
     Close it with ``close()`` or use it as a context manager. Closing does not release held
     locks: they expire by their lease.
     """
@@ -77,7 +83,8 @@ class Client:
                  tls_cert_file: Optional[_Path] = None, tls_key_file: Optional[_Path] = None,
                  tls_server_name: Optional[str] = None,
                  tls_insecure_skip_verify: bool = False, sentinel_user: Optional[str] = None,
-                 sentinel_password: Optional[str] = None) -> None:
+                 sentinel_password: Optional[str] = None,
+                 handover_grace: Optional[float] = None) -> None:
         if on_lost is not None and not callable(on_lost):
             raise TypeError("on_lost must be callable or None")
         _green.check()  # under gevent's patching: owners are greenlets, waits yield to the hub
@@ -85,7 +92,7 @@ class Client:
                                   EventDispatcher(on_lost), max_hold, sync_replicas, sync_timeout,
                                   _path(tls_ca_file), _path(tls_ca_dir), _path(tls_cert_file),
                                   _path(tls_key_file), tls_server_name, tls_insecure_skip_verify,
-                                  sentinel_user, sentinel_password)
+                                  sentinel_user, sentinel_password, handover_grace)
         self._url = self._core.url
         self.watchdog_timeout: float = self._core.watchdog_timeout
         _open_clients.add(self)

@@ -42,7 +42,8 @@ class Client:
                  tls_ca_dir: Optional[str] = ..., tls_cert_file: Optional[str] = ...,
                  tls_key_file: Optional[str] = ..., tls_server_name: Optional[str] = ...,
                  tls_insecure_skip_verify: bool = ..., sentinel_user: Optional[str] = ...,
-                 sentinel_password: Optional[str] = ...) -> None: ...
+                 sentinel_password: Optional[str] = ...,
+                 handover_grace: Optional[float] = ...) -> None: ...
     @property
     def watchdog_timeout(self) -> float: ...
     @property

@@ -79,6 +79,14 @@ TEST(options_are_checked) {
     rl_options_init(&o);
     o.command_timeout_ms = -5;
     CHECK_STATUS(rl_client_new(g_server.url, &o, &c, err), RL_ERR_ARGUMENT);
+    rl_options_init(&o);
+    o.handover_grace_ms = -1;
+    rl_error e;
+    CHECK_INT(rl_client_new(g_server.url, &o, &c, &e), RL_ERR_ARGUMENT);
+    CHECK(strstr(e.message, "handover_grace") != NULL);
+    rl_options_init(&o);
+    o.handover_grace_ms = 1001;
+    CHECK_STATUS(rl_client_new(g_server.url, &o, &c, err), RL_ERR_ARGUMENT);
     CHECK(c == NULL);
 }
 

@@ -210,17 +210,24 @@ TEST(local_waiters_share_one_subscription) {
     rl_client_free(b);
 }
 
-/* A worker that releases and takes the lock again at once leaves it to the waiter its release
- * woke (handover.c): without that, its one round trip beats the waiter's message plus round trip
- * nearly every time. Counted over rounds with a wide margin, as scheduling can delay a waiter
- * past the grace now and then. */
-TEST(release_then_reacquire_leaves_the_lock_to_the_woken_waiter) {
-    enum { ROUNDS = 20 };
-    rl_client *a = new_client(g_server.url, 0), *b = new_client(g_server.url, 0);
+/* Rounds of: A holds, B waits, A releases and at once acquires again (waiting); *first: in how
+ * many of `rounds` B, the waiter A's release woke, went first (-1 when a check failed). A's
+ * client has the given handover_grace_ms. */
+static void woken_waiter_first(int64_t grace_ms, int rounds, int *first) {
+    *first = -1;
+    rl_options o;
+    rl_options_init(&o);
+    o.handover_grace_ms = grace_ms;
+    rl_client *a = NULL, *b = new_client(g_server.url, 0);
+    rl_error e;
+    if (rl_client_new(g_server.url, &o, &a, &e) != RL_OK) {
+        fprintf(stderr, "rl_client_new: %s\n", e.message);
+        exit(2);
+    }
     rl_lock *la = new_lock(a, "handover");
     rl_lock *lb = new_lock(b, "handover");
     int waiter_first = 0;
-    for (int round = 0; round < ROUNDS; round++) {
+    for (int round = 0; round < rounds; round++) {
         CHECK_OK(rl_lock_acquire(la, 1, 10000, 0, NULL, NULL, err));
         waiter w = {.lock = lb, .context = 1, .wait_ms = 10000, .hold_ms = 20};
         pthread_t t;
@@ -236,11 +243,33 @@ TEST(release_then_reacquire_leaves_the_lock_to_the_woken_waiter) {
         if (w.acquired_at < a_acquired_at) waiter_first++;
         CHECK_SOON(channels_on_server() == 0, 2000);
     }
-    fprintf(stderr, "    the woken waiter went first in %d of %d rounds\n", waiter_first, ROUNDS);
-    CHECK_MSG(waiter_first >= ROUNDS / 2, "the woken waiter went first in only %d of %d rounds",
-              waiter_first, ROUNDS);
+    fprintf(stderr, "    handover_grace_ms %lld: the woken waiter went first in %d of %d rounds\n",
+            (long long)grace_ms, waiter_first, rounds);
     rl_lock_free(la);
     rl_lock_free(lb);
     rl_client_free(a);
     rl_client_free(b);
+    *first = waiter_first;
+}
+
+/* A worker that releases and takes the lock again at once leaves it to the waiter its release
+ * woke (handover.c): without that, its one round trip beats the waiter's message plus round trip
+ * nearly every time. Counted over rounds with a wide margin, as scheduling can delay a waiter
+ * past the grace now and then. */
+TEST(release_then_reacquire_leaves_the_lock_to_the_woken_waiter) {
+    rl_options defaults;
+    rl_options_init(&defaults);
+    CHECK(defaults.handover_grace_ms > 0);
+    int first;
+    woken_waiter_first(defaults.handover_grace_ms, 20, &first);
+    CHECK_MSG(first >= 10, "the woken waiter went first in only %d of 20 rounds", first);
+}
+
+/* handover_grace_ms 0 turns it off: the releaser's own round trip wins again, as it did before
+ * the grace existed (most hand-offs per second, least even). */
+TEST(handover_grace_zero_lets_the_releaser_take_the_lock_back) {
+    int first;
+    woken_waiter_first(0, 20, &first);
+    CHECK_MSG(first >= 0 && first < 10, "the woken waiter still went first in %d of 20 rounds",
+              first);
 }

@@ -53,6 +53,12 @@ describe("misuse", function()
     raises("'connect_timeout' to 'connect' %(number of seconds expected, got nan",
       redlease.connect, url, { connect_timeout = 0 / 0 })
     raises("'lease' to 'connect' %(unknown option%)", redlease.connect, url, { lease = 1 })
+    raises("'handover_grace' to 'connect' %(non%-negative",
+      redlease.connect, url, { handover_grace = -0.001 })
+    -- beyond 1 s, refused by the core: the value reached it
+    raises("'handover_grace' to 'connect' %(handover_grace must be from 0 to 1000 ms",
+      redlease.connect, url, { handover_grace = 2 })
+    assert.is_truthy(redlease.connect(url, { handover_grace = 0 }))
   end)
 
   it("lock: the name is a non-empty string", function()

@@ -112,6 +112,11 @@ CASES = [
     ("command_timeout NaN", lambda c: redlease.Client(c.url, command_timeout=NAN), ValueError,
      "NaN"),
     ("on_lost not callable", lambda c: redlease.Client(c.url, on_lost=3), TypeError, "on_lost"),
+    ("handover_grace negative", lambda c: redlease.Client(c.url, handover_grace=-0.001),
+     ValueError, "handover_grace"),
+    # beyond 1 s, refused by the core: the value reached it
+    ("handover_grace 2 s", lambda c: redlease.Client(c.url, handover_grace=2), ValueError,
+     "handover_grace"),
     # URLs
     ("url http", lambda c: redlease.Client("http://127.0.0.1:6379"), ValueError, ""),
     ("url no host", lambda c: redlease.Client("redis://"), ValueError, ""),
