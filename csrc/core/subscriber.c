@@ -28,13 +28,17 @@ void rl_sub_init(rl_subscriber *sub, rl_config *cfg) {
 
 /* Everything below marked "mu held" runs with sub->mu locked. */
 
-static void wake_thread(rl_subscriber *sub) { /* mu held */
-    pthread_cond_signal(&sub->thread_wake);
-    if (sub->wake_pipe[1] >= 0) {
+static void write_wake_pipe(int fd) {
+    if (fd >= 0) {
         char byte = 1;
-        ssize_t rc = write(sub->wake_pipe[1], &byte, 1); /* full pipe: already woken */
+        ssize_t rc = write(fd, &byte, 1); /* full pipe: already woken */
         (void)rc;
     }
+}
+
+static void wake_thread(rl_subscriber *sub) { /* mu held */
+    pthread_cond_signal(&sub->thread_wake);
+    write_wake_pipe(sub->wake_pipe[1]);
 }
 
 static void mark_dirty(rl_subscriber *sub, rl_sub_entry *e) { /* mu held */
@@ -463,11 +467,20 @@ void rl_sub_leave(rl_subscriber *sub, rl_sub_ticket *t) {
     if (e->permits > (unsigned)e->waiters) e->permits = (unsigned)e->waiters;
     /* The last waiter's UNSUBSCRIBE is sent by the thread; nobody waits for its confirmation
      * (a holder must not wait on it), and a waiter joining meanwhile subscribes again once it
-     * is confirmed. The thread frees the entry when nobody needs it. */
+     * is confirmed. The thread frees the entry when nobody needs it. While waiters are left,
+     * the thread has nothing to do. Its pipe is written after the mutex is let go: woken
+     * while this thread (a new holder on its way out of acquire) still held it, it would only
+     * block on it, and cost this thread a wake-up call at the unlock. The pipe outlives this
+     * call: the client is not freed while a call is in progress. */
     --e->pins;
-    mark_dirty(sub, e);
-    wake_thread(sub);
+    int fd = -1;
+    if (e->waiters == 0) {
+        mark_dirty(sub, e);
+        pthread_cond_signal(&sub->thread_wake);
+        fd = sub->wake_pipe[1];
+    }
     pthread_mutex_unlock(&sub->mu);
+    write_wake_pipe(fd);
     t->entry = NULL;
 }
 
