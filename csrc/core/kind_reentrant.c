@@ -24,9 +24,8 @@ const char rl_lua_acquire[] =
 /* Release one hold. The latch remembers the answer so that a retried release (same request id)
  * gets the first answer instead of releasing twice.
  * KEYS: name, channel, latch. ARGV: message, lease, owner, latch ttl, publish command. nil =
- * not held, 0 = still held, 1 + n = released, its message reaching n subscribed clients (n > 0:
- * someone may have been woken, handover.c). The latch keeps 1: a retried release needs only
- * "released". */
+ * not held, 0 = still held, 1 = released, 2 = released and its message reached a subscriber
+ * (someone was woken: handover.c). The latch keeps 1: a retried release needs only "released". */
 const char rl_lua_release[] =
     "local answered = redis.call('get', KEYS[3])\n"
     "if answered ~= false then return tonumber(answered) end\n"
@@ -39,7 +38,8 @@ const char rl_lua_release[] =
     "redis.call('del', KEYS[1])\n"
     "local woken = redis.call(ARGV[5], KEYS[2], ARGV[1])\n"
     "redis.call('set', KEYS[3], 1, 'px', ARGV[4])\n"
-    "return 1 + woken\n";
+    "if woken > 0 then return 2 end\n"
+    "return 1\n";
 
 /*KEYS: name, channel. ARGV: message, publish command. 1/0 */
 const char rl_lua_force_unlock[] =

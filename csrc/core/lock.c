@@ -146,12 +146,12 @@ rl_status rl_acquire_try(rl_lock *l, attempt *a, int queue, int64_t *wait_hint, 
 }
 
 /* Gives the waiter our release just woke its chance (handover.c): waits, subscribed, until that
- * waiter's own release message or the grace's end, whichever comes first. Unless the channel was
- * subscribed already at the join, a first wait returns once the subscription exists. */
+ * waiter's own release message or the grace's end, whichever comes first. The first wait returns
+ * once the subscription exists; the second is the grace. */
 static rl_status yield_to_woken(rl_client *c, rl_sub_ticket *ticket, int64_t until,
                                 rl_wait_hook hook, void *hook_ud, rl_error *err) {
     rl_status st = RL_OK;
-    for (int i = rl_sub_subscribed_at_join(ticket) ? 1 : 0; i < 2 && st == RL_OK; i++)
+    for (int i = 0; i < 2 && st == RL_OK; i++)
         st = rl_wait_sleep(c, ticket, until, hook, hook_ud, err);
     return st == RL_NOT_ACQUIRED ? RL_OK : st; /* the grace ran out: try now */
 }
@@ -167,7 +167,6 @@ static rl_status wait_and_retry(rl_lock *l, attempt *a, int64_t deadline, int64_
     rl_status st = channel ? rl_wait_join(c, channel, channel_len, 0, &ticket, err)
                            : rl_fail(err, RL_ERR_MEMORY, "out of memory");
     free(channel);
-    if (st == RL_OK) rl_sub_will_try_first(&ticket); /* the loop below tries before it sleeps */
     if (st == RL_OK && a->yield_until >= 0) {
         int64_t until = deadline >= 0 && deadline < a->yield_until ? deadline : a->yield_until;
         st = yield_to_woken(c, &ticket, until, hook, hook_ud, err);
@@ -416,7 +415,7 @@ static rl_status release_lost(rl_lock *l, rl_hold *h, rl_error *err) {
 
 /* What Redis answered to a release of h (client mutex held). */
 static rl_status apply_release(rl_lock *l, rl_hold *h, const redisReply *reply, int settling,
-                               int woke_others, rl_error *err) {
+                               rl_error *err) {
     rl_client *c = l->client;
     char shown[RL_NAME_SHOWN_MAX];
     if (reply->type == REDIS_REPLY_NIL) {
@@ -441,7 +440,7 @@ static rl_status apply_release(rl_lock *l, rl_hold *h, const redisReply *reply, 
     h->retry_id = NULL;
     int was_failed = h->release_failed;
     h->release_failed = 0;
-    if (woke_others && c->cfg.options.handover_grace_ms > 0)
+    if (reply->integer == 2 && c->cfg.options.handover_grace_ms > 0) /* and it woke someone */
         rl_handovers_note(&c->handovers, l->name, l->name_len, l->kind,
                           rl_now_ms() + c->cfg.options.handover_grace_ms);
     if (h->count <= 1) {
@@ -485,10 +484,6 @@ static rl_status release_one(rl_lock *l, rl_hold *h, int settling, rl_error *err
         st = RL_OK;
     }
 
-    /* Released, and its message reached a client other than this one's idle subscription (it
-     * keeps a channel subscribed a while after its last waiter left): a waiter was woken. */
-    int woke_others = st == RL_OK && reply->type == REDIS_REPLY_INTEGER && reply->integer >= 2 &&
-                      reply->integer - 1 > rl_wait_idle(c, l->channel, l->channel_len);
     pthread_mutex_lock(&c->mu);
     if (st != RL_OK) {
         /* Stop renewing now, whatever Redis did: the key then expires within one lease. The
@@ -503,7 +498,7 @@ static rl_status release_one(rl_lock *l, rl_hold *h, int settling, rl_error *err
         if (err) err->hold_kept = 1;
         return st;
     }
-    st = apply_release(l, h, reply, settling, woke_others, err);
+    st = apply_release(l, h, reply, settling, err);
     freeReplyObject(reply);
     return st;
 }

@@ -13,9 +13,9 @@
 #include "threads.h"
 
 #define WAIT_SLICE_MS 50 /* how often a waiter wakes to run the host's hook */
-/* A channel is unsubscribed once it has had no waiter for IDLE_MS (a leaving waiter does not wake
- * the thread: see rl_sub_leave); while it has channels, the thread looks every IDLE_MS. */
-#define IDLE_MS 50
+/* While it has channels, the thread also wakes this often, to unsubscribe the ones whose last
+ * waiter left meanwhile (a leaving waiter does not wake it: see rl_sub_leave). */
+#define UNSUBSCRIBE_WITHIN_MS 100
 #define RECONNECT_MIN_MS 50
 #define RECONNECT_MAX_MS 1000
 
@@ -75,12 +75,10 @@ static void set_subscribed(rl_subscriber *sub, rl_sub_entry *e, int on) {
     e->subscribed = on ? 1 : 0;
 }
 
-/* Sends what each dirty entry needs, and frees the ones nobody needs any more; an entry idle
- * for less than IDLE_MS stays dirty, for a later pass. */
+/* Sends what each dirty entry needs, and frees the ones nobody needs any more. */
 static void process_dirty(rl_subscriber *sub) { /* mu held */
-    rl_sub_entry *e = sub->dirty, *later = NULL;
+    rl_sub_entry *e = sub->dirty;
     sub->dirty = NULL;
-    int64_t now = rl_now_ms();
     while (e) {
         rl_sub_entry *next = e->dirty_next;
         e->dirty = 0;
@@ -89,13 +87,7 @@ static void process_dirty(rl_subscriber *sub) { /* mu held */
             const char *cmd = NULL;
             if (e->waiters > 0 && !e->subscribed)
                 cmd = sub->sharded ? "SSUBSCRIBE" : "SUBSCRIBE";
-            else if (e->waiters == 0 && e->subscribed && now - e->idle_since < IDLE_MS) {
-                e->dirty = 1; /* not yet: a waiter may come back */
-                e->dirty_next = later;
-                later = e;
-                e = next;
-                continue;
-            } else if (e->waiters == 0 && e->subscribed)
+            else if (e->waiters == 0 && e->subscribed)
                 cmd = sub->sharded ? "SUNSUBSCRIBE" : "UNSUBSCRIBE";
             if (cmd && sub->connected) {
                 const char *argv[2] = {cmd, e->channel};
@@ -108,7 +100,6 @@ static void process_dirty(rl_subscriber *sub) { /* mu held */
         }
         e = next;
     }
-    sub->dirty = later;
 }
 
 /* The connection is gone: nothing is subscribed any more. Waiters are woken and will wait for the
@@ -227,7 +218,7 @@ static void *subscriber_main(void *arg) {
     while (!sub->stop) {
         if (!ensure_connected(sub, &backoff)) continue;
         process_dirty(sub);
-        int timeout = sub->entries ? IDLE_MS : -1;
+        int timeout = sub->entries ? UNSUBSCRIBE_WITHIN_MS : -1;
         pthread_mutex_unlock(&sub->mu);
 
         /* Network I/O without the mutex; only this thread touches the connection. */
@@ -346,7 +337,6 @@ static rl_status join(rl_subscriber *sub, const char *channel, size_t len, int e
                          .moved_seen = e->moved_gen,
                          .wake_all_seen = e->wake_all_gen,
                          .sub_seen = 0,
-                         .subscribed_gen = e->subscribed && !e->inflight ? e->sub_gen : 0,
                          .unsubscribed_since = -1,
                          .last_hook = rl_now_ms(),
                          .notify = notify,
@@ -464,22 +454,6 @@ rl_status rl_sub_poll(rl_subscriber *sub, rl_sub_ticket *t, int64_t *recheck_at_
     return st;
 }
 
-int rl_sub_idle(rl_subscriber *sub, const char *channel, size_t len) {
-    pthread_mutex_lock(&sub->mu);
-    rl_sub_entry *e = find_entry(sub, channel, len);
-    int idle = e && e->waiters == 0 && (e->subscribed || e->inflight);
-    pthread_mutex_unlock(&sub->mu);
-    return idle;
-}
-
-void rl_sub_will_try_first(rl_sub_ticket *t) { /* the ticket is its waiter's own */
-    if (t->subscribed_gen) t->sub_seen = t->subscribed_gen;
-}
-
-int rl_sub_subscribed_at_join(const rl_sub_ticket *t) {
-    return t->subscribed_gen != 0;
-}
-
 void rl_sub_leave(rl_subscriber *sub, rl_sub_ticket *t) {
     rl_sub_entry *e = t->entry;
     pthread_mutex_lock(&sub->mu);
@@ -493,17 +467,14 @@ void rl_sub_leave(rl_subscriber *sub, rl_sub_ticket *t) {
     }
     e->waiters--;
     if (e->permits > (unsigned)e->waiters) e->permits = (unsigned)e->waiters;
-    /* The last waiter's UNSUBSCRIBE is sent by the thread once the channel has been idle for
-     * IDLE_MS: it is not woken for it, as a new holder on its way out of acquire would pay for
-     * that (a pipe write, a wake-up); and a waiter that comes back meanwhile, as a contended
-     * worker does, finds the channel still subscribed. Nobody waits for the UNSUBSCRIBE's
-     * confirmation; a waiter joining meanwhile subscribes again once it is confirmed. The
-     * thread frees the entry when nobody needs it. */
+    /* The last waiter's UNSUBSCRIBE is sent by the thread, within UNSUBSCRIBE_WITHIN_MS: it is
+     * not woken for it, as a new holder on its way out of acquire would pay for that (a pipe
+     * write, a wake-up); and a waiter that comes back meanwhile, as a contended worker does,
+     * finds the channel still subscribed. Nobody waits for the UNSUBSCRIBE's confirmation; a
+     * waiter joining meanwhile subscribes again once it is confirmed. The thread frees the
+     * entry when nobody needs it. */
     --e->pins;
-    if (e->waiters == 0) {
-        e->idle_since = rl_now_ms();
-        mark_dirty(sub, e);
-    }
+    if (e->waiters == 0) mark_dirty(sub, e);
     pthread_mutex_unlock(&sub->mu);
     t->entry = NULL;
 }

@@ -1,8 +1,8 @@
 /* The client's one pub/sub connection, shared by every waiter of every lock name.
  *
  * A waiter joins the channel of the lock it waits for; the first join subscribes; the thread
- * unsubscribes a channel that has had no waiter for 50 ms (by 0.1 s after its last waiter left;
- * nobody waits for the confirmation), so a waiter that comes back soon finds it subscribed. A
+ * unsubscribes a channel within UNSUBSCRIBE_WITHIN_MS (0.1 s) of its last waiter leaving, unless
+ * one joins again meanwhile (nobody waits for the confirmation). A
  * background thread owns the connection: it sends (UN)SUBSCRIBE, reads messages and wakes local
  * waiters: one per "0" message, all of them on "1". When the connection drops it reconnects,
  * resubscribes and wakes every waiter to try again (a message may have been missed).
@@ -28,7 +28,6 @@ typedef struct rl_sub_entry {
     unsigned inflight : 1;          /* a (UN)SUBSCRIBE awaits its confirmation */
     unsigned every : 1;             /* every message wakes every waiter ("0" too): latch channels */
     int waiters;                    /* joined and not yet left */
-    int64_t idle_since;             /* when the last waiter left (monotonic ms) */
     int pins;                       /* threads that may still touch the entry */
     unsigned permits;               /* "0" messages not yet taken by a waiter */
     uint64_t wake_all_gen;          /* bumped by "1" messages */
@@ -65,8 +64,6 @@ typedef struct rl_sub_ticket {
     int moved; /* set with an RL_OK wait: the node no longer serves the channel; join again */
     uint64_t wake_all_seen;
     uint64_t sub_seen;
-    uint64_t subscribed_gen; /* the entry's sub_gen at the join if it was subscribed then (and no
-                                UNSUBSCRIBE in flight), else 0 */
     int64_t unsubscribed_since;
     int64_t last_hook;
     void (*notify)(void *userdata); /* notified tickets: called (sub->mu held) on each change */
@@ -104,18 +101,6 @@ rl_status rl_sub_join_notified(rl_subscriber *sub, const char *channel, size_t l
  * notified (the subscription is late: the connection limit), else -1. */
 rl_status rl_sub_poll(rl_subscriber *sub, rl_sub_ticket *ticket, int64_t *recheck_at_ms,
                       rl_error *err);
-
-/* Whether this subscriber has the channel subscribed (or its subscription in flight) with no
- * waiter on it: a message published there reaches it, and wakes nobody. */
-int rl_sub_idle(rl_subscriber *sub, const char *channel, size_t len);
-
-/* For a caller that tries (an acquire) after joining and before its first wait: if the channel
- * was already subscribed at the join, that try comes after the subscription exists, so the first
- * wait need not return for the subscription; it waits for a message (one try less per wait on a
- * channel this client keeps subscribed, as a contended worker's). Before the first wait only. */
-void rl_sub_will_try_first(rl_sub_ticket *ticket);
-/* Whether the channel was subscribed (and staying so) when the ticket joined it. */
-int rl_sub_subscribed_at_join(const rl_sub_ticket *ticket);
 
 void rl_sub_leave(rl_subscriber *sub, rl_sub_ticket *ticket);
 

@@ -79,8 +79,3 @@ size_t rl_wait_subscriptions(rl_client *c) {
         n += rl_sub_count(&node->sub);
     return n;
 }
-
-int rl_wait_idle(rl_client *c, const char *channel, size_t len) {
-    rl_subscriber *sub = serving(c, channel, len, NULL);
-    return sub ? rl_sub_idle(sub, channel, len) : 0;
-}

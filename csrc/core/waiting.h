@@ -23,10 +23,6 @@ rl_status rl_wait_sleep(rl_client *c, rl_sub_ticket *t, int64_t until_ms, rl_wai
                         void *hook_userdata, rl_error *err);
 void rl_wait_leave(rl_sub_ticket *t);
 
-/* Whether this client keeps the channel subscribed with no waiter on it (rl_sub_idle, at the
- * subscriber that serves it): 1 or 0. */
-int rl_wait_idle(rl_client *c, const char *channel, size_t len);
-
 /* Channels subscribed now, over every subscriber. */
 size_t rl_wait_subscriptions(rl_client *c);
 

@@ -273,36 +273,3 @@ TEST(handover_grace_zero_lets_the_releaser_take_the_lock_back) {
     CHECK_MSG(first >= 0 && first < 10, "the woken waiter still went first in %d of 20 rounds",
               first);
 }
-
-/* A client keeps a channel subscribed a while after its last waiter left, and its own release's
- * message reaches that idle subscription: that wakes nobody, so a re-acquire must not give way
- * (with a grace of a second, it would wait the second out). */
-TEST(own_idle_subscription_does_not_make_the_releaser_give_way) {
-    rl_options o;
-    rl_options_init(&o);
-    o.handover_grace_ms = 1000;
-    rl_client *a = NULL, *b = new_client(g_server.url, 0);
-    rl_error e;
-    CHECK_INT(rl_client_new(g_server.url, &o, &a, &e), RL_OK);
-    rl_lock *la = new_lock(a, "idle-sub");
-    rl_lock *lb = new_lock(b, "idle-sub");
-    CHECK_OK(rl_lock_acquire(lb, 1, 10000, 0, NULL, NULL, err));
-    waiter w = {.lock = la, .context = 1, .wait_ms = 10000};
-    pthread_t t;
-    pthread_create(&t, NULL, waiter_main, &w);
-    CHECK_SOON(subscribers("redisson_lock__channel:{idle-sub}") == 1, 2000);
-    CHECK_OK(rl_lock_release(lb, 1, err));
-    pthread_join(t, NULL);
-    CHECK_INT(w.status, RL_OK); /* A holds it; its channel stays subscribed, idle */
-    CHECK(subscribers("redisson_lock__channel:{idle-sub}") == 1);
-    CHECK_OK(rl_lock_release(la, 1, err));
-    int64_t t0 = now_ms();
-    CHECK_OK(rl_lock_acquire(la, 1, 10000, 10000, NULL, NULL, err));
-    int64_t took = now_ms() - t0;
-    CHECK_MSG(took < 500, "the re-acquire gave way to nobody for %lld ms", (long long)took);
-    CHECK_OK(rl_lock_release(la, 1, err));
-    rl_lock_free(la);
-    rl_lock_free(lb);
-    rl_client_free(a);
-    rl_client_free(b);
-}

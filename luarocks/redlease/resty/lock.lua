@@ -252,7 +252,7 @@ function Lock:_release_one(hold, settling, guard)
     return true
   end
   hold.count = hold.count - 1
-  if reply >= 1 then -- released (1 + the clients its message reached)
+  if reply >= 1 then -- 1 or 2 (released; 2: its message woke someone)
     -- Redis had no other hold of this owner: the ones this run still counts are gone
     client:hold_lost(hold, "deleted")
   elseif was_failed and hold.watchdog then -- a retried release went through: renew the rest

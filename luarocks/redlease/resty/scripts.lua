@@ -28,7 +28,8 @@ return {
     .. "redis.call('del', KEYS[1])\n"
     .. "local woken = redis.call(ARGV[5], KEYS[2], ARGV[1])\n"
     .. "redis.call('set', KEYS[3], 1, 'px', ARGV[4])\n"
-    .. "return 1 + woken\n",
+    .. "if woken > 0 then return 2 end\n"
+    .. "return 1\n",
   force_unlock =
     "local t = redis.call('type', KEYS[1]).ok\n"
     .. "if t ~= 'hash' and t ~= 'none' then\n"
