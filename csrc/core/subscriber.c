@@ -13,9 +13,6 @@
 #include "threads.h"
 
 #define WAIT_SLICE_MS 50 /* how often a waiter wakes to run the host's hook */
-/* While it has channels, the thread also wakes this often, to unsubscribe the ones whose last
- * waiter left meanwhile (a leaving waiter does not wake it: see rl_sub_leave). */
-#define UNSUBSCRIBE_WITHIN_MS 100
 #define RECONNECT_MIN_MS 50
 #define RECONNECT_MAX_MS 1000
 
@@ -31,13 +28,17 @@ void rl_sub_init(rl_subscriber *sub, rl_config *cfg) {
 
 /* Everything below marked "mu held" runs with sub->mu locked. */
 
-static void wake_thread(rl_subscriber *sub) { /* mu held */
-    pthread_cond_signal(&sub->thread_wake);
-    if (sub->wake_pipe[1] >= 0) {
+static void write_wake_pipe(int fd) {
+    if (fd >= 0) {
         char byte = 1;
-        ssize_t rc = write(sub->wake_pipe[1], &byte, 1); /* full pipe: already woken */
+        ssize_t rc = write(fd, &byte, 1); /* full pipe: already woken */
         (void)rc;
     }
+}
+
+static void wake_thread(rl_subscriber *sub) { /* mu held */
+    pthread_cond_signal(&sub->thread_wake);
+    write_wake_pipe(sub->wake_pipe[1]);
 }
 
 static void mark_dirty(rl_subscriber *sub, rl_sub_entry *e) { /* mu held */
@@ -218,7 +219,6 @@ static void *subscriber_main(void *arg) {
     while (!sub->stop) {
         if (!ensure_connected(sub, &backoff)) continue;
         process_dirty(sub);
-        int timeout = sub->entries ? UNSUBSCRIBE_WITHIN_MS : -1;
         pthread_mutex_unlock(&sub->mu);
 
         /* Network I/O without the mutex; only this thread touches the connection. */
@@ -227,7 +227,7 @@ static void *subscriber_main(void *arg) {
         if (ok && !readable) {
             struct pollfd fds[2] = {{.fd = sub->conn.fd, .events = POLLIN},
                                     {.fd = sub->wake_pipe[0], .events = POLLIN}};
-            if (poll(fds, 2, timeout) > 0) {
+            if (poll(fds, 2, -1) > 0) {
                 if (fds[1].revents) drain_pipe(sub->wake_pipe[0]);
                 readable = fds[0].revents != 0;
             }
@@ -325,10 +325,8 @@ static rl_status join(rl_subscriber *sub, const char *channel, size_t len, int e
     }
     e->waiters++;
     e->pins++;
-    if (!e->subscribed && !e->inflight) { /* else subscribed, or confirmed soon (and then */
-        mark_dirty(sub, e);               /* looked at again: an UNSUBSCRIBE in flight) */
-        wake_thread(sub);
-    }
+    mark_dirty(sub, e);
+    wake_thread(sub);
     entry_changed(e); /* a leaver waiting to unsubscribe need wait no more */
     /* sub_seen 0: the first wait returns once subscribed, so the caller tries again after the
      * subscription exists (no release can slip between its try and its wait). */
@@ -467,15 +465,22 @@ void rl_sub_leave(rl_subscriber *sub, rl_sub_ticket *t) {
     }
     e->waiters--;
     if (e->permits > (unsigned)e->waiters) e->permits = (unsigned)e->waiters;
-    /* The last waiter's UNSUBSCRIBE is sent by the thread, within UNSUBSCRIBE_WITHIN_MS: it is
-     * not woken for it, as a new holder on its way out of acquire would pay for that (a pipe
-     * write, a wake-up); and a waiter that comes back meanwhile, as a contended worker does,
-     * finds the channel still subscribed. Nobody waits for the UNSUBSCRIBE's confirmation; a
-     * waiter joining meanwhile subscribes again once it is confirmed. The thread frees the
-     * entry when nobody needs it. */
+    /* The last waiter's UNSUBSCRIBE is sent by the thread; nobody waits for its confirmation
+     * (a holder must not wait on it), and a waiter joining meanwhile subscribes again once it
+     * is confirmed. The thread frees the entry when nobody needs it. While waiters are left,
+     * the thread has nothing to do. Its pipe is written after the mutex is let go: woken
+     * while this thread (a new holder on its way out of acquire) still held it, it would only
+     * block on it, and cost this thread a wake-up call at the unlock. The pipe outlives this
+     * call: the client is not freed while a call is in progress. */
     --e->pins;
-    if (e->waiters == 0) mark_dirty(sub, e);
+    int fd = -1;
+    if (e->waiters == 0) {
+        mark_dirty(sub, e);
+        pthread_cond_signal(&sub->thread_wake);
+        fd = sub->wake_pipe[1];
+    }
     pthread_mutex_unlock(&sub->mu);
+    write_wake_pipe(fd);
     t->entry = NULL;
 }
 

@@ -1,8 +1,8 @@
 /* The client's one pub/sub connection, shared by every waiter of every lock name.
  *
- * A waiter joins the channel of the lock it waits for; the first join subscribes; the thread
- * unsubscribes a channel within UNSUBSCRIBE_WITHIN_MS (0.1 s) of its last waiter leaving, unless
- * one joins again meanwhile (nobody waits for the confirmation). A
+ * A waiter joins the channel of the lock it waits for; the first join subscribes, the last leave
+ * has the thread unsubscribe (without waiting for the confirmation), so no subscription outlives
+ * its waits for longer than a round trip. A
  * background thread owns the connection: it sends (UN)SUBSCRIBE, reads messages and wakes local
  * waiters: one per "0" message, all of them on "1". When the connection drops it reconnects,
  * resubscribes and wakes every waiter to try again (a message may have been missed).
