@@ -145,8 +145,6 @@ rl_status rl_acquire_try(rl_lock *l, attempt *a, int queue, int64_t *wait_hint, 
     return st;
 }
 
-/* Subscribe, try again, then sleep until a release message or the holder's lease end, and
- * repeat until acquired, the deadline, an abort or an error. */
 /* Gives the waiter our release just woke its chance (handover.c): waits, subscribed, until that
  * waiter's own release message or the grace's end, whichever comes first. The first wait returns
  * once the subscription exists; the second is the grace. */
@@ -158,6 +156,8 @@ static rl_status yield_to_woken(rl_client *c, rl_sub_ticket *ticket, int64_t unt
     return st == RL_NOT_ACQUIRED ? RL_OK : st; /* the grace ran out: try now */
 }
 
+/* Subscribe, try again, then sleep until a release message or the holder's lease end, and
+ * repeat until acquired, the deadline, an abort or an error. */
 static rl_status wait_and_retry(rl_lock *l, attempt *a, int64_t deadline, int64_t wait_hint,
                                 rl_wait_hook hook, void *hook_ud, rl_error *err) {
     rl_client *c = l->client;
