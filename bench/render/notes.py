@@ -1,6 +1,8 @@
 """The closing notes: the cause of each goal the run missed (their text is in the template, one
 section per goal: cause_1, cause_1b, ..., cause_W1, ...), with this run's figures."""
 
+import statistics
+
 from . import wire_goals
 from .fmt import f2
 from .goals import missed
@@ -29,7 +31,10 @@ def wire_figures(R):
     if fixed and "of_bare" in fixed:
         out["c_of_bare"] = f2(fixed["of_bare"])
     busy = max(R.p["contended_workers"])
-    out["w2_tail_text"] = "" if not R.row("contended", "redlease", workers=busy) else (
+    con, ho = R.row("contended", "redlease", workers=busy), R.row("handoff", "redlease")
+    long_tail = con and ho and con.get("handoff_p99_ms") is not None and (
+        con["handoff_p99_ms"] > 3 * statistics.median(ho["latencies_ms"]))
+    out["w2_tail_text"] = "" if not long_tail else (
         f" Under {busy} contending workers the tail is the machine's two cores shared by {busy} "
         f"threads, {R.p['contended_procs']} processes and Redis: a woken worker waits for a core.")
     return out
