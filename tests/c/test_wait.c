@@ -2,6 +2,7 @@
  * and mutual exclusion under contention. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
