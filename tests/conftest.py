@@ -26,19 +26,24 @@ def raw(server):
 
 
 @pytest.fixture
-def make_client(server):
-    """redlease clients (on the test's server unless given another URL) with any options; all
-    closed after the test."""
+def clients():
+    """redlease clients on any URL with any options; all closed after the test."""
     made = []
 
-    def make(url=None, **options):
-        c = redlease.Client(url or server.url, **options)
+    def make(url, **options):
+        c = redlease.Client(url, **options)
         made.append(c)
         return c
 
     yield make
     for c in made:
         c.close()
+
+
+@pytest.fixture
+def make_client(server, clients):
+    """As clients, on the test's server unless given another URL."""
+    return lambda url=None, **options: clients(url or server.url, **options)
 
 
 @pytest.fixture

@@ -1,13 +1,13 @@
 """Fixtures of the Cluster suite: one 3-master/3-replica cluster (redlease.testing.RedisCluster)
 shared by the tests that leave it as they found it, a fresh one for each test that breaks it
-(migration, failover), raw connections to its nodes, and redlease clients on it."""
+(migration, failover), raw connections to its nodes; redlease clients come from tests/conftest.py
+(`clients`)."""
 
 import os
 import sys
 
 import pytest
 
-import redlease
 from redlease.testing import RedisCluster
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -25,21 +25,6 @@ def own_cluster():
     """A cluster of its own, for a test that moves slots or kills a node."""
     with RedisCluster() as c:
         yield c
-
-
-@pytest.fixture
-def clients():
-    """redlease clients on any URL, closed after the test."""
-    made = []
-
-    def make(url, **options):
-        c = redlease.Client(url, **options)
-        made.append(c)
-        return c
-
-    yield make
-    for c in made:
-        c.close()
 
 
 @pytest.fixture
