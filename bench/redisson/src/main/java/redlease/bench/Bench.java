@@ -656,6 +656,9 @@ public final class Bench {
             long keys = params.length > 1 ? Long.parseLong(String.valueOf(params[1])) : 0;
             Round r;
             synchronized (this) {
+                if (!open) {
+                    return; // written after the window closed: not part of any counted round
+                }
                 if (cur == null || (inFlight == 0 && now - lastDone > gapNs)) {
                     cur = new Round();
                     cur.start = now;
@@ -695,6 +698,19 @@ public final class Bench {
 
         synchronized Round last() {
             return cur;
+        }
+
+        /**
+         * Closes the tap if it is quiet and no round began after the `seen`-th, and returns the
+         * rounds from the `from`-th on; null if not quiet yet. Closing and copying under one
+         * lock is what keeps a round that began meanwhile (its end not yet known) out.
+         */
+        synchronized List<Round> closeIfQuiet(long quietNs, int seen, int from) {
+            if (!quiet(quietNs) || rounds.size() != seen) {
+                return null;
+            }
+            open = false;
+            return new ArrayList<>(rounds.subList(from, rounds.size()));
         }
     }
 
@@ -828,7 +844,8 @@ public final class Bench {
         long lastCpu = redissonThreadsCpu(tmx);
         int seen = firstRound;
         long wEnd = wStart + periods * periodMs * 1_000_000L;
-        while (true) {
+        List<Tap.Round> window = null;
+        while (window == null) {
             long now = System.nanoTime();
             if (tap.count() > seen && tap.quiet(quietNs)) {
                 long c = redissonThreadsCpu(tmx);
@@ -836,21 +853,18 @@ public final class Bench {
                 lastCpu = c;
                 seen = tap.count();
             }
-            if (now > wEnd && tap.quiet(quietNs) && tap.count() == seen) {
-                break;
+            if (now > wEnd) {
+                window = tap.closeIfQuiet(quietNs, seen, firstRound);
             }
-            if (now > wEnd + 10 * periodMs * 1_000_000L) {
+            if (window == null && now > wEnd + 10 * periodMs * 1_000_000L) {
                 fail("a renewal round never ended");
             }
-            Thread.sleep(1);
+            if (window == null) {
+                Thread.sleep(1);
+            }
         }
         long cpu1 = processCpu();
         long evals1 = serverEvalCalls(url);
-        tap.open = false;
-        List<Tap.Round> window;
-        synchronized (tap) {
-            window = new ArrayList<>(tap.rounds.subList(firstRound, tap.rounds.size()));
-        }
         int rounds = window.size();
         List<Double> roundMs = new ArrayList<>();
         long calls = 0;
