@@ -81,28 +81,50 @@ double bl_ping(bl_conn *c, int n) {
     return n / (now_s() - t0);
 }
 
+static const char *const NAME = "bench:bare";
+static const char *const CHANNEL = "redisson_lock__channel:{bench:bare}";
+
+/* The acquire of `owner`, as redlease sends it: 0 when granted. */
+static int acquire(bl_conn *c, const char *owner) {
+    const char *a[] = {"EVALSHA", c->acq, "1", NAME, "30000", owner};
+    redisReply *x = command(c, 6, a);
+    int ok = x && x->type == REDIS_REPLY_NIL;
+    freeReplyObject(x);
+    return ok ? 0 : -1;
+}
+
+/* Appends the release of `owner` (a fresh latch each time, as redlease does) to c's output
+ * buffer; argv's strings are copied there, so the latch may live on the stack. */
+static void append_release(bl_conn *c, const char *owner) {
+    char latch[96];
+    const char *r[] = {"EVALSHA", c->rel,  "3",   NAME,    CHANNEL,  latch,
+                       "0",       "30000", owner, "20000", "publish"};
+    snprintf(latch, sizeof latch, "redisson_unlock_latch:{bench:bare}:%016llx%016lx",
+             c->latch_prefix, c->latch_id++);
+    redisAppendCommandArgv(c->ctx, 11, r, NULL);
+}
+
+/* The answer of a release appended before: 0 when it released (1, or 2 when its message
+ * reached a subscriber). */
+static int released(bl_conn *c) {
+    redisReply *x = NULL;
+    int ok = redisGetReply(c->ctx, (void **)&x) == REDIS_OK && x &&
+             x->type == REDIS_REPLY_INTEGER && (x->integer == 1 || x->integer == 2);
+    freeReplyObject(x);
+    return ok ? 0 : -1;
+}
+
 /* One cycle as redlease's with a fixed lease: the same keys, arguments and answers, nothing else
  * (no hold table, no latch DEL, no locking, no argument building beyond one snprintf). Adds the
  * acquire's round trip to *acquire_s. 0, or -1 when an answer is not the expected one. */
 static int one_cycle(bl_conn *c, double *acquire_s) {
-    const char *name = "bench:bare", *channel = "redisson_lock__channel:{bench:bare}";
     const char *owner = "8c6e5a7e-0000-4000-8000-000000000000:1";
-    char latch[96];
-    const char *a[] = {"EVALSHA", c->acq, "1", name, "30000", owner};
-    const char *r[] = {"EVALSHA", c->rel,  "3",   name,    channel,  latch,
-                       "0",       "30000", owner, "20000", "publish"};
-    snprintf(latch, sizeof latch, "redisson_unlock_latch:{bench:bare}:%016llx%016lx",
-             c->latch_prefix, c->latch_id++);
     double t0 = now_s();
-    redisReply *x = command(c, 6, a);
+    int ok = acquire(c, owner) == 0;
     *acquire_s += now_s() - t0;
-    int ok = x && x->type == REDIS_REPLY_NIL;
-    freeReplyObject(x);
     if (!ok) return -1; /* not acquired */
-    x = command(c, 11, r);
-    ok = x && x->type == REDIS_REPLY_INTEGER && x->integer == 1;
-    freeReplyObject(x);
-    return ok ? 0 : -1; /* or not released */
+    append_release(c, owner);
+    return released(c); /* or not released */
 }
 
 double bl_scripts(bl_conn *c, int n) {
@@ -121,6 +143,56 @@ double bl_acquire(bl_conn *c, int n) {
 
 const char *bl_sha(bl_conn *c, int release) {
     return release ? c->rel : c->acq;
+}
+
+/* Sends what c's output buffer holds, without reading. */
+static int flush(bl_conn *c) {
+    int done = 0;
+    while (!done)
+        if (redisBufferWrite(c->ctx, &done) != REDIS_OK) return -1;
+    return 0;
+}
+
+/* Reads replies on the subscribed connection until a message on CHANNEL. */
+static int await_message(redisContext *sub) {
+    for (;;) {
+        redisReply *x = NULL;
+        if (redisGetReply(sub, (void **)&x) != REDIS_OK || !x) return -1;
+        int message = x->type == REDIS_REPLY_ARRAY && x->elements == 3 &&
+                      x->element[0]->type == REDIS_REPLY_STRING &&
+                      strcmp(x->element[0]->str, "message") == 0;
+        freeReplyObject(x);
+        if (message) return 0;
+    }
+}
+
+int bl_handoff(const char *url, int n, double *ms) {
+    const char *owners[2] = {"8c6e5a7e-0000-4000-8000-000000000000:1",
+                             "8c6e5a7e-0000-4000-8000-000000000000:2"};
+    bl_conn *h[2] = {bl_open(url), bl_open(url)}, *s = bl_open(url);
+    int rc = -1;
+    if (!h[0] || !h[1] || !s) goto out;
+    const char *sub[] = {"SUBSCRIBE", CHANNEL};
+    redisReply *x = command(s, 2, sub); /* the confirmation */
+    if (!x) goto out;
+    freeReplyObject(x);
+    if (acquire(h[0], owners[0]) != 0) goto out;
+    for (int i = 0; i < n; i++) {
+        bl_conn *from = h[i % 2], *to = h[(i + 1) % 2];
+        append_release(from, owners[i % 2]);
+        double t0 = now_s();
+        if (flush(from) != 0 || await_message(s->ctx) != 0 || acquire(to, owners[(i + 1) % 2]) != 0)
+            goto out;
+        ms[i] = (now_s() - t0) * 1e3;
+        if (released(from) != 0) goto out;
+    }
+    append_release(h[n % 2], owners[n % 2]);
+    rc = flush(h[n % 2]) == 0 && released(h[n % 2]) == 0 ? 0 : -1;
+out:
+    bl_close(h[0]);
+    bl_close(h[1]);
+    bl_close(s);
+    return rc;
 }
 
 void bl_close(bl_conn *c) {

@@ -9,7 +9,8 @@ from types import SimpleNamespace
 
 def loop(url):
     """ping(n), scripts(n), acquire(n) -> per second: PING round trips, acquire+release script
-    cycles, and acquire-script round trips (bare_loop.h), on one connection of this process."""
+    cycles, and acquire-script round trips (bare_loop.h), on one connection of this process;
+    handoff(n) -> the ms of each of n bare hand-offs (bl_handoff)."""
     path = os.environ.get("BENCH_BARE") or os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "bench_bare.so")
     lib = ctypes.CDLL(path)
@@ -28,5 +29,14 @@ def loop(url):
                 sys.exit("the bare loop failed")
             return rate
         return run
+    lib.bl_handoff.restype = ctypes.c_int
+    lib.bl_handoff.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(ctypes.c_double)]
+
+    def handoff(n):
+        """n bare hand-offs (bl_handoff, on connections of their own): each one's ms."""
+        out = (ctypes.c_double * n)()
+        if lib.bl_handoff(url.encode(), n, out) != 0:
+            sys.exit("the bare hand-off failed")
+        return list(out)
     return SimpleNamespace(ping=runner(lib.bl_ping), scripts=runner(lib.bl_scripts),
-                           acquire=runner(lib.bl_acquire))
+                           acquire=runner(lib.bl_acquire), handoff=handoff)

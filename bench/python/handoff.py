@@ -13,14 +13,17 @@ settle time gets a random extra of up to one interval), as it would in real use;
 settle time, every release would land at the same phase of the poll. With --wire, the holder
 also measures the wire around the rounds (before and after them, on a bare hiredis connection of
 its own process, bench_bare.so): one PING round trip and one round trip of redlease's acquire
-script, the least a hand-off can take (the release's message reaching the waiter, then its
-acquire). Prints one JSON object.
+script, the goal's floor for a hand-off (the release's message reaching the waiter, then its
+acquire), and bare hand-offs: the same release and acquire scripts and the release's message on
+three hiredis connections driven by one thread, with no client around them (bl_handoff), the
+least a hand-off over this wire takes. Prints one JSON object.
 """
 
 import argparse
 import json
 import os
 import random
+import statistics
 import subprocess
 import sys
 import time
@@ -33,10 +36,12 @@ NAME = "bench:handoff"
 WIRE_ROUNDS = 2000  # round trips per wire measure, before and after the hand-offs
 
 
-def wire_ms(url, measures):
-    """Appends (PING ms, acquire-script ms) round trips, each the mean over WIRE_ROUNDS."""
+def wire_ms(url, measures, bare_handoffs):
+    """Appends (PING ms, acquire-script ms) round trips, each the mean over WIRE_ROUNDS, and
+    the times of WIRE_ROUNDS // 2 bare hand-offs."""
     w = bare.loop(url)
     measures.append((1e3 / w.ping(WIRE_ROUNDS), 1e3 / w.acquire(WIRE_ROUNDS)))
+    bare_handoffs += w.handoff(WIRE_ROUNDS // 2)
 
 
 def waiter(url, impl_name):
@@ -56,9 +61,9 @@ def waiter(url, impl_name):
 
 def holder(url, impl_name, rounds, wire):
     cls = IMPLS[impl_name]
-    measures = []
+    measures, bare_handoffs = [], []
     if wire:
-        wire_ms(url, measures)
+        wire_ms(url, measures, bare_handoffs)
     impl = cls(url)
     lock = impl.lock(NAME)
     child = subprocess.Popen([sys.executable, os.path.abspath(__file__), url, impl_name,
@@ -86,9 +91,10 @@ def holder(url, impl_name, rounds, wire):
     row = {"impl": cls.name, "label": cls.label, "version": version_of(cls.dist),
            "rounds": rounds, "latencies_ms": sorted(latencies)}
     if wire:
-        wire_ms(url, measures)
+        wire_ms(url, measures, bare_handoffs)
         row["ping_rtt_ms"] = sum(m[0] for m in measures) / len(measures)
         row["acquire_rtt_ms"] = sum(m[1] for m in measures) / len(measures)
+        row["bare_handoff_ms"] = statistics.median(bare_handoffs)
     return row
 
 

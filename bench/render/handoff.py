@@ -36,8 +36,15 @@ def render(R):
             f"connection of its own process ({WIRE_ROUNDS:,} round trips before the rounds and "
             f"{WIRE_ROUNDS:,} after): one PING round trip took {ms(wire['ping_rtt_ms'])} ms and "
             f"one round trip of the acquire script {ms(wire['acquire_rtt_ms'])} ms, "
-            f"{ms(wire['ping_rtt_ms'] + wire['acquire_rtt_ms'])} ms together: the least a "
-            f"hand-off can take (the release's message reaching the waiter, then its acquire)."),
+            f"{ms(wire['ping_rtt_ms'] + wire['acquire_rtt_ms'])} ms together: the goal's floor "
+            f"for a hand-off (the release's message reaching the waiter, then its acquire)."
+            + ("" if not wire.get("bare_handoff_ms") else
+               f" It also ran {WIRE_ROUNDS:,} bare hand-offs (half before, half after): the "
+               f"same release and acquire scripts and the release's message on three hiredis "
+               f"connections driven by one thread, with no client around them "
+               f"(`bl_handoff` in `bench/c/bare_loop.c`); their median, "
+               f"{ms(wire['bare_handoff_ms'])} ms, is the least a hand-off over this wire "
+               f"takes.")),
         "handoffs": R.p["handoffs"],
         "handoff_table": table(["", "median ms", "p90", "p99", "max", "hand-offs",
                                 "median / redlease's"], rows),

@@ -4,7 +4,7 @@ section per goal: cause_1, cause_1b, ..., cause_W1, ...), with this run's figure
 import statistics
 
 from . import wire_goals
-from .fmt import f2
+from .fmt import f2, ms
 from .goals import missed
 
 EXPLAINED = ("1", "1b", "2", "3", "6", "W1", "W2", "W3")  # goals whose causes the template has
@@ -13,7 +13,7 @@ EXPLAINED = ("1", "1b", "2", "3", "6", "W1", "W2", "W3")  # goals whose causes t
 def wire_figures(R):
     """The figures the (W1) and (W2) notes quote."""
     out = {"bare_of_ping": "–", "redis_scripts_us": "–", "redis_ping_us": "–",
-           "py_of_bare": "–", "c_of_bare": "–"}
+           "py_of_bare": "–", "c_of_bare": "–", "w2_bare_text": ""}
     ping, bare = R.limits()
     if ping and bare:
         out["bare_of_ping"] = f2(bare / ping)
@@ -32,6 +32,20 @@ def wire_figures(R):
         out["c_of_bare"] = f2(fixed["of_bare"])
     busy = max(R.p["contended_workers"])
     con, ho = R.row("contended", "redlease", workers=busy), R.row("handoff", "redlease")
+    if ho and ho.get("bare_handoff_ms") and ho.get("ping_rtt_ms"):
+        floor = ho["ping_rtt_ms"] + ho["acquire_rtt_ms"]
+        out["w2_bare_text"] = (
+            f" In this run a bare hand-off (the same two scripts and the release's message on "
+            f"three hiredis connections driven by one thread, no client around them) took "
+            f"{ms(ho['bare_handoff_ms'])} ms at the median, {ho['bare_handoff_ms'] / floor:.2f} × "
+            f"(PING + acquire round trip): the message cannot leave Redis before the release "
+            f"script has run, and Redis writes it in the same pass as the release's own answer, "
+            f"so the wire itself takes about a release round trip plus an acquire round trip"
+            + (", more than the goal allows any client." if ho["bare_handoff_ms"] > 1.2 * floor
+               else ".") + f" redlease's Python hand-off took "
+            f"{ms(statistics.median(ho['latencies_ms']))} ms, "
+            f"{statistics.median(ho['latencies_ms']) / ho['bare_handoff_ms']:.2f} × the bare "
+            f"one.")
     long_tail = con and ho and con.get("handoff_p99_ms") is not None and (
         con["handoff_p99_ms"] > 3 * statistics.median(ho["latencies_ms"]))
     out["w2_tail_text"] = "" if not long_tail else (

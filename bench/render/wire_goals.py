@@ -33,6 +33,11 @@ def goal_wire_handoff(R):
     bound = 1.2 * (ho["ping_rtt_ms"] + ho["acquire_rtt_ms"])
     text = (f"p50 {ms(p50)} ms against 1.2 × ({ms(ho['ping_rtt_ms'])} PING + "
             f"{ms(ho['acquire_rtt_ms'])} acquire) = {ms(bound)} ms")
+    if ho.get("bare_handoff_ms"):
+        text += (f" (a bare hand-off, the same scripts and message with no client around them: "
+                 f"{ms(ho['bare_handoff_ms'])} ms = "
+                 f"{ho['bare_handoff_ms'] / (ho['ping_rtt_ms'] + ho['acquire_rtt_ms']):.2f} × "
+                 f"(PING + acquire))")
     ok = p50 <= bound
     busy = max(R.p["contended_workers"])
     con = R.row("contended", "redlease", workers=busy)
