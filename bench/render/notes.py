@@ -7,7 +7,7 @@ from . import wire_goals
 from .fmt import f2, ms
 from .goals import missed
 
-EXPLAINED = ("1", "1b", "2", "3", "6", "W1", "W2", "W3")  # goals whose causes the template has
+EXPLAINED = ("1", "1b", "2", "3", "5", "6", "W1", "W2", "W3")  # goals whose causes the template has
 
 
 def wire_figures(R):
@@ -54,9 +54,38 @@ def wire_figures(R):
     return out
 
 
+WAIT_SLICE_MS = 50  # how often a blocked waiter runs its hook (csrc/core/subscriber.c)
+
+
+def gil_figures(R):
+    """The figures the (5) note quotes: the solo runs' own spread beside the fractions."""
+    most = max(R.p["gil_waiters"])
+    out = {"gil_text": "", "gil_wakeups": f"{most} waiters cost the counting thread "
+           f"{most * 1000 // WAIT_SLICE_MS:,} wake-ups a second of other threads, which leave "
+           f"the GIL alone."}
+    row = R.row("gil", "redlease")
+    if not row or len(row.get("solo_rates", [])) < 2 or not row.get("points"):
+        return out
+    solos, last = row["solo_rates"], row["points"][-1]
+    peers = [(r["label"], r["points"][-1]["fraction"]) for r in R.rows("gil")
+             if r["impl"] != "redlease" and r.get("points")]
+    out["gil_text"] = (
+        f"In this run redlease's {len(solos)} solo runs counted "
+        + ", ".join(f"{x / 1e6:.1f}" for x in solos)
+        + f" million iterations/s: the machine's own speed moved by "
+        f"{(max(solos) - min(solos)) / max(solos):.0%} between runs of the same loop, and the "
+        f"solo run just after the {last['waiters']}-waiter run was "
+        f"{solos[-1] / solos[-2]:.2f} of the one just before it. At {last['waiters']} waiters "
+        f"redlease's thread made {last['fraction']:.2f} of its solo rate"
+        + ("; " + ", ".join(f"{label}: {f:.2f}" for label, f in peers) if peers else "")
+        + ".")
+    return out
+
+
 def render(R):
     miss = missed(R) + [k for k, _, _, v in wire_goals.goals(R) if v == "not met"]
     out = {f"cause_{k}": k in miss for k in EXPLAINED}
     out["causes"] = any(k in miss for k in EXPLAINED)
     out.update(wire_figures(R))
+    out.update(gil_figures(R))
     return out

@@ -43,7 +43,7 @@ def goal_wire_handoff(R):
     con = R.row("contended", "redlease", workers=busy)
     if con and con.get("handoff_p99_ms") is not None:
         text += (f"; {busy} workers: p99 {ms(con['handoff_p99_ms'])} ms = "
-                 f"{con['handoff_p99_ms'] / p50:.1f}× that p50 (their own p50: "
+                 f"{con['handoff_p99_ms'] / p50:.2f}× that p50 (their own p50: "
                  f"{ms(con['handoff_p50_ms'])} ms)")
         ok = ok and con["handoff_p99_ms"] <= 3 * p50
     else:
