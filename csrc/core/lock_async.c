@@ -31,6 +31,7 @@ struct rl_call {
     int waiting;           /* past the first try: subscribed, woken by the ticket or the timer */
     int64_t wait_start_us; /* a wait counted in the client's metrics since then; 0: none */
     int joined;
+    int yield_wakes; /* wakes seen while leaving the lock to a waiter we woke (handover.c) */
     rl_sub_ticket ticket;
     int64_t deadline, retry_at; /* monotonic ms; -1 none */
 };
@@ -103,6 +104,24 @@ static int64_t earliest(int64_t a, int64_t b) {
     return a < 0 ? b : b < 0 ? a : a < b ? a : b;
 }
 
+/* While leaving the lock to the waiter our release woke (handover.c), as the blocking acquire
+ * does: RL_OK once that waiter's chance is over (a second wake after joining: our subscription's
+ * confirmation, then its release message; or the grace's or the wait's end), else
+ * RL_NOT_ACQUIRED. */
+static rl_status yield_over(rl_call *k, rl_status polled, int64_t now) {
+    if (polled == RL_OK) k->yield_wakes++;
+    if (k->yield_wakes < 2 && now < earliest(k->deadline, k->attempt.yield_until))
+        return RL_NOT_ACQUIRED;
+    k->attempt.yield_until = -1;
+    return RL_OK;
+}
+
+/* When the call's timer should fire next: its deadline, a retry, the end of a yield. */
+static int64_t next_wake(const rl_call *k, int64_t recheck) {
+    int64_t at = earliest(earliest(k->deadline, k->retry_at), recheck);
+    return earliest(at, k->attempt.yield_until);
+}
+
 /* The first try; when it must wait: subscribe, then try again (no release can slip between). */
 static void acquire_first(rl_call *k, rl_error *err) {
     rl_lock *l = k->lock;
@@ -115,7 +134,10 @@ static void acquire_first(rl_call *k, rl_error *err) {
     }
     int64_t wait_ms = k->options.wait_ms;
     k->deadline = wait_ms < 0 ? -1 : rl_now_ms() + wait_ms;
-    st = try_now(k, err);
+    k->retry_at = -1;
+    /* Yielding to a waiter we woke (only an acquire that may wait does): its chance first. */
+    int yielding = k->attempt.yield_until >= 0;
+    st = yielding ? RL_NOT_ACQUIRED : try_now(k, err);
     if (st == RL_NOT_ACQUIRED && wait_ms != 0) {
         size_t len;
         char *channel = rl_lock_wait_channel(l, k->attempt.owner, k->attempt.owner_len, &len);
@@ -127,14 +149,14 @@ static void acquire_first(rl_call *k, rl_error *err) {
             k->waiting = 1;
             k->wait_start_us = rl_now_us();
             rl_metrics_wait_begins(&k->client->metrics);
-            st = try_now(k, err);
+            st = yielding ? RL_NOT_ACQUIRED : try_now(k, err); /* after joining: no wake missed */
         }
     }
     if (st != RL_NOT_ACQUIRED || wait_ms == 0) {
         conclude(k, st, err);
         return;
     }
-    if (rl_workers_timer_set(&k->client->workers, &k->job, earliest(k->deadline, k->retry_at)))
+    if (rl_workers_timer_set(&k->client->workers, &k->job, next_wake(k, -1)))
         conclude(k, rl_fail(err, RL_ERR_MEMORY, "out of memory arming a timer"), err);
 }
 
@@ -147,13 +169,15 @@ static void acquire_again(rl_call *k, rl_error *err) {
     int64_t recheck = -1;
     rl_status st = rl_wait_poll(k->client, &k->ticket, &recheck, woken, k, err);
     int64_t now = rl_now_ms();
+    if (k->attempt.yield_until >= 0 && (st == RL_OK || st == RL_NOT_ACQUIRED))
+        st = yield_over(k, st, now);
     if (st == RL_OK || (st == RL_NOT_ACQUIRED && k->retry_at >= 0 && now >= k->retry_at))
         st = try_now(k, err);
     if (st != RL_NOT_ACQUIRED || (k->deadline >= 0 && rl_now_ms() >= k->deadline)) {
         conclude(k, st, err); /* acquired, failed, or out of time */
         return;
     }
-    int64_t at = earliest(earliest(k->deadline, k->retry_at), recheck);
+    int64_t at = next_wake(k, recheck);
     if (at < 0)
         rl_workers_timer_clear(&k->client->workers, &k->job);
     else if (rl_workers_timer_set(&k->client->workers, &k->job, at))

@@ -337,3 +337,92 @@ TEST(async_calls_on_a_closed_client_fail_at_once) {
     outcome_destroy(&o);
     rl_lock_free(l);
 }
+
+/* A release whose done callback starts the acquire again at once, on the worker, as an event
+ * loop's task that releases and re-acquires would (without waiting for the test's thread). */
+typedef struct reacquire {
+    rl_lock *lock;
+    uint64_t context;
+    rl_call *acquire_call;
+    outcome acquired;
+} reacquire;
+
+static void released_then_acquire(rl_call *call, rl_status st, int64_t value, const rl_error *err,
+                                  void *ud) {
+    (void)call, (void)value, (void)err;
+    reacquire *r = ud;
+    rl_acquire_options opts = waiting(10000);
+    rl_error e;
+    if (st != RL_OK || rl_lock_acquire_async(r->lock, r->context, &opts, record, &r->acquired,
+                                             &r->acquire_call, &e) != RL_OK)
+        record(NULL, st != RL_OK ? st : RL_ERR_ARGUMENT, 0, NULL, &r->acquired);
+}
+
+/* Sets *first to the rounds in which B, a blocking waiter that A's async release woke, got the
+ * lock before A's async acquire that followed the release at once (-1 when a check failed). A's
+ * client has the given handover_grace_ms. */
+static void async_woken_waiter_first(int64_t grace_ms, int rounds, int *first) {
+    *first = -1;
+    rl_options o;
+    rl_options_init(&o);
+    o.handover_grace_ms = grace_ms;
+    rl_client *a = NULL, *b = new_client(g_server.url, 0);
+    rl_error e;
+    if (rl_client_new(g_server.url, &o, &a, &e) != RL_OK) {
+        fprintf(stderr, "rl_client_new: %s\n", e.message);
+        exit(2);
+    }
+    rl_lock *la = new_lock(a, "async:handover"), *lb = new_lock(b, "async:handover");
+    uint64_t context = rl_context_new();
+    int waiter_first = 0, failed = 0;
+    for (int round = 0; round < rounds && !failed; round++) {
+        failed = acquire_now(la, context, 0) != RL_OK;
+        waiter w = {.lock = lb, .context = 1, .wait_ms = 10000, .hold_ms = 20};
+        pthread_t t;
+        pthread_create(&t, NULL, waiter_main, &w);
+        CHECK_SOON(channels() == 1, 2000);
+        reacquire r = {.lock = la, .context = context};
+        outcome_init(&r.acquired);
+        rl_call *release_call = NULL;
+        failed = failed || rl_lock_release_async(la, context, released_then_acquire, &r,
+                                                 &release_call, &e) != RL_OK;
+        failed = failed || wait_outcome(&r.acquired) != RL_OK;
+        int64_t a_acquired_at = r.acquired.at;
+        sleep_ms(50); /* taken first, A keeps the waiter out for 50 ms; after it, 20 ms apart */
+        failed = failed || release_now(la, context) != RL_OK;
+        pthread_join(t, NULL);
+        failed = failed || w.status != RL_OK;
+        if (w.acquired_at < a_acquired_at) waiter_first++;
+        CHECK_SOON(channels() == 0, 2000);
+        rl_call_free(release_call);
+        rl_call_free(r.acquire_call);
+        outcome_destroy(&r.acquired);
+    }
+    fprintf(stderr, "    handover_grace_ms %lld: the woken waiter went first in %d of %d rounds\n",
+            (long long)grace_ms, waiter_first, rounds);
+    rl_lock_free(la);
+    rl_lock_free(lb);
+    rl_client_free(a);
+    rl_client_free(b);
+    if (!failed) *first = waiter_first;
+}
+
+/* An async acquire that follows its own client's release of a lock whose message woke a waiter
+ * leaves the lock to that waiter first, as the blocking acquire does (handover.c). Counted over
+ * rounds with a wide margin, as scheduling can delay a waiter past the grace now and then. */
+TEST(async_reacquire_after_a_release_leaves_the_lock_to_the_woken_waiter) {
+    rl_options defaults;
+    rl_options_init(&defaults);
+    int first;
+    async_woken_waiter_first(defaults.handover_grace_ms, 20, &first);
+    CHECK_MSG(first >= 10, "the woken waiter went first in only %d of 20 rounds", first);
+}
+
+/* ... and with handover_grace_ms 0 the async re-acquire takes the lock back first, as it did
+ * before the async path yielded (which shows the test above can tell the difference). */
+TEST(async_reacquire_with_handover_grace_zero_takes_the_lock_back) {
+    int first;
+    async_woken_waiter_first(0, 20, &first);
+    CHECK_MSG(first >= 0 && first < 10, "the woken waiter still went first in %d of 20 rounds",
+              first);
+}

@@ -12,6 +12,7 @@ import pytest
 
 import redlease
 from redlease.asyncio import Client
+from testkit import Raw
 
 try:
     import uvloop
@@ -239,6 +240,32 @@ def test_a_waiter_is_woken_by_the_release_message(run, server):
             await task
             assert acquired_at[0] - released_at < 0.5
     run(main)
+
+
+def test_reacquire_after_a_release_that_woke_a_subscriber_gives_way_for_the_grace(run, server):
+    """A release whose message reached a subscriber makes this client's next waiting acquire of
+    the lock leave it to the woken waiter first, as the blocking API does ("Fairness of the plain
+    lock" in docs/semantics.md): here the subscriber is a bare connection that never takes the
+    lock, so the acquire gives way for the whole grace, then takes it; with handover_grace=0 it
+    takes it at once."""
+    subscriber = Raw(server.url)
+    subscriber("SUBSCRIBE", CHANNEL % "give-way")
+
+    async def reacquire(grace):
+        async with Client(server.url, handover_grace=grace) as client:
+            lock = client.lock("give-way")
+            await lock.acquire()
+            await lock.release()  # its message reaches the subscriber
+            started = time.monotonic()
+            await lock.acquire()
+            took = time.monotonic() - started
+            await lock.release()
+            return took
+    try:
+        assert run(reacquire, 0.5) >= 0.4
+        assert run(reacquire, 0) < 0.4
+    finally:
+        subscriber.close()
 
 
 EXCLUSION_CHILD = r"""
