@@ -20,16 +20,19 @@
 typedef struct rl_handovers {
     struct {
         uint64_t hash;
-        int64_t until_ms; /* 0: an empty slot */
+        int64_t until_ms;        /* 0: an empty slot */
+        uint64_t messages_floor; /* rl_sub_observe's floor: messages on the channel not the
+                                  * woken waiter's (this release's own included); 0: none */
     } recent[RL_HANDOVERS];
     unsigned next;
 } rl_handovers;
 
 /* Both under the client's mutex. */
 void rl_handovers_note(rl_handovers *h, const void *name, size_t len, rl_lock_kind kind,
-                       int64_t until_ms);
-/* Until when an acquire of that lock should leave it to the woken waiter; -1 when it need not. */
+                       int64_t until_ms, uint64_t messages_floor);
+/* Until when an acquire of that lock should leave it to the woken waiter (and the floor noted
+ * with it in *messages_floor); -1 when it need not. */
 int64_t rl_handovers_until(const rl_handovers *h, const void *name, size_t len, rl_lock_kind kind,
-                           int64_t now_ms);
+                           int64_t now_ms, uint64_t *messages_floor);
 
 #endif

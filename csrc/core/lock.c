@@ -146,13 +146,14 @@ rl_status rl_acquire_try(rl_lock *l, attempt *a, int queue, int64_t *wait_hint, 
 }
 
 /* Gives the waiter our release just woke its chance (handover.c): waits, subscribed, until that
- * waiter's own release message or the grace's end, whichever comes first. The first wait returns
- * once the subscription exists; the second is the grace. */
-static rl_status yield_to_woken(rl_client *c, rl_sub_ticket *ticket, int64_t until,
+ * waiter's own release message (the channel's next message past `floor`, which counts our
+ * release's own) or the grace's end, whichever comes first. It observes: the message that woke
+ * that waiter, when the waiter is a thread of this client, stays that waiter's. */
+static rl_status yield_to_woken(rl_client *c, rl_sub_ticket *ticket, int64_t until, uint64_t floor,
                                 rl_wait_hook hook, void *hook_ud, rl_error *err) {
-    rl_status st = RL_OK;
-    for (int i = 0; i < 2 && st == RL_OK; i++)
-        st = rl_wait_sleep(c, ticket, until, hook, hook_ud, err);
+    rl_wait_observe(ticket, 1, floor);
+    rl_status st = rl_wait_sleep(c, ticket, until, hook, hook_ud, err);
+    rl_wait_observe(ticket, 0, 0);
     return st == RL_NOT_ACQUIRED ? RL_OK : st; /* the grace ran out: try now */
 }
 
@@ -169,7 +170,7 @@ static rl_status wait_and_retry(rl_lock *l, attempt *a, int64_t deadline, int64_
     free(channel);
     if (st == RL_OK && a->yield_until >= 0) {
         int64_t until = deadline >= 0 && deadline < a->yield_until ? deadline : a->yield_until;
-        st = yield_to_woken(c, &ticket, until, hook, hook_ud, err);
+        st = yield_to_woken(c, &ticket, until, a->yield_floor, hook, hook_ud, err);
     }
     if (st == RL_OK) {
         for (;;) {
@@ -291,9 +292,9 @@ rl_status rl_acquire_begin(rl_lock *l, uint64_t context, const rl_acquire_option
     pthread_mutex_lock(&c->mu);
     rl_status st = check_hold_before_acquire(l, context, err);
     /* Only an acquire that may wait yields; a one-try acquire answers at once. */
-    a->yield_until =
-        wait_ms != 0 ? rl_handovers_until(&c->handovers, l->name, l->name_len, l->kind, rl_now_ms())
-                     : -1;
+    a->yield_until = wait_ms != 0 ? rl_handovers_until(&c->handovers, l->name, l->name_len, l->kind,
+                                                       rl_now_ms(), &a->yield_floor)
+                                  : -1;
     pthread_mutex_unlock(&c->mu);
     a->lease = lease_ms > 0 ? lease_ms : c->cfg.options.watchdog_timeout_ms;
     a->window = wait_ms > 0 ? wait_ms : c->cfg.options.fair_wait_ms;
@@ -415,7 +416,7 @@ static rl_status release_lost(rl_lock *l, rl_hold *h, rl_error *err) {
 
 /* What Redis answered to a release of h (client mutex held). */
 static rl_status apply_release(rl_lock *l, rl_hold *h, const redisReply *reply, int settling,
-                               rl_error *err) {
+                               int64_t messages_before, rl_error *err) {
     rl_client *c = l->client;
     char shown[RL_NAME_SHOWN_MAX];
     if (reply->type == REDIS_REPLY_NIL) {
@@ -442,7 +443,8 @@ static rl_status apply_release(rl_lock *l, rl_hold *h, const redisReply *reply, 
     h->release_failed = 0;
     if (reply->integer == 2 && c->cfg.options.handover_grace_ms > 0) /* and it woke someone */
         rl_handovers_note(&c->handovers, l->name, l->name_len, l->kind,
-                          rl_now_ms() + c->cfg.options.handover_grace_ms);
+                          rl_now_ms() + c->cfg.options.handover_grace_ms,
+                          messages_before >= 0 ? (uint64_t)messages_before + 1 : 0);
     if (h->count <= 1) {
         if (reply->integer == 0 && !field_shared(c, h)) release_stray_holds(l, h);
         rl_holds_remove(&c->holds, h); /* no hold of this context is left */
@@ -461,6 +463,20 @@ static rl_status apply_release(rl_lock *l, rl_hold *h, const redisReply *reply, 
 
 /* Releases one hold of h in Redis and updates the local table (client mutex held; dropped for
  * the network). `settling`: an acquire settles this context's failed release. h may be freed. */
+/* Before a release that may wake a waiter of this very client: the messages this client's
+ * subscription of the lock's channel has read, so that a re-acquire that gives way (handover.c)
+ * tells this release's own message from the woken waiter's. -1 when this client waits on no
+ * channel (the uncontended cycle pays one count) or not on this one. */
+static int64_t messages_before_release(rl_lock *l, const char *owner, size_t owner_len) {
+    rl_client *c = l->client;
+    if (c->cfg.options.handover_grace_ms <= 0 || rl_wait_subscriptions(c) == 0) return -1;
+    size_t len;
+    char *channel = rl_lock_wait_channel(l, owner, owner_len, &len);
+    int64_t n = channel ? rl_wait_messages_read(c, channel, len) : -1;
+    free(channel);
+    return n;
+}
+
 static rl_status release_one(rl_lock *l, rl_hold *h, int settling, rl_error *err) {
     rl_client *c = l->client;
     char request_id[2 * RL_REQUEST_ID_BYTES + 1];
@@ -476,6 +492,7 @@ static rl_status release_one(rl_lock *l, rl_hold *h, int settling, rl_error *err
     size_t field_len = h->owner_len;
     pthread_mutex_unlock(&c->mu);
 
+    int64_t messages_before = messages_before_release(l, field, field_len);
     redisReply *reply = NULL;
     rl_status st = rl_lock_call_release(l, field, field_len, lease, request_id, 1, &reply, err);
     if (st == RL_ERR_REPLICA) { /* released on the master all the same */
@@ -498,7 +515,7 @@ static rl_status release_one(rl_lock *l, rl_hold *h, int settling, rl_error *err
         if (err) err->hold_kept = 1;
         return st;
     }
-    st = apply_release(l, h, reply, settling, err);
+    st = apply_release(l, h, reply, settling, messages_before, err);
     freeReplyObject(reply);
     return st;
 }

@@ -31,7 +31,6 @@ struct rl_call {
     int waiting;           /* past the first try: subscribed, woken by the ticket or the timer */
     int64_t wait_start_us; /* a wait counted in the client's metrics since then; 0: none */
     int joined;
-    int yield_wakes; /* wakes seen while leaving the lock to a waiter we woke (handover.c) */
     rl_sub_ticket ticket;
     int64_t deadline, retry_at; /* monotonic ms; -1 none */
 };
@@ -104,14 +103,13 @@ static int64_t earliest(int64_t a, int64_t b) {
     return a < 0 ? b : b < 0 ? a : a < b ? a : b;
 }
 
-/* While leaving the lock to the waiter our release woke (handover.c), as the blocking acquire
- * does: RL_OK once that waiter's chance is over (a second wake after joining: our subscription's
- * confirmation, then its release message; or the grace's or the wait's end), else
- * RL_NOT_ACQUIRED. */
+/* While leaving the lock to the waiter our release woke (handover.c), observing its channel as
+ * the blocking acquire does: RL_OK once that waiter's chance is over (the channel's next message,
+ * or the grace's or the wait's end), else RL_NOT_ACQUIRED. */
 static rl_status yield_over(rl_call *k, rl_status polled, int64_t now) {
-    if (polled == RL_OK) k->yield_wakes++;
-    if (k->yield_wakes < 2 && now < earliest(k->deadline, k->attempt.yield_until))
+    if (polled != RL_OK && now < earliest(k->deadline, k->attempt.yield_until))
         return RL_NOT_ACQUIRED;
+    rl_wait_observe(&k->ticket, 0, 0);
     k->attempt.yield_until = -1;
     return RL_OK;
 }
@@ -149,6 +147,7 @@ static void acquire_first(rl_call *k, rl_error *err) {
             k->waiting = 1;
             k->wait_start_us = rl_now_us();
             rl_metrics_wait_begins(&k->client->metrics);
+            if (yielding) rl_wait_observe(&k->ticket, 1, k->attempt.yield_floor);
             st = yielding ? RL_NOT_ACQUIRED : try_now(k, err); /* after joining: no wake missed */
         }
     }

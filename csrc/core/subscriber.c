@@ -145,6 +145,7 @@ static void handle_reply(rl_subscriber *sub, const redisReply *r) { /* mu held *
     rl_sub_entry *e = find_entry(sub, channel->str, channel->len);
     if (!e) return;
     if (str_is(kind, "message") || str_is(kind, "smessage")) {
+        e->messages++;
         if (!e->every && str_is(r->element[2], "0")) { /* one waiter may proceed */
             if (e->permits < (unsigned)e->waiters) e->permits++;
         } else { /* "1" (read/write unlock) and anything else: all may proceed */
@@ -381,6 +382,11 @@ static int check_ticket(rl_subscriber *sub, rl_sub_ticket *t, int64_t now, rl_st
     }
     if (e->subscribed) {
         t->unsubscribed_since = -1;
+        if (t->observing) {
+            if (e->messages <= t->messages_seen) return 0;
+            t->messages_seen = e->messages;
+            return 1;
+        }
         if (e->sub_gen != t->sub_seen) {
             t->sub_seen = e->sub_gen;
             t->wake_all_seen = e->wake_all_gen;
@@ -450,6 +456,25 @@ rl_status rl_sub_poll(rl_subscriber *sub, rl_sub_ticket *t, int64_t *recheck_at_
         *recheck_at_ms = t->unsubscribed_since + o->connect_timeout_ms + o->command_timeout_ms + 1;
     pthread_mutex_unlock(&sub->mu);
     return st;
+}
+
+void rl_sub_observe(rl_subscriber *sub, rl_sub_ticket *t, int on, uint64_t floor) {
+    rl_sub_entry *e = t->entry;
+    pthread_mutex_lock(&sub->mu);
+    t->observing = on;
+    if (on)
+        t->messages_seen = e->messages > floor ? e->messages : floor;
+    else if (e->subscribed)
+        t->sub_seen = e->sub_gen; /* tries from now on follow the subscription: none missed */
+    pthread_mutex_unlock(&sub->mu);
+}
+
+int64_t rl_sub_messages_read(rl_subscriber *sub, const char *channel, size_t len) {
+    pthread_mutex_lock(&sub->mu);
+    rl_sub_entry *e = find_entry(sub, channel, len);
+    int64_t n = e && e->subscribed ? (int64_t)e->messages : -1;
+    pthread_mutex_unlock(&sub->mu);
+    return n;
 }
 
 void rl_sub_leave(rl_subscriber *sub, rl_sub_ticket *t) {

@@ -31,6 +31,7 @@ typedef struct rl_sub_entry {
     int pins;                       /* threads that may still touch the entry */
     unsigned permits;               /* "0" messages not yet taken by a waiter */
     uint64_t wake_all_gen;          /* bumped by "1" messages */
+    uint64_t messages;              /* every message, for observing tickets */
     uint64_t sub_gen;               /* bumped by each confirmed SUBSCRIBE */
     struct rl_sub_ticket *notified; /* tickets told of every change (async waiters) */
     uint64_t moved_gen;             /* sharded: bumped when the node stopped serving the channel */
@@ -64,6 +65,8 @@ typedef struct rl_sub_ticket {
     int moved; /* set with an RL_OK wait: the node no longer serves the channel; join again */
     uint64_t wake_all_seen;
     uint64_t sub_seen;
+    int observing;          /* rl_sub_observe: woken by the next message, taking no wake-up */
+    uint64_t messages_seen; /* observing: the entry's message count when it began */
     int64_t unsubscribed_since;
     int64_t last_hook;
     void (*notify)(void *userdata); /* notified tickets: called (sub->mu held) on each change */
@@ -101,6 +104,16 @@ rl_status rl_sub_join_notified(rl_subscriber *sub, const char *channel, size_t l
  * notified (the subscription is late: the connection limit), else -1. */
 rl_status rl_sub_poll(rl_subscriber *sub, rl_sub_ticket *ticket, int64_t *recheck_at_ms,
                       rl_error *err);
+
+/* Observing (on): the ticket's waits return RL_OK at the channel's next message after its
+ * `floor`-th (or after the messages read so far, when more), whoever it wakes, without taking
+ * that wake-up from a waiter of this client (an acquire that gives way to the waiter its release
+ * woke, handover.c). Off: a normal waiter again. */
+void rl_sub_observe(rl_subscriber *sub, rl_sub_ticket *ticket, int on, uint64_t floor);
+/* Messages read on the channel so far when it is subscribed (a message published from now on
+ * reaches this subscriber), else -1. The floor of an observer that must not take a message
+ * published after this for the one it waits for: the count plus one. */
+int64_t rl_sub_messages_read(rl_subscriber *sub, const char *channel, size_t len);
 
 void rl_sub_leave(rl_subscriber *sub, rl_sub_ticket *ticket);
 

@@ -68,6 +68,15 @@ rl_status rl_wait_sleep(rl_client *c, rl_sub_ticket *t, int64_t until_ms, rl_wai
     }
 }
 
+void rl_wait_observe(rl_sub_ticket *t, int on, uint64_t floor) {
+    if (t->entry) rl_sub_observe(t->sub, t, on, floor);
+}
+
+int64_t rl_wait_messages_read(rl_client *c, const char *channel, size_t len) {
+    rl_subscriber *sub = serving(c, channel, len, NULL);
+    return sub ? rl_sub_messages_read(sub, channel, len) : -1;
+}
+
 void rl_wait_leave(rl_sub_ticket *t) {
     if (t->entry) rl_sub_leave(t->sub, t);
 }

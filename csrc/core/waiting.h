@@ -21,6 +21,10 @@ rl_status rl_wait_poll(rl_client *c, rl_sub_ticket *t, int64_t *recheck_at_ms,
  * comes once subscribed there, and the caller tries again. */
 rl_status rl_wait_sleep(rl_client *c, rl_sub_ticket *t, int64_t until_ms, rl_wait_hook hook,
                         void *hook_userdata, rl_error *err);
+/* rl_sub_observe on the ticket's subscriber (nothing once it has left). */
+void rl_wait_observe(rl_sub_ticket *t, int on, uint64_t floor);
+/* rl_sub_messages_read on the subscriber that serves the channel (-1: none, or not subscribed). */
+int64_t rl_wait_messages_read(rl_client *c, const char *channel, size_t len);
 void rl_wait_leave(rl_sub_ticket *t);
 
 /* Channels subscribed now, over every subscriber. */

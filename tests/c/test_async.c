@@ -360,8 +360,9 @@ static void released_then_acquire(rl_call *call, rl_status st, int64_t value, co
 
 /* Sets *first to the rounds in which B, a blocking waiter that A's async release woke, got the
  * lock before A's async acquire that followed the release at once (-1 when a check failed). A's
- * client has the given handover_grace_ms. */
-static void async_woken_waiter_first(int64_t grace_ms, int rounds, int *first) {
+ * client has the given handover_grace_ms; B is on a client of its own, or on A's (same_client:
+ * another context, waiting on the same subscription). */
+static void async_woken_waiter_first(int64_t grace_ms, int same_client, int rounds, int *first) {
     *first = -1;
     rl_options o;
     rl_options_init(&o);
@@ -377,10 +378,14 @@ static void async_woken_waiter_first(int64_t grace_ms, int rounds, int *first) {
     int waiter_first = 0, failed = 0;
     for (int round = 0; round < rounds && !failed; round++) {
         failed = acquire_now(la, context, 0) != RL_OK;
-        waiter w = {.lock = lb, .context = 1, .wait_ms = 10000, .hold_ms = 20};
+        waiter w = {.lock = same_client ? la : lb,
+                    .context = (uint64_t)1 << 40, /* no context rl_context_new gives out */
+                    .wait_ms = 10000,
+                    .hold_ms = 20};
         pthread_t t;
         pthread_create(&t, NULL, waiter_main, &w);
         CHECK_SOON(channels() == 1, 2000);
+        sleep_ms(20); /* B is past its try, asleep on the channel */
         reacquire r = {.lock = la, .context = context};
         outcome_init(&r.acquired);
         rl_call *release_call = NULL;
@@ -398,8 +403,9 @@ static void async_woken_waiter_first(int64_t grace_ms, int rounds, int *first) {
         rl_call_free(r.acquire_call);
         outcome_destroy(&r.acquired);
     }
-    fprintf(stderr, "    handover_grace_ms %lld: the woken waiter went first in %d of %d rounds\n",
-            (long long)grace_ms, waiter_first, rounds);
+    fprintf(stderr,
+            "    handover_grace_ms %lld, %s: the woken waiter went first in %d of %d rounds\n",
+            (long long)grace_ms, same_client ? "one client" : "two clients", waiter_first, rounds);
     rl_lock_free(la);
     rl_lock_free(lb);
     rl_client_free(a);
@@ -414,7 +420,17 @@ TEST(async_reacquire_after_a_release_leaves_the_lock_to_the_woken_waiter) {
     rl_options defaults;
     rl_options_init(&defaults);
     int first;
-    async_woken_waiter_first(defaults.handover_grace_ms, 20, &first);
+    async_woken_waiter_first(defaults.handover_grace_ms, 0, 20, &first);
+    CHECK_MSG(first >= 10, "the woken waiter went first in only %d of 20 rounds", first);
+}
+
+/* ... and when the woken waiter is a thread of the releasing client itself, the message that
+ * woke it stays its own: the yielding acquire observes the channel without taking it. */
+TEST(async_reacquire_leaves_the_lock_to_a_woken_waiter_of_the_same_client) {
+    rl_options defaults;
+    rl_options_init(&defaults);
+    int first;
+    async_woken_waiter_first(defaults.handover_grace_ms, 1, 20, &first);
     CHECK_MSG(first >= 10, "the woken waiter went first in only %d of 20 rounds", first);
 }
 
@@ -422,7 +438,7 @@ TEST(async_reacquire_after_a_release_leaves_the_lock_to_the_woken_waiter) {
  * before the async path yielded (which shows the test above can tell the difference). */
 TEST(async_reacquire_with_handover_grace_zero_takes_the_lock_back) {
     int first;
-    async_woken_waiter_first(0, 20, &first);
+    async_woken_waiter_first(0, 0, 20, &first);
     CHECK_MSG(first >= 0 && first < 10, "the woken waiter still went first in %d of 20 rounds",
               first);
 }
