@@ -54,6 +54,7 @@ build = {
       ["redlease.resty.client"] = "luarocks/redlease/resty/client.lua",
       ["redlease.resty.conn"] = "luarocks/redlease/resty/conn.lua",
       ["redlease.resty.guard"] = "luarocks/redlease/resty/guard.lua",
+      ["redlease.resty.handover"] = "luarocks/redlease/resty/handover.lua",
       ["redlease.resty.keys"] = "luarocks/redlease/resty/keys.lua",
       ["redlease.resty.lock"] = "luarocks/redlease/resty/lock.lua",
       ["redlease.resty.owner"] = "luarocks/redlease/resty/owner.lua",

@@ -1,7 +1,8 @@
 /* Prints luarocks/redlease/resty/scripts.lua: the OpenResty backend's copy of the C core's Redis
  * scripts, byte for byte, from the public catalogue (rl_script_name, rl_script_source in
- * include/redlease.h). `make resty-scripts` writes it; the openresty suite fails when the
- * committed file differs from what this prints. */
+ * include/redlease.h), and the core's default hand-over grace (rl_options_init). `make
+ * resty-scripts` writes it; the openresty suite fails when the committed file differs from what
+ * this prints. */
 #include <stdio.h>
 #include <string.h>
 
@@ -31,6 +32,10 @@ int main(void) {
     puts("-- core's.");
     puts("return {");
     printf("  _VERSION = \"%s\", -- RL_VERSION: the backend's version is the core's\n", RL_VERSION);
+    rl_options defaults;
+    rl_options_init(&defaults);
+    printf("  _HANDOVER_GRACE_MS = %lld, -- rl_options_init's default handover_grace_ms\n",
+           (long long)defaults.handover_grace_ms);
     int count = 0;
     for (int i = 0; rl_script_name(i); i++, count++) {
         const char *name = rl_script_name(i), *text = rl_script_source(i);

@@ -231,6 +231,53 @@ function app.afresh()
   out(r)
 end
 
+-- /reacquire?name=&grace=: on a client of its own with that handover_grace (seconds), acquire
+-- and release, then time a waiting acquire of the same lock (took, seconds) and release it; also
+-- what connect says to a grace over its bound.
+function app.reacquire()
+  local client = assert(redlease.connect(app.url, { handover_grace = num("grace") }))
+  local l = client:lock(ngx.unescape_uri(var.arg_name))
+  assert(assert(l:acquire()):release())
+  ngx.update_time()
+  local t0 = ngx.now()
+  local g, err = l:acquire { timeout = 5 }
+  ngx.update_time()
+  local took = ngx.now() - t0
+  local refused, why = pcall(redlease.connect, app.url, { handover_grace = 2 })
+  out { acquired = g ~= nil, err = err, took = took, released = g and g:release(),
+    over_bound = not refused and why:match("%((.*)%)") }
+  client:close()
+end
+
+-- /handover?name=&grace=: on a client of its own with that handover_grace (seconds), this run
+-- (A) holds while a light thread (B, another run of the same client) waits; A releases and
+-- acquires again at once. order: who had the lock first after the release ("B,A": B was left
+-- its turn); took: A's second acquire (seconds); B holds 0.02 s.
+function app.handover()
+  local client = assert(redlease.connect(app.url, { handover_grace = num("grace") }))
+  local l = client:lock(ngx.unescape_uri(var.arg_name))
+  local a = assert(l:acquire())
+  local order = {}
+  local b = ngx.thread.spawn(function()
+    local g = assert(l:acquire { timeout = 5 })
+    order[#order + 1] = "B"
+    ngx.sleep(0.02)
+    assert(g:release())
+  end)
+  ngx.sleep(0.1) -- B is asleep on the channel
+  assert(a:release())
+  ngx.update_time()
+  local t0 = ngx.now()
+  local again = assert(l:acquire { timeout = 5 })
+  ngx.update_time()
+  local took = ngx.now() - t0
+  order[#order + 1] = "A"
+  assert(again:release())
+  assert(ngx.thread.wait(b))
+  out { order = table.concat(order, ","), took = took }
+  client:close()
+end
+
 -- /settle?name=: a release whose reply is lost (Redis stalled by DEBUG SLEEP past a 0.3 s
 -- command timeout) is settled by the run's next acquire, with the same request id: the new
 -- hold is then counted once by Redis and renewed by the watchdog.

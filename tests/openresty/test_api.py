@@ -7,7 +7,7 @@ import threading
 import time
 
 from conftest import fields
-from testkit import wait_for
+from testkit import Raw, wait_for
 
 
 def test_lock_api_in_one_request(server, make_nginx):
@@ -21,6 +21,41 @@ def test_lock_api_in_one_request(server, make_nginx):
         "token_after": "nil", "rw_thread": "read,timeout", "read_locked": "true",
         "forced": "true", "after_force": "lost:deleted", "with_result": "5",
         "with_error": "true"}, r
+
+
+def test_reacquire_after_a_release_that_woke_a_subscriber_gives_way_for_the_grace(server, raw,
+                                                                                 make_nginx):
+    """As the C core's clients: a release whose message reached a subscriber makes this client's
+    next waiting acquire of the lock leave it to the woken waiter first (docs/semantics.md,
+    "Fairness of the plain lock"). The subscriber here is a bare connection that never takes the
+    lock, so the acquire gives way for the whole grace, then takes it; with 0 it takes it at
+    once. A grace over 1 s is refused, with the core's words."""
+    subscriber = Raw(server.url)
+    subscriber("SUBSCRIBE", "redisson_lock__channel:{give-way}")
+    ng = make_nginx()
+    try:
+        slow = fields(ng.get("/reacquire?name=give-way&grace=0.5")[1])
+        quick = fields(ng.get("/reacquire?name=give-way&grace=0")[1])
+    finally:
+        subscriber.close()
+    for r in (slow, quick):
+        assert r["acquired"] == "true" and r["released"] == "true", r
+        assert r["over_bound"] == "handover_grace must be from 0 to 1000 ms", r
+    assert float(slow["took"]) >= 0.4, slow
+    assert float(quick["took"]) < 0.4, quick
+
+
+def test_reacquire_leaves_the_lock_to_a_woken_waiter_of_the_same_client(server, make_nginx):
+    """The waiter a release woke may be a run of the releasing client itself: the re-acquire
+    that gives way observes the channel without taking that waiter's wake-up, and ends its turn
+    at the waiter's own release message, long before a 0.5 s grace; with 0 the releaser takes
+    the lock back first."""
+    ng = make_nginx()
+    for _ in range(5):
+        given = fields(ng.get("/handover?name=same-client&grace=0.5")[1])
+        assert given["order"] == "B,A" and float(given["took"]) < 0.4, given
+    kept = fields(ng.get("/handover?name=same-client&grace=0")[1])
+    assert kept["order"] == "A,B", kept
 
 
 PHASES = """

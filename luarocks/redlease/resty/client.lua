@@ -6,6 +6,7 @@ local conn = require "redlease.resty.conn"
 local owner = require "redlease.resty.owner"
 local phase = require "redlease.resty.phase"
 local calls = require "redlease.resty.calls"
+local Handovers = require "redlease.resty.handover"
 local Lock = require "redlease.resty.lock"
 local Sub = require "redlease.resty.subscriber"
 
@@ -23,6 +24,7 @@ function Client.new(ep, o)
     max_hold_ms = o.max_hold,
     latch_ttl_ms = 20000,
     fair_wait_ms = 300000,
+    handover_grace_ms = o.handover_grace or require("redlease.resty.scripts")._HANDOVER_GRACE_MS,
     keepalive_ms = 60000,
     pool_size = 256,
     shut = false,
@@ -35,6 +37,7 @@ function Client.new(ep, o)
   self.pool = conn.pool_name(ep)
   self.connect_opts = { pool = self.pool }
   self.sub = Sub.new(self)
+  self.handovers = Handovers.new()
   return self
 end
 
@@ -51,6 +54,7 @@ local function identity(self)
     self.latches = {}
     self.wd = {}
     self.sub = Sub.new(self)
+    self.handovers = Handovers.new()
   end
 end
 

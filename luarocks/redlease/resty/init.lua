@@ -8,11 +8,16 @@ local url = require "redlease.resty.url"
 -- the version is generated with the scripts, from the core that this backend speaks for
 local redlease = { _VERSION = require("redlease.resty.scripts")._VERSION, backend = "resty" }
 
--- connect(url, {watchdog_timeout=, connect_timeout=, command_timeout=, max_hold=} in seconds)
+-- connect(url, {watchdog_timeout=, connect_timeout=, command_timeout=, max_hold=,
+-- handover_grace= in seconds})
 -- -> client. Nothing connects here (any phase, init_by_lua and init_worker_by_lua included);
 -- each worker gets its own client identity on first use.
 function redlease.connect(u, opts)
   local o = args.connect(u, opts)
+  if (o.handover_grace or 0) > 1000 then -- the core's bound (rl_client_new)
+    error("bad argument 'handover_grace' to 'connect' (handover_grace must be from 0 to 1000 ms)",
+      2)
+  end
   if (o.sync_replicas or 0) > 0 then
     return nil, "unsupported: sync_replicas is not available in the OpenResty backend"
   end

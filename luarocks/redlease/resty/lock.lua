@@ -52,12 +52,31 @@ local function try_once(self, who, lease, queue, window)
   return got, x, sent_at, reentered
 end
 
+-- Leaves the lock to the waiter our release woke (handover.lua), subscribed: until that
+-- waiter's own release message (the channel's next message past `floor`, which counts our
+-- release's own) or `until_ms`. It observes: the message that woke that waiter, when it is a
+-- run of this client, stays that waiter's. -> true, or nil, err
+local function yield_to_woken(sub, entry, until_ms, floor)
+  local ok, err = sub:observe(entry, until_ms, floor)
+  if ok == nil then return nil, err end
+  return true -- the message came, or the grace ran out: try now
+end
+
 -- Subscribe, try again, then sleep until a release message or the holder's lease end, until
--- acquired, the deadline, or an error. -> as try_once
-local function wait_and_retry(self, who, lease, window, deadline)
+-- acquired, the deadline, or an error. yield_until: first leave the lock to a waiter our
+-- release woke until then. -> as try_once
+local function wait_and_retry(self, who, lease, window, deadline, yield_until, floor)
   local sub = self.client.sub
   local entry, err = sub:join(keys.wait_channel(self.kind, self._keys, who))
   if not entry then return nil, err end
+  if yield_until then
+    local ok, yerr = yield_to_woken(sub, entry, deadline and math.min(deadline, yield_until)
+      or yield_until, floor)
+    if not ok then
+      sub:leave(entry)
+      return nil, yerr
+    end
+  end
   local got, x, sent_at, reentered
   while true do
     got, x, sent_at, reentered = try_once(self, who, lease, true, window) -- no wake-up missed
@@ -103,10 +122,16 @@ function Lock:_acquire(lease_ms, wait_ms, max_hold)
   local window = wait_ms > 0 and wait_ms or client.fair_wait_ms
   ngx.update_time()
   local start = now_ms()
-  local got, x, sent_at, reentered = try_once(self, who, lease, wait_ms ~= 0, window)
+  -- only an acquire that may wait gives way to a waiter our release woke: its chance first
+  local yield_until, floor
+  if wait_ms ~= 0 then yield_until, floor = client.handovers:until_ms(self._key, start) end
+  local got, x, sent_at, reentered = false, -1, nil, nil
+  if not yield_until then
+    got, x, sent_at, reentered = try_once(self, who, lease, wait_ms ~= 0, window)
+  end
   if got == false and wait_ms ~= 0 then
     got, x, sent_at, reentered = wait_and_retry(self, who, lease, window,
-      wait_ms > 0 and start + wait_ms or nil)
+      wait_ms > 0 and start + wait_ms or nil, yield_until, floor)
   end
   -- a fair waiter that did not get the lock leaves the queue, whatever stopped it
   if got ~= true and wait_ms ~= 0 and self.kind == "fair" then
@@ -220,6 +245,10 @@ function Lock:_release_one(hold, settling, guard)
   if hold.lost then return release_lost(self, hold, lease) end
   hold.releasing = true
   local request_id = hold.retry_id or client:request_id()
+  -- the messages this client's subscription of the channel has read: a re-acquire that gives
+  -- way tells this release's own message from the woken waiter's (none when nobody here waits)
+  local before = client.handover_grace_ms > 0 and client.sub.subscriptions > 0
+    and client.sub:messages_read(keys.wait_channel(self.kind, self._keys, hold.field)) or nil
   local reply, latch = calls.release(self, hold.field, lease, request_id)
   hold.releasing = false
   if reply == nil then
@@ -246,6 +275,9 @@ function Lock:_release_one(hold, settling, guard)
   if type(reply) ~= "number" then return nil, "server: unexpected answer to release", true end
   local was_failed = hold.release_failed
   hold.retry_id, hold.retry_guard, hold.release_failed = nil, nil, false
+  if reply == 2 and client.handover_grace_ms > 0 then -- and its message woke someone
+    client.handovers:note(self._key, now_ms() + client.handover_grace_ms, before and before + 1)
+  end
   if hold.count <= 1 then
     client:forget_hold(hold) -- no hold of this run is left
     if reply == 0 and not field_shared(client, hold) then release_stray_holds(self, hold, lease) end

@@ -4,6 +4,7 @@
 -- core's.
 return {
   _VERSION = "0.1.0", -- RL_VERSION: the backend's version is the core's
+  _HANDOVER_GRACE_MS = 2, -- rl_options_init's default handover_grace_ms
   acquire =
     "if redis.call('exists', KEYS[1]) == 0 then\n"
     .. "  redis.call('hincrby', KEYS[1], ARGV[2], 1)\n"

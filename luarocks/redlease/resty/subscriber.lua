@@ -60,6 +60,8 @@ local function handle(self, reply)
   if not e then return end
   local kind = reply[1]
   if kind == "message" then
+    e.messages = e.messages + 1
+    if e.observers > 0 then e.watch:post(e.observers) end
     if reply[3] == "0" then
       if e.sema:count() < e.waiters then e.sema:post(1) end
     else
@@ -192,7 +194,7 @@ function Sub:join(channel)
   local e = self.entries[channel]
   if not e then
     e = { channel = channel, waiters = 0, sema = semaphore.new(0), subscribed = false,
-      inflight = false }
+      inflight = false, messages = 0, observers = 0 }
     self.entries[channel] = e
   end
   e.waiters = e.waiters + 1
@@ -233,6 +235,36 @@ function Sub:wait(e, until_ms)
     end
     ngx.update_time()
   end
+end
+
+-- Messages read on `channel` so far when it is subscribed (a message published from now on
+-- reaches this subscriber), else nil.
+function Sub:messages_read(channel)
+  local e = self.entries[channel]
+  return e and e.subscribed and e.messages or nil
+end
+
+-- For a waiter that gives way to the one its release woke (as the C core's rl_sub_observe):
+-- sleeps until a message on e's channel past the `floor`-th (or past the ones read so far,
+-- when more), whoever it wakes, without taking that wake-up from a waiter of this client; or
+-- until until_ms. -> true (such a message came), false (until_ms passed) or nil, err.
+function Sub:observe(e, until_ms, floor)
+  local seen = max(e.messages, floor or 0)
+  e.watch = e.watch or semaphore.new(0)
+  e.observers = e.observers + 1
+  local ok, err = true, nil
+  while e.messages <= seen and not self.client.shut do
+    local secs = (until_ms - now_ms()) / 1000
+    if secs <= 0 then break end
+    ok, err = e.watch:wait(secs) -- a post left by an observer that gave up only wakes it early
+    if not ok and err ~= "timeout" then break end
+    ok = true
+    ngx.update_time()
+  end
+  e.observers = e.observers - 1
+  if not ok then return nil, "memory: " .. tostring(err) end
+  if self.client.shut then return nil, "closed: the client is closed" end
+  return e.messages > seen
 end
 
 -- The waiter leaves: its unused wake-ups go, and the channel is unsubscribed when it was the
