@@ -472,7 +472,8 @@ void rl_sub_observe(rl_subscriber *sub, rl_sub_ticket *t, int on, uint64_t floor
 int64_t rl_sub_messages_read(rl_subscriber *sub, const char *channel, size_t len) {
     pthread_mutex_lock(&sub->mu);
     rl_sub_entry *e = find_entry(sub, channel, len);
-    int64_t n = e && e->subscribed ? (int64_t)e->messages : -1;
+    /* Waited on and no UNSUBSCRIBE pending: a message published from now on reaches it. */
+    int64_t n = e && e->subscribed && !e->inflight && e->waiters > 0 ? (int64_t)e->messages : -1;
     pthread_mutex_unlock(&sub->mu);
     return n;
 }

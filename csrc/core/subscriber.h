@@ -110,8 +110,9 @@ rl_status rl_sub_poll(rl_subscriber *sub, rl_sub_ticket *ticket, int64_t *rechec
  * that wake-up from a waiter of this client (an acquire that gives way to the waiter its release
  * woke, handover.c). Off: a normal waiter again. */
 void rl_sub_observe(rl_subscriber *sub, rl_sub_ticket *ticket, int on, uint64_t floor);
-/* Messages read on the channel so far when it is subscribed (a message published from now on
- * reaches this subscriber), else -1. The floor of an observer that must not take a message
+/* Messages read on the channel so far when it is subscribed for waiters of this client (a message
+ * published from now on reaches this subscriber), else -1 (a subscription being left may miss
+ * it). The floor of an observer that must not take a message
  * published after this for the one it waits for: the count plus one. */
 int64_t rl_sub_messages_read(rl_subscriber *sub, const char *channel, size_t len);
 

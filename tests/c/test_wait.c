@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "waiting.h" /* the core's own: rl_wait_messages_read */
 
 static size_t channels_on_server(void) {
     redisReply *r = raw(g_raw, "PUBSUB CHANNELS *");
@@ -254,6 +255,26 @@ static void woken_waiter_first(int64_t grace_ms, int same_client, int rounds, in
     rl_client_free(a);
     if (b) rl_client_free(b);
     *first = waiter_first;
+}
+
+/* The count a release takes before it is sent (handover.c: the giving-way acquire skips the
+ * release's own message) only counts while the client's waiters keep the channel subscribed: a
+ * subscription being left may miss that message, and counting it, the acquire would wait out the
+ * whole grace for one message too many. */
+TEST(messages_read_counts_only_a_subscription_kept_for_waiters) {
+    rl_client *c = new_client(g_server.url, 0);
+    const char *channel = "redisson_lock__channel:{counted}";
+    size_t len = strlen(channel);
+    rl_sub_ticket t;
+    CHECK(rl_wait_messages_read(c, channel, len) == -1); /* nobody waits */
+    CHECK_OK(rl_wait_join(c, channel, len, 0, &t, err));
+    CHECK_SOON(rl_wait_messages_read(c, channel, len) == 0, 2000);
+    freeReplyObject(raw(g_raw, "PUBLISH %s 0", channel));
+    CHECK_SOON(rl_wait_messages_read(c, channel, len) == 1, 2000);
+    rl_wait_leave(&t);
+    CHECK(rl_wait_messages_read(c, channel, len) == -1); /* at once: still subscribed, but left */
+    CHECK_SOON(subscribers(channel) == 0, 2000);
+    rl_client_free(c);
 }
 
 /* The waiter a release woke may be on the releasing client itself (threads of one process):

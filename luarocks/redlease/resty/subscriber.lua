@@ -237,11 +237,12 @@ function Sub:wait(e, until_ms)
   end
 end
 
--- Messages read on `channel` so far when it is subscribed (a message published from now on
--- reaches this subscriber), else nil.
+-- Messages read on `channel` so far when it is subscribed for waiters of this client (a message
+-- published from now on reaches this subscriber), else nil (a subscription being left may miss
+-- it).
 function Sub:messages_read(channel)
   local e = self.entries[channel]
-  return e and e.subscribed and e.messages or nil
+  return e and e.subscribed and not e.inflight and e.waiters > 0 and e.messages or nil
 end
 
 -- For a waiter that gives way to the one its release woke (as the C core's rl_sub_observe):
