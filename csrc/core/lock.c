@@ -461,8 +461,6 @@ static rl_status apply_release(rl_lock *l, rl_hold *h, const redisReply *reply, 
     return RL_OK;
 }
 
-/* Releases one hold of h in Redis and updates the local table (client mutex held; dropped for
- * the network). `settling`: an acquire settles this context's failed release. h may be freed. */
 /* Before a release that may wake a waiter of this very client: the messages this client's
  * subscription of the lock's channel has read, so that a re-acquire that gives way (handover.c)
  * tells this release's own message from the woken waiter's. -1 when this client waits on no
@@ -477,6 +475,8 @@ static int64_t messages_before_release(rl_lock *l, const char *owner, size_t own
     return n;
 }
 
+/* Releases one hold of h in Redis and updates the local table (client mutex held; dropped for
+ * the network). `settling`: an acquire settles this context's failed release. h may be freed. */
 static rl_status release_one(rl_lock *l, rl_hold *h, int settling, rl_error *err) {
     rl_client *c = l->client;
     char request_id[2 * RL_REQUEST_ID_BYTES + 1];
