@@ -73,7 +73,9 @@ def test_planned_failover_loses_no_hold_with_sync_replicas(shared, make_client):
 
 
 def test_failover_while_waiting(shared, make_client):
-    holder = make_client(shared.url, watchdog_timeout=1.5, sync_replicas=1, sync_timeout=1,
+    # A lease longer than a failover on a loaded machine: if the hold expired meanwhile, the
+    # waiter would rightly take the lock before it could be seen subscribed on the new master.
+    holder = make_client(shared.url, watchdog_timeout=6, sync_replicas=1, sync_timeout=1,
                          **FAST)
     waiter = make_client(shared.url, **FAST)
     lock = holder.lock("sentinel:wait")
