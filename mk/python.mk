@@ -9,8 +9,11 @@ $(VENV)/bin/python:
 
 # Always reinstalls (pip rebuilds only what changed is not reliable for C sources); with the
 # project's warning flags (-Wall -Wextra -Werror).
+# `make test` installs once before its suites and sets REDLEASE_INSTALLED for them.
 python-install: $(VENV)/bin/python
+ifndef REDLEASE_INSTALLED
 	REDLEASE_STRICT=1 $(VENV)/bin/pip install --quiet --disable-pip-version-check ".[test,lint]"
+endif
 
 # The binding compiled against the public header only: the compiler refuses any include of the
 # core's internals (setup.py compiles core and binding together, so it cannot tell).
