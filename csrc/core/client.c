@@ -6,6 +6,7 @@
 
 #include "clock.h"
 #include "cluster.h"
+#include "deferred.h"
 #include "error.h"
 #include "fork.h"
 #include "names.h"
@@ -140,6 +141,7 @@ rl_status rl_client_new(const char *url, const rl_options *options, rl_client **
     rl_scripts_init(&c->scripts);
     rl_sub_init(&c->sub, &c->cfg);
     rl_workers_init(&c->workers);
+    rl_deferred_init(c);
     rl_events_init(&c->events, o.on_event, o.event_userdata);
     rl_fork_register(c);
     *out = c;
@@ -221,6 +223,7 @@ static void reset_after_fork(rl_client *c, uint64_t generation) {
         pthread_mutex_lock(&c->workers.mu);
         rl_workers_forget_after_fork(&c->workers);
         pthread_mutex_unlock(&c->workers.mu);
+        atomic_store(&c->deferred_armed, 0); /* its timer was forgotten with the workers' */
         if (c->cfg.sentinel) rl_sentinel_forget_after_fork(c->cfg.sentinel);
         if (c->cfg.cluster) rl_cluster_forget_after_fork(c->cfg.cluster);
         atomic_store(&c->fork_generation, generation);

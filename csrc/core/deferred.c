@@ -1,0 +1,58 @@
+#include "deferred.h"
+
+#include <stddef.h>
+
+#include "client.h"
+#include "clock.h"
+#include "cluster.h"
+
+static rl_client *client_of(rl_job *job) {
+    return (rl_client *)((char *)job - offsetof(rl_client, deferred_job));
+}
+
+static void job_ref(rl_job *job) {
+    rl_client_ref(client_of(job));
+}
+
+static void job_unref(rl_job *job) {
+    rl_client_unref(client_of(job));
+}
+
+/* Arms the timer for `at_ms` unless it is armed (a pool noticed) or the workers are stopping. */
+static void arm(rl_client *c, int64_t at_ms) {
+    if (atomic_exchange(&c->deferred_armed, 1)) return;
+    if (rl_workers_start(&c->workers) != 0 ||
+        rl_workers_timer_set(&c->workers, &c->deferred_job, at_ms) != 0)
+        atomic_store(&c->deferred_armed, 0); /* closing: close sends them */
+}
+
+/* The timer: every pool's idle connections send what they deferred. */
+static void send_deferred(rl_job *job) {
+    rl_client *c = client_of(job);
+    atomic_store(&c->deferred_armed, 0); /* before the look: a later deferral arms again */
+    int64_t timeout = c->cfg.options.command_timeout_ms;
+    int64_t next = rl_pool_send_deferred(&c->pool, RL_DEFERRED_IDLE_MS, timeout);
+    if (c->cfg.cluster) {
+        for (rl_cluster_node *n = rl_cluster_nodes(c->cfg.cluster); n; n = n->next) {
+            int64_t due = rl_pool_send_deferred(&n->pool, RL_DEFERRED_IDLE_MS, timeout);
+            if (due && (!next || due < next)) next = due;
+        }
+    }
+    if (!next) return;
+    /* Moves a timer a pool armed meanwhile, if any: it was set for later than `next`. */
+    atomic_store(&c->deferred_armed, 1);
+    if (rl_workers_timer_set(&c->workers, job, next) != 0) atomic_store(&c->deferred_armed, 0);
+}
+
+/* A pool's hook (any thread, no lock held). */
+static void noticed(void *arg) {
+    rl_client *c = arg;
+    if (!atomic_load(&c->deferred_armed)) arm(c, rl_now_ms() + RL_DEFERRED_IDLE_MS);
+}
+
+void rl_deferred_init(rl_client *c) {
+    c->deferred_job = (rl_job){.run = send_deferred, .ref = job_ref, .unref = job_unref};
+    atomic_init(&c->deferred_armed, 0);
+    c->cfg.on_deferred = noticed;
+    c->cfg.on_deferred_arg = c;
+}
