@@ -171,6 +171,13 @@ void rl_client_ref(rl_client *c) {
     atomic_fetch_add(&c->refs, 1);
 }
 
+int rl_client_try_ref(rl_client *c) {
+    int refs = atomic_load(&c->refs);
+    while (refs > 0)
+        if (atomic_compare_exchange_weak(&c->refs, &refs, refs + 1)) return 1;
+    return 0;
+}
+
 void rl_client_unref(rl_client *c) {
     if (atomic_fetch_sub(&c->refs, 1) == 1) destroy(c);
 }
