@@ -1,5 +1,5 @@
 /* Fork: a child never renews or releases the parent's holds and can take its own; its inherited
- * client works (or refuses cleanly) on every deployment, whatever the parent's threads were doing. */
+ * client works on every deployment, whatever the parent's threads were doing. */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -117,7 +117,8 @@ static int child_result(pid_t pid, int64_t ms, char *why, size_t size) {
         return -1;
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
-    snprintf(why, size, "the child %s %d", WIFSIGNALED(status) ? "was killed by signal" : "failed check",
+    snprintf(why, size, "the child %s %d",
+             WIFSIGNALED(status) ? "was killed by signal" : "failed check",
              WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
     return -1;
 }
