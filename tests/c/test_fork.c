@@ -1,6 +1,7 @@
 /* Fork: a child never renews or releases the parent's holds and can take its own; its inherited
  * client works on every deployment, whatever the parent's threads were doing. */
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -203,4 +204,69 @@ TEST(fork_while_a_thread_waits_sentinel) {
     CHECK_MSG(sentinel_start(&sentinel, &g_server) == 0, "no sentinel");
     fork_while_a_thread_waits(sentinel.url);
     server_stop(&sentinel);
+}
+
+/* ---- a parent's async call, inherited by the child ------------------------------------------ */
+
+static atomic_int child_done_status = -1;
+
+static void child_done(rl_call *call, rl_status st, int64_t value, const rl_error *err, void *ud) {
+    (void)call, (void)value, (void)err, (void)ud;
+    atomic_store(&child_done_status, (int)st);
+}
+
+static void parent_done(rl_call *call, rl_status st, int64_t value, const rl_error *err, void *ud) {
+    (void)call, (void)value, (void)err;
+    atomic_store((atomic_int *)ud, (int)st);
+}
+
+/* In the child, once the client was used: freeing the parent's waiting call, then starting one of
+ * its own (the workers start in the child and run what is queued) must neither touch the parent's
+ * subscriber state (freed in the child) nor hang; the child's own call works. */
+static int child_frees_inherited_call(rl_call *inherited, rl_lock *l) {
+    int locked = 0;
+    if (rl_lock_is_locked(l, &locked, NULL) != RL_OK || !locked) return 39; /* the child's state */
+    rl_call_free(inherited);
+    rl_call *own = NULL;
+    if (rl_lock_query_async(l, RL_QUERY_LOCKED, 1, child_done, NULL, &own, NULL) != RL_OK)
+        return 40;
+    int64_t until = now_ms() + 5000;
+    while (atomic_load(&child_done_status) < 0 && now_ms() < until)
+        sleep_ms(5);
+    rl_call_free(own);
+    if (atomic_load(&child_done_status) != RL_OK) return 41;
+    return 0;
+}
+
+TEST(fork_child_frees_an_inherited_waiting_call) {
+#ifdef __SANITIZE_THREAD__
+    test_skip("ThreadSanitizer does not support threads after a multi-threaded fork");
+    return;
+#endif
+    rl_client *holder = new_client(g_server.url, 0), *c = new_client(g_server.url, 0);
+    rl_lock *held = new_lock(holder, "fork-async"), *l = new_lock(c, "fork-async");
+    CHECK_OK(rl_lock_acquire(held, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
+    rl_acquire_options opts;
+    rl_acquire_options_init(&opts);
+    atomic_int parent_status = -1;
+    rl_call *call = NULL;
+    CHECK_OK(rl_lock_acquire_async(l, 2, &opts, parent_done, &parent_status, &call, err));
+    CHECK_SOON(subscriptions(c) > 0, 5000); /* waiting, on a notified ticket */
+    pid_t pid = fork();
+    if (pid == 0) {
+        int rc = child_frees_inherited_call(call, l);
+        rl_lock_free(l);
+        rl_client_free(c);
+        _exit(rc);
+    }
+    char why[120];
+    int child = child_result(pid, 15000, why, sizeof why);
+    CHECK_OK(rl_lock_release(held, 1, err));
+    CHECK_SOON(atomic_load(&parent_status) >= 0, 5000);
+    CHECK_MSG(child == 0, "%s", why);
+    CHECK_INT(atomic_load(&parent_status), RL_OK); /* the parent's call goes on unharmed */
+    CHECK_OK(rl_lock_release(l, 2, err));
+    rl_call_free(call);
+    rl_lock_free(held), rl_lock_free(l);
+    rl_client_free(holder), rl_client_free(c);
 }
