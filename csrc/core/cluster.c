@@ -346,15 +346,35 @@ rl_status rl_cluster_call(rl_cluster *cl, int slot, rl_cluster_run run, void *ar
 /* ---- fork ---------------------------------------------------------------------------------- */
 
 void rl_cluster_lock(rl_cluster *cl) {
-    if (cl) pthread_mutex_lock(&cl->mu);
+    if (!cl) return;
+    pthread_mutex_lock(&cl->mu);
+    for (rl_cluster_node *n = cl->nodes; n; n = n->next) {
+        pthread_mutex_lock(&n->pool.mu);
+        pthread_mutex_lock(&n->sub.mu);
+    }
 }
 
 void rl_cluster_unlock(rl_cluster *cl) {
-    if (cl) pthread_mutex_unlock(&cl->mu);
+    if (!cl) return;
+    for (rl_cluster_node *n = cl->nodes; n; n = n->next) {
+        pthread_mutex_unlock(&n->sub.mu);
+        pthread_mutex_unlock(&n->pool.mu);
+    }
+    pthread_mutex_unlock(&cl->mu);
+}
+
+void rl_cluster_after_fork_child(rl_cluster *cl) {
+    if (!cl) return;
+    /* Held during a refresh's I/O, so not taken across fork: a parent's thread may have held it.
+     * The child is single-threaded here: nothing of its own holds it. */
+    pthread_mutex_init(&cl->refresh_mu, NULL);
+    for (rl_cluster_node *n = cl->nodes; n; n = n->next) {
+        rl_pool_after_fork_child(&n->pool);
+        rl_sub_after_fork_child(&n->sub);
+    }
 }
 
 void rl_cluster_forget_after_fork(rl_cluster *cl) {
-    pthread_mutex_init(&cl->refresh_mu, NULL); /* a parent's thread may have held it */
     for (rl_cluster_node *n = cl->nodes; n; n = n->next) {
         pthread_mutex_lock(&n->pool.mu);
         rl_pool_forget_after_fork(&n->pool);

@@ -51,9 +51,14 @@ int rl_cluster_unreachable(rl_cluster *cl, int slot, rl_cluster_node *was);
 rl_cluster_node *rl_cluster_nodes(rl_cluster *cl);
 uint64_t rl_cluster_refreshes(rl_cluster *cl);
 
-/* fork(): the map's mutex is held across; in the child every connection is the parent's. */
+/* fork(): the map's mutex and every node's pool and subscriber mutexes are held across (the
+ * nodes known when it was taken: new ones are made under it). In the child, at fork:
+ * after_fork_child starts every node's condition variables and the refresh mutex afresh (a
+ * parent's thread may have waited on or held them), before the mutexes are let go; at the child's
+ * first call, forget_after_fork drops every connection (the parent's). */
 void rl_cluster_lock(rl_cluster *cl);
 void rl_cluster_unlock(rl_cluster *cl);
+void rl_cluster_after_fork_child(rl_cluster *cl);
 void rl_cluster_forget_after_fork(rl_cluster *cl);
 
 /* How calls follow the cluster: `run` runs the call on `pool` (sending ASKING first when `asking`)
