@@ -307,6 +307,8 @@ rl_status rl_cluster_call(rl_cluster *cl, int slot, rl_cluster_run run, void *ar
         int repeatable = 0;
         rl_status st = run(&node->pool, ask_at != NULL, arg, &r, &repeatable, err);
         ask_at = NULL;
+        if ((r.kind == RL_REDIRECT_MOVED || r.kind == RL_REDIRECT_ASK) && !r.host[0])
+            memcpy(r.host, node->host, sizeof r.host); /* "MOVED 3999 :6381": this node's host */
         int wait = 0;
         if (r.kind == RL_REDIRECT_MOVED && ++redirects <= MOST_REDIRECTS) {
             rl_cluster_moved(cl, r.slot, r.host, r.port);
