@@ -136,11 +136,14 @@ static int apply_slots(rl_cluster *cl, const redisReply *r, const char *asked) {
                          *master = range->element[2];
         if (!is_int(from) || !is_int(to) || from->integer < 0 || to->integer >= RL_SLOTS ||
             master->type != REDIS_REPLY_ARRAY || master->elements < 2 ||
-            master->element[0]->type != REDIS_REPLY_STRING || !is_int(master->element[1]))
+            (master->element[0]->type != REDIS_REPLY_STRING &&
+             master->element[0]->type != REDIS_REPLY_NIL) ||
+            !is_int(master->element[1]))
             return -1;
-        /* An empty or "?" host: the node does not know its own address; it is the one asked. */
+        /* No host (nil: Redis 7's unknown-endpoint), an empty or "?" one: the node does not say
+         * its address; it is the one asked. */
         const char *host = master->element[0]->str;
-        if (host[0] == '\0' || strcmp(host, "?") == 0) host = asked;
+        if (!host || host[0] == '\0' || strcmp(host, "?") == 0) host = asked;
         rl_cluster_node *n = node_at(cl, host, (int)master->element[1]->integer);
         if (!n) return -1;
         for (long long s = from->integer; s <= to->integer; s++)
