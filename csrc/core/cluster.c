@@ -292,6 +292,40 @@ int rl_cluster_unreachable(rl_cluster *cl, int slot, rl_cluster_node *was) {
     return changed;
 }
 
+static int by_address(const void *a, const void *b) {
+    const rl_cluster_node *x = *(rl_cluster_node *const *)a, *y = *(rl_cluster_node *const *)b;
+    int c = strcmp(x->host, y->host);
+    return c ? c : (x->port > y->port) - (x->port < y->port);
+}
+
+rl_status rl_cluster_masters(rl_cluster *cl, rl_cluster_node ***out, size_t *n, rl_error *err) {
+    *out = NULL, *n = 0;
+    pthread_mutex_lock(&cl->mu);
+    int64_t refreshed = cl->refreshed_at;
+    pthread_mutex_unlock(&cl->mu);
+    if (!refreshed) {
+        rl_status st = refresh(cl, 0, err);
+        if (st != RL_OK) return st;
+    }
+    pthread_mutex_lock(&cl->mu);
+    size_t known = 0;
+    for (rl_cluster_node *node = cl->nodes; node; node = node->next)
+        known++;
+    rl_cluster_node **masters = calloc(known ? known : 1, sizeof *masters);
+    for (int s = 0; masters && s < RL_SLOTS; s++) {
+        rl_cluster_node *owner = cl->owner[s];
+        size_t i = 0;
+        while (owner && i < *n && masters[i] != owner)
+            i++;
+        if (owner && i == *n && *n < known) masters[(*n)++] = owner;
+    }
+    pthread_mutex_unlock(&cl->mu);
+    if (!masters) return rl_fail(err, RL_ERR_MEMORY, "out of memory");
+    qsort(masters, *n, sizeof *masters, by_address);
+    *out = masters;
+    return RL_OK;
+}
+
 /* ---- following the cluster ----------------------------------------------------------------- */
 
 static void sleep_ms(int64_t ms) {
