@@ -23,8 +23,7 @@ static rl_redirect_kind parse_target(const redisReply *r, size_t skip, rl_redire
     long slot = strtol(p, &slot_end, 10);
     if (slot_end == p || *slot_end != ' ' || slot < 0 || slot > 16383) return RL_REDIRECT_NONE;
     char *hostport = slot_end + 1, *colon = strrchr(hostport, ':');
-    if (!colon || (size_t)(colon - hostport) >= sizeof out->host)
-        return RL_REDIRECT_NONE;
+    if (!colon || (size_t)(colon - hostport) >= sizeof out->host) return RL_REDIRECT_NONE;
     long port = strtol(colon + 1, NULL, 10);
     if (port <= 0 || port > 65535) return RL_REDIRECT_NONE;
     memcpy(out->host, hostport, (size_t)(colon - hostport));

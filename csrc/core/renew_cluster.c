@@ -54,6 +54,12 @@ static void redo(rl_client *c, rl_renew_calls *b, size_t k, rl_renew_outcome *ou
     out->round_trips++;
 }
 
+/* The answer of a call of one key (1, 0, 2), or -1 when there is none. */
+static long long single_answer(const redisReply *r) {
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 1) return -1;
+    return r->element[0]->type == REDIS_REPLY_INTEGER ? r->element[0]->integer : -1;
+}
+
 /* Call k one key at a time through the pool (ASKING at the target for a key that moved): its
  * slot is split by a migration. answers[i] for its holds. */
 static void redo_per_key(rl_client *c, const rl_renew_calls *b, size_t k, const placed *order,
@@ -73,12 +79,7 @@ static void redo_per_key(rl_client *c, const rl_renew_calls *b, size_t k, const 
         rl_error ignored;
         rl_client_script(c, RL_SCRIPT_RENEW, 7, argv, lens, &reply, 1, NULL, NULL, &ignored);
         out->round_trips++, out->calls++;
-        const redisReply *r = reply;
-        answers[order[b->first[k] + j].index] =
-            r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
-                    r->element[0]->type == REDIS_REPLY_INTEGER
-                ? r->element[0]->integer
-                : -1;
+        answers[order[b->first[k] + j].index] = single_answer(reply);
         freeReplyObject(reply);
     }
 }

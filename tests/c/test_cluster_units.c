@@ -92,8 +92,9 @@ TEST(cluster_redirect_answers) {
     CHECK(rl_redirect_parse(&r, &rd) == RL_REDIRECT_TRYAGAIN);
     r = error_reply("CLUSTERDOWN The cluster is down");
     CHECK(rl_redirect_parse(&r, &rd) == RL_REDIRECT_CLUSTERDOWN);
-    const char *not_ones[] = {
-        "MOVED", "MOVED x h:1", "MOVED 99999 h:1", "MOVED 1 h", "MOVED 1 :", "MOVED 1 :0", "MOVEDX 1 h:1", "ERR wrong", NULL};
+    const char *not_ones[] = {"MOVED",        "MOVED x h:1", "MOVED 99999 h:1",
+                              "MOVED 1 h",    "MOVED 1 :",   "MOVED 1 :0",
+                              "MOVEDX 1 h:1", "ERR wrong",   NULL};
     for (int i = 0; not_ones[i]; i++) {
         r = error_reply(not_ones[i]);
         CHECK_MSG(rl_redirect_parse(&r, &rd) == RL_REDIRECT_NONE, "\"%s\"", not_ones[i]);

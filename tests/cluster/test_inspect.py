@@ -35,7 +35,7 @@ def test_inspect_reads_each_name_at_its_master(cluster, clients):
         threads.append(_wait_in_thread(waiter.lock(name), 30))
     try:
         for name in names:
-            assert wait_for(lambda: looker.inspect(name)["subscribers"] == 1, 10), name
+            assert wait_for(lambda n=name: looker.inspect(n)["subscribers"] == 1, 10), name
             seen = looker.inspect(name)
             assert seen["kind"] == "reentrant", (name, seen)
             assert [o["client_id"] for o in seen["owners"]] == [holder.id]

@@ -6,8 +6,14 @@ import threading
 import time
 
 import pytest
-from clusterkit import (asking_call, close_migration, migrate_keys, migrate_slot, open_migration,
-                        raw_at)
+from clusterkit import (
+    asking_call,
+    close_migration,
+    migrate_keys,
+    migrate_slot,
+    open_migration,
+    raw_at,
+)
 
 from testkit import LostRecorder, RespError, wait_for
 

@@ -7,8 +7,15 @@ import subprocess
 import threading
 import time
 
-from clusterkit import (asking_call, close_migration, migrate_keys, node_id, open_migration,
-                        raw_at, tag_in_slot)
+from clusterkit import (
+    asking_call,
+    close_migration,
+    migrate_keys,
+    node_id,
+    open_migration,
+    raw_at,
+    tag_in_slot,
+)
 
 from testkit import LostRecorder, RespError, wait_for
 
