@@ -47,6 +47,10 @@ void rl_cluster_moved(rl_cluster *cl, int slot, const char *host, int port);
  * owner changed. */
 int rl_cluster_unreachable(rl_cluster *cl, int slot, rl_cluster_node *was);
 
+/* The masters that serve slots now (the map asked first if it never was), sorted by address so
+ * that a walk over them (SCAN) keeps its order from call to call; *out: n of them, to free(). */
+rl_status rl_cluster_masters(rl_cluster *cl, rl_cluster_node ***out, size_t *n, rl_error *err);
+
 /* Every node known now (they are never removed): for walking with ->next. */
 rl_cluster_node *rl_cluster_nodes(rl_cluster *cl);
 uint64_t rl_cluster_refreshes(rl_cluster *cl);
