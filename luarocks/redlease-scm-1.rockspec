@@ -86,6 +86,7 @@ build = {
             "csrc/core/conn.c",
             "csrc/core/contexts.c",
             "csrc/core/countdown.c",
+            "csrc/core/deferred.c",
             "csrc/core/error.c",
             "csrc/core/events.c",
             "csrc/core/expirable.c",
