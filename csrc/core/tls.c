@@ -24,9 +24,9 @@ void rl_tls_context_free(rl_tls_context *context) {
     (void)context;
 }
 
-rl_tls *rl_tls_connect(rl_tls_context *context, int fd, const char *host, char *why,
-                       size_t why_size) {
-    (void)context, (void)fd, (void)host;
+rl_tls *rl_tls_connect(rl_tls_context *context, int fd, const char *host, int64_t deadline,
+                       char *why, size_t why_size) {
+    (void)context, (void)fd, (void)host, (void)deadline;
     snprintf(why, why_size, "this build has no TLS");
     return NULL;
 }
@@ -35,16 +35,18 @@ void rl_tls_free(rl_tls *tls) {
     (void)tls;
 }
 
-ssize_t rl_tls_send(rl_tls *tls, const void *buf, size_t len, char *why, size_t why_size) {
-    (void)tls, (void)buf, (void)len;
+ssize_t rl_tls_send(rl_tls *tls, const void *buf, size_t len, int64_t deadline, char *why,
+                    size_t why_size) {
+    (void)tls, (void)buf, (void)len, (void)deadline;
     snprintf(why, why_size, "this build has no TLS");
     errno = ENOTSUP;
     return -1;
 }
 
-ssize_t rl_tls_recv(rl_tls *tls, void *buf, size_t len, int wait, char *why, size_t why_size) {
+ssize_t rl_tls_recv(rl_tls *tls, void *buf, size_t len, int wait, int64_t deadline, char *why,
+                    size_t why_size) {
     (void)wait;
-    return rl_tls_send(tls, buf, len, why, why_size);
+    return rl_tls_send(tls, buf, len, deadline, why, why_size);
 }
 
 size_t rl_tls_pending(rl_tls *tls) {
@@ -63,9 +65,12 @@ int rl_tls_idle_check(rl_tls *tls) {
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include "clock.h"
 
 struct rl_tls_context {
     SSL_CTX *ctx;
@@ -76,15 +81,26 @@ struct rl_tls_context {
 struct rl_tls {
     SSL *ssl;
     int fd;
-    int probing;    /* an idle check: reads must not block */
-    int last_errno; /* of the socket call that failed */
+    int probing;      /* an idle check: reads must not block */
+    int64_t deadline; /* of the call in progress: the BIO waits for the socket until then */
+    int last_errno;   /* of the socket call that failed */
 };
 
 int rl_tls_available(void) {
     return 1;
 }
 
-/* ---- the socket BIO: MSG_NOSIGNAL sends, the socket's own timeouts ------------------------- */
+/* ---- the socket BIO: MSG_NOSIGNAL sends, waits bounded by the call's deadline --------------- */
+
+/* The socket is non-blocking: waits for it until the call's deadline. 0 when ready; -1 with
+ * last_errno (ETIMEDOUT when the deadline passed). A socket shut down by rl_conn_interrupt is
+ * ready at once (its next call fails). */
+static int wait_socket(rl_tls *t, short events) {
+    int rc = rl_poll_until(t->fd, events, t->deadline);
+    if (rc > 0) return 0;
+    t->last_errno = rc == 0 ? ETIMEDOUT : errno;
+    return -1;
+}
 
 static BIO_METHOD *socket_method;
 static pthread_once_t socket_method_once = PTHREAD_ONCE_INIT;
@@ -93,9 +109,11 @@ static int bio_write(BIO *bio, const char *buf, int len) {
     rl_tls *t = BIO_get_data(bio);
     BIO_clear_retry_flags(bio);
     for (;;) {
-        ssize_t n = send(t->fd, buf, (size_t)len, MSG_NOSIGNAL);
+        ssize_t n = send(t->fd, buf, (size_t)len, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n >= 0) return (int)n;
         if (errno == EINTR) continue;
+        if ((errno == EAGAIN || errno == EWOULDBLOCK) && wait_socket(t, POLLOUT) == 0) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return -1; /* last_errno set */
         t->last_errno = errno;
         return -1;
     }
@@ -105,11 +123,14 @@ static int bio_read(BIO *bio, char *buf, int len) {
     rl_tls *t = BIO_get_data(bio);
     BIO_clear_retry_flags(bio);
     for (;;) {
-        ssize_t n = recv(t->fd, buf, (size_t)len, t->probing ? MSG_DONTWAIT : 0);
+        ssize_t n = recv(t->fd, buf, (size_t)len, MSG_DONTWAIT);
         if (n >= 0) return (int)n;
         if (errno == EINTR) continue;
+        int would_block = errno == EAGAIN || errno == EWOULDBLOCK;
+        if (would_block && !t->probing && wait_socket(t, POLLIN) == 0) continue;
+        if (would_block && !t->probing) return -1; /* last_errno set */
         t->last_errno = errno;
-        if (t->probing && (errno == EAGAIN || errno == EWOULDBLOCK)) BIO_set_retry_read(bio);
+        if (t->probing && would_block) BIO_set_retry_read(bio);
         return -1;
     }
 }
@@ -151,7 +172,8 @@ static ssize_t failed(rl_tls *t, int rc, char *why, size_t size) {
         errno = t->last_errno;
         char buf[80];
         snprintf(why, size, "%s",
-                 t->last_errno == EAGAIN || t->last_errno == EWOULDBLOCK
+                 t->last_errno == EAGAIN || t->last_errno == EWOULDBLOCK ||
+                         t->last_errno == ETIMEDOUT
                      ? "timed out"
                      : strerror_r(t->last_errno, buf, sizeof buf));
         return -1;
@@ -250,7 +272,8 @@ void rl_tls_context_free(rl_tls_context *t) {
 
 /* ---- a connection -------------------------------------------------------------------------- */
 
-rl_tls *rl_tls_connect(rl_tls_context *c, int fd, const char *host, char *why, size_t why_size) {
+rl_tls *rl_tls_connect(rl_tls_context *c, int fd, const char *host, int64_t deadline, char *why,
+                       size_t why_size) {
     ERR_clear_error();
     const char *name = c->server_name ? c->server_name : host;
     unsigned char ip[16];
@@ -264,6 +287,7 @@ rl_tls *rl_tls_connect(rl_tls_context *c, int fd, const char *host, char *why, s
         return NULL;
     }
     t->fd = fd;
+    t->deadline = deadline;
     BIO_set_data(bio, t);
     BIO_set_init(bio, 1);
     SSL_set_bio(t->ssl, bio, bio);
@@ -299,9 +323,11 @@ void rl_tls_free(rl_tls *t) {
     free(t);
 }
 
-ssize_t rl_tls_send(rl_tls *t, const void *buf, size_t len, char *why, size_t why_size) {
+ssize_t rl_tls_send(rl_tls *t, const void *buf, size_t len, int64_t deadline, char *why,
+                    size_t why_size) {
     ERR_clear_error();
     t->last_errno = 0;
+    t->deadline = deadline;
     int rc = SSL_write(t->ssl, buf, len > INT32_MAX ? INT32_MAX : (int)len);
     if (rc > 0) return rc;
     ssize_t n = failed(t, rc, why, why_size);
@@ -313,9 +339,11 @@ ssize_t rl_tls_send(rl_tls *t, const void *buf, size_t len, char *why, size_t wh
     return n;
 }
 
-ssize_t rl_tls_recv(rl_tls *t, void *buf, size_t len, int wait, char *why, size_t why_size) {
+ssize_t rl_tls_recv(rl_tls *t, void *buf, size_t len, int wait, int64_t deadline, char *why,
+                    size_t why_size) {
     ERR_clear_error();
     t->last_errno = 0;
+    t->deadline = deadline;
     t->probing = !wait;
     int rc = SSL_read(t->ssl, buf, len > INT32_MAX ? INT32_MAX : (int)len);
     t->probing = 0;
