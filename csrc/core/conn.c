@@ -201,7 +201,7 @@ static void configure(rl_conn *conn) {
 }
 
 static rl_status failure(rl_conn *conn, rl_error *err, const char *what) {
-    char where[160];
+    char where[RL_WHERE_MAX];
     if (conn->where[0])
         snprintf(where, sizeof where, "%s", conn->where);
     else

@@ -18,6 +18,9 @@
 #include "tls.h"
 #include "url.h"
 
+/* "[host]:port" with the longest host name a URL can carry (255), or a socket path. */
+#define RL_WHERE_MAX 272
+
 /* What every connection of one client shares: where to connect, the options, and closing. */
 typedef struct rl_config {
     rl_endpoint endpoint;
@@ -34,11 +37,11 @@ typedef struct rl_conn {
     int fd;      /* -1 when closed */
     rl_tls *tls; /* the TLS session on fd, or NULL */
     int is_unix;
-    int must_be_master;    /* opened to the master a Sentinel named */
-    uint64_t epoch;        /* ... in this Sentinel epoch */
-    char where[128];       /* host:port or the socket path, for messages */
-    int readonly;          /* the last call met READONLY (rl_conn_lost_master) */
-    const char *node_host; /* a cluster node's connection: opened to it (the node outlives it) */
+    int must_be_master;       /* opened to the master a Sentinel named */
+    uint64_t epoch;           /* ... in this Sentinel epoch */
+    char where[RL_WHERE_MAX]; /* host:port or the socket path, for messages */
+    int readonly;             /* the last call met READONLY (rl_conn_lost_master) */
+    const char *node_host;    /* a cluster node's connection: opened to it (the node outlives it) */
     int node_port;
     rl_redirect redirect; /* a cluster node's last MOVED/ASK/TRYAGAIN/CLUSTERDOWN (scripts.c) */
     int maybe_sent;       /* the last failed exchange may have reached the server */
@@ -50,7 +53,8 @@ typedef struct rl_conn {
     uint64_t exchanges; /* round trips made, for statistics */
     int64_t timeout_ms; /* the command timeout it was opened with (rl_conn_flush, _receive) */
     int64_t deadline;   /* rl_now_ms() by which the call in progress must end */
-    char why[96];       /* the last I/O failure, for messages */
+    char why[512];      /* the last I/O failure, for messages: room for a verification error
+                           with a 253-character host name (never cut, the docs quote it) */
 } rl_conn;
 
 /* One command: argc arguments (binary-safe). */

@@ -62,6 +62,7 @@ int rl_tls_idle_check(rl_tls *tls) {
 #else
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -190,6 +191,38 @@ static ssize_t failed(rl_tls *t, int rc, char *why, size_t size) {
 
 /* ---- the context --------------------------------------------------------------------------- */
 
+/* tls_ca_dir: a readable directory that holds at least one hashed certificate (c_rehash or
+ * openssl rehash names them HHHHHHHH.N); OpenSSL itself only looks there during a handshake,
+ * where a wrong directory would fail every connection with a vague verification error. */
+static rl_status hashed_directory(const char *path, rl_error *err) {
+    if (!path) return RL_OK;
+    DIR *dir = opendir(path);
+    if (!dir) {
+        char buf[80];
+        return rl_fail(err, RL_ERR_ARGUMENT, "tls_ca_dir: cannot read %s: %s", path,
+                       strerror_r(errno, buf, sizeof buf));
+    }
+    int found = 0;
+    for (struct dirent *d; !found && (d = readdir(dir));) {
+        size_t hex = strspn(d->d_name, "0123456789abcdef");
+        found = hex == 8 && d->d_name[8] == '.' && d->d_name[9] >= '0' && d->d_name[9] <= '9';
+    }
+    closedir(dir);
+    return found ? RL_OK
+                 : rl_fail(err, RL_ERR_ARGUMENT,
+                           "tls_ca_dir %s: holds no hashed CA certificate (make the names with "
+                           "openssl rehash or c_rehash)",
+                           path);
+}
+
+/* OpenSSL asks for the passphrase of an encrypted key through this; its default prompts on the
+ * terminal and blocks. Refusing makes the load fail; *asked tells why. */
+static int refuse_passphrase(char *buf, int size, int rwflag, void *asked) {
+    (void)buf, (void)size, (void)rwflag;
+    if (asked) *(int *)asked = 1;
+    return -1;
+}
+
 static rl_status readable(const char *option, const char *path, rl_error *err) {
     if (!path) return RL_OK;
     FILE *f = fopen(path, "r");
@@ -218,7 +251,19 @@ static rl_status load(SSL_CTX *ctx, const rl_options *o, rl_error *err) {
         openssl_reason(why, sizeof why, "not a PEM certificate");
         return rl_fail(err, RL_ERR_ARGUMENT, "tls_cert_file %s: %s", o->tls_cert_file, why);
     }
-    if (SSL_CTX_use_PrivateKey_file(ctx, o->tls_key_file, SSL_FILETYPE_PEM) != 1) {
+    int asked = 0;
+    SSL_CTX_set_default_passwd_cb(ctx, refuse_passphrase);
+    SSL_CTX_set_default_passwd_cb_userdata(ctx, &asked);
+    int used = SSL_CTX_use_PrivateKey_file(ctx, o->tls_key_file, SSL_FILETYPE_PEM);
+    SSL_CTX_set_default_passwd_cb_userdata(ctx, NULL); /* `asked` ends here */
+    if (used != 1 && asked) {
+        ERR_clear_error();
+        return rl_fail(err, RL_ERR_ARGUMENT,
+                       "tls_key_file %s: the key is encrypted; redlease reads unencrypted PEM "
+                       "keys only (decrypt it: openssl pkey -in KEY -out PLAIN_KEY)",
+                       o->tls_key_file);
+    }
+    if (used != 1) {
         if (ERR_GET_REASON(ERR_peek_error()) == X509_R_KEY_VALUES_MISMATCH) {
             ERR_clear_error();
             return rl_fail(err, RL_ERR_ARGUMENT, "tls_key_file does not match tls_cert_file");
@@ -241,7 +286,8 @@ rl_status rl_tls_context_new(const rl_options *o, const char *host, rl_tls_conte
     rl_status st;
     if ((st = readable("tls_ca_file", o->tls_ca_file, err)) != RL_OK ||
         (st = readable("tls_cert_file", o->tls_cert_file, err)) != RL_OK ||
-        (st = readable("tls_key_file", o->tls_key_file, err)) != RL_OK)
+        (st = readable("tls_key_file", o->tls_key_file, err)) != RL_OK ||
+        (st = hashed_directory(o->tls_ca_dir, err)) != RL_OK)
         return st;
     (void)host; /* each connection verifies the host it connects to (Sentinel: several) */
     pthread_once(&socket_method_once, make_socket_method);
@@ -255,6 +301,9 @@ rl_status rl_tls_context_new(const rl_options *o, const char *host, rl_tls_conte
     t->verify = !o->tls_insecure_skip_verify;
     SSL_CTX_set_min_proto_version(t->ctx, TLS1_2_VERSION);
     SSL_CTX_set_verify(t->ctx, t->verify ? SSL_VERIFY_PEER : SSL_VERIFY_NONE, NULL);
+    /* "re*.example.com" is no name for "redis.example.com": only a whole leftmost label. */
+    X509_VERIFY_PARAM_set_hostflags(SSL_CTX_get0_param(t->ctx),
+                                    X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
     if ((st = load(t->ctx, o, err)) != RL_OK) {
         rl_tls_context_free(t);
         return st;
