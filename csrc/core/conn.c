@@ -583,9 +583,9 @@ rl_status rl_conn_exchange(rl_conn *conn, int64_t timeout_ms, size_t n, const rl
             st = rl_conn_open(conn, left, err);
             if (st != RL_OK) return st;
         }
-        /* The exchange's deadline: its whole time (opening apart) the first time, what is left
-         * of it for the retry. */
-        conn->deadline = rl_now_ms() + left;
+        /* The exchange's deadline: its whole time (opening apart) the first time; the retry
+         * (its opening included) ends by the call's. */
+        conn->deadline = attempt == 0 ? rl_now_ms() + timeout_ms : deadline;
         int maybe_sent;
         st = exchange_once(conn, n, cmds, replies, &maybe_sent, err);
         conn->maybe_sent = maybe_sent;
