@@ -1,5 +1,9 @@
 #include "clock.h"
 
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+
 static int64_t clock_us(clockid_t clock) {
     struct timespec ts;
     clock_gettime(clock, &ts);
@@ -34,4 +38,16 @@ int rl_cond_init(pthread_cond_t *cond) {
 int rl_cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mutex, int64_t until_ms) {
     struct timespec ts = {.tv_sec = until_ms / 1000, .tv_nsec = (until_ms % 1000) * 1000000};
     return pthread_cond_timedwait(cond, mutex, &ts);
+}
+
+int rl_poll_until(int fd, short events, int64_t until_ms) {
+    for (;;) {
+        int64_t left = until_ms - rl_now_ms();
+        if (left < 0) left = 0;
+        struct pollfd p = {.fd = fd, .events = events};
+        int rc = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
+        if (rc > 0) return p.revents;
+        if (rc == 0) return 0;
+        if (errno != EINTR) return -1;
+    }
 }

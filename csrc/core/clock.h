@@ -1,4 +1,5 @@
-/* Monotonic (and wall-clock) time in milliseconds, and deadlines for condition-variable waits. */
+/* Monotonic (and wall-clock) time in milliseconds, and deadlines for condition-variable and
+ * socket waits. */
 #ifndef RL_CLOCK_H
 #define RL_CLOCK_H
 
@@ -19,5 +20,9 @@ int rl_cond_init(pthread_cond_t *cond);
 
 /* Waits on cond until signalled or until the monotonic time `until_ms`. */
 int rl_cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mutex, int64_t until_ms);
+
+/* poll() of one descriptor for `events` until the monotonic time `until_ms` (a signal does not
+ * restart the time): the revents (> 0), 0 when the deadline passed first, -1 with errno. */
+int rl_poll_until(int fd, short events, int64_t until_ms);
 
 #endif

@@ -1,8 +1,6 @@
 #include "conn.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -11,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -59,7 +56,7 @@ static void set_why(rl_conn *conn, const char *text) {
 
 static void set_why_errno(rl_conn *conn, int error) {
     char buf[80];
-    if (error == EAGAIN || error == EWOULDBLOCK)
+    if (error == EAGAIN || error == EWOULDBLOCK || error == ETIMEDOUT)
         set_why(conn, "timed out");
     else
         set_why(conn, strerror_r(error, buf, sizeof buf));
@@ -117,33 +114,25 @@ void rl_conn_abandon(rl_conn *conn) {
 
 /* ---- opening ------------------------------------------------------------------------------- */
 
-static int set_timeout(rl_conn *conn, int64_t ms) {
-    struct timeval tv = {.tv_sec = (time_t)(ms / 1000),
-                         .tv_usec = (suseconds_t)((ms % 1000) * 1000)};
-    if (setsockopt(conn->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0 ||
-        setsockopt(conn->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) != 0) {
-        set_why_errno(conn, errno);
-        return -1;
-    }
-    conn->timeout_ms = ms;
-    return 0;
+/* Waits until conn's socket is ready for `events` or the call's deadline passes; 0 when ready,
+ * -1 with why ("timed out"). A socket shut down by rl_conn_interrupt is ready at once. */
+static int wait_socket(rl_conn *conn, short events) {
+    int rc = rl_poll_until(conn->fd, events, conn->deadline);
+    if (rc > 0) return 0;
+    set_why_errno(conn, rc == 0 ? ETIMEDOUT : errno);
+    return -1;
 }
 
 static int wait_connected(int fd, int64_t deadline) {
-    for (;;) {
-        int64_t left = deadline - rl_now_ms();
-        struct pollfd p = {.fd = fd, .events = POLLOUT};
-        int rc = poll(&p, 1, left <= 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left);
-        if (rc == 0) errno = ETIMEDOUT;
-        if (rc == 0 || (rc < 0 && errno != EINTR)) return -1;
-        if (rc < 0) continue;
-        int error = 0;
-        socklen_t len = sizeof error;
-        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) != 0) return -1;
-        if (error == 0 && (p.revents & (POLLHUP | POLLERR))) error = ECONNABORTED; /* interrupted */
-        errno = error;
-        return error ? -1 : 0;
-    }
+    int revents = rl_poll_until(fd, POLLOUT, deadline);
+    if (revents == 0) errno = ETIMEDOUT;
+    if (revents <= 0) return -1;
+    int error = 0;
+    socklen_t len = sizeof error;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) != 0) return -1;
+    if (error == 0 && (revents & (POLLHUP | POLLERR))) error = ECONNABORTED; /* interrupted */
+    errno = error;
+    return error ? -1 : 0;
 }
 
 /* One connect() within the deadline; 0 with conn->fd set, or -1 with the reason in conn->why. */
@@ -197,13 +186,9 @@ static int connect_unix(rl_conn *conn, const char *path, int64_t deadline) {
     return connect_to(conn, AF_UNIX, (const struct sockaddr *)&addr, sizeof addr, deadline);
 }
 
-/* Blocking mode (with the send/receive timeout), no delay, keepalive. */
-static int configure(rl_conn *conn, int64_t timeout_ms) {
-    int flags = fcntl(conn->fd, F_GETFL);
-    if (flags < 0 || fcntl(conn->fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
-        set_why_errno(conn, errno);
-        return -1;
-    }
+/* No delay, keepalive. The socket stays non-blocking: every wait is a poll() bounded by the
+ * deadline of the call in progress, never a per-read timeout that a trickling peer renews. */
+static void configure(rl_conn *conn) {
     if (!conn->is_unix) {
         int on = 1, idle = KEEPALIVE_IDLE_S, interval = KEEPALIVE_INTERVAL_S,
             probes = KEEPALIVE_PROBES;
@@ -213,11 +198,10 @@ static int configure(rl_conn *conn, int64_t timeout_ms) {
         setsockopt(conn->fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
         setsockopt(conn->fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes);
     }
-    return set_timeout(conn, timeout_ms);
 }
 
 static rl_status failure(rl_conn *conn, rl_error *err, const char *what) {
-    char where[160];
+    char where[RL_WHERE_MAX];
     if (conn->where[0])
         snprintf(where, sizeof where, "%s", conn->where);
     else
@@ -308,19 +292,19 @@ rl_status rl_conn_open_to(rl_conn *conn, const rl_target *t, int64_t timeout_ms,
         snprintf(conn->where, sizeof conn->where, "%s:%d", t->host, t->port);
     conn->reader = redisReaderCreate();
     if (!conn->reader) return rl_fail(err, RL_ERR_MEMORY, "out of memory opening a connection");
+    /* The connect timeout bounds the connect and the TLS handshake together. */
     int64_t deadline = rl_now_ms() + conn->cfg->options.connect_timeout_ms;
     int rc = t->is_unix ? connect_unix(conn, t->host, deadline)
                         : connect_tcp(conn, t->host, t->port, deadline);
     if (rc != 0) return failure(conn, err, "cannot connect to");
-    if (conn->cfg->tls) { /* the TLS handshake within what is left of the connect timeout */
-        int64_t left = deadline - rl_now_ms();
-        if (configure(conn, left > 0 ? left : 1) != 0)
-            return failure(conn, err, "cannot configure the connection to");
-        conn->tls = rl_tls_connect(conn->cfg->tls, conn->fd, t->host, conn->why, sizeof conn->why);
+    configure(conn);
+    if (conn->cfg->tls) {
+        conn->tls = rl_tls_connect(conn->cfg->tls, conn->fd, t->host, deadline, conn->why,
+                                   sizeof conn->why);
         if (!conn->tls) return failure(conn, err, "cannot connect to");
     }
-    if (configure(conn, timeout_ms) != 0)
-        return failure(conn, err, "cannot configure the connection to");
+    conn->timeout_ms = timeout_ms;
+    conn->deadline = rl_now_ms() + timeout_ms; /* AUTH, SELECT, ROLE: one exchange */
     return handshake(conn, t, err);
 }
 
@@ -404,12 +388,17 @@ static int flush_counting(rl_conn *conn, size_t *sent) {
     int rc = 0;
     while (off < conn->out_len) {
         ssize_t n = conn->tls ? rl_tls_send(conn->tls, conn->out + off, conn->out_len - off,
-                                            conn->why, sizeof conn->why)
-                              : send(conn->fd, conn->out + off, conn->out_len - off, MSG_NOSIGNAL);
+                                            conn->deadline, conn->why, sizeof conn->why)
+                              : send(conn->fd, conn->out + off, conn->out_len - off,
+                                     MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n > 0) {
             off += (size_t)n;
         } else if (n < 0 && errno == EINTR && !conn->tls) {
             continue;
+        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && !conn->tls) {
+            if (wait_socket(conn, POLLOUT) == 0) continue;
+            rc = -1;
+            break;
         } else {
             if (!conn->tls) set_why_errno(conn, n < 0 ? errno : EPIPE); /* TLS wrote its why */
             rc = -1;
@@ -428,28 +417,40 @@ static int flush_counting(rl_conn *conn, size_t *sent) {
 
 int rl_conn_flush(rl_conn *conn) {
     size_t sent;
+    conn->deadline = rl_now_ms() + conn->timeout_ms;
     return flush_counting(conn, &sent);
 }
 
-int rl_conn_receive(rl_conn *conn, int wait) {
+/* What has arrived, or (wait) what arrives by the call's deadline. */
+static int receive_some(rl_conn *conn, int wait) {
     char buf[READ_CHUNK];
     for (;;) {
-        ssize_t n = conn->tls
-                        ? rl_tls_recv(conn->tls, buf, sizeof buf, wait, conn->why, sizeof conn->why)
-                        : recv(conn->fd, buf, sizeof buf, wait ? 0 : MSG_DONTWAIT);
+        ssize_t n = conn->tls ? rl_tls_recv(conn->tls, buf, sizeof buf, wait, conn->deadline,
+                                            conn->why, sizeof conn->why)
+                              : recv(conn->fd, buf, sizeof buf, MSG_DONTWAIT);
         if (n > 0) {
             if (redisReaderFeed(conn->reader, buf, (size_t)n) == REDIS_OK) return 0;
             set_why(conn, "out of memory reading a reply");
             return -1;
         }
         if (n < 0 && errno == EINTR && !conn->tls) continue;
-        if (n < 0 && !wait && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0; /* nothing */
+        int would_block = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+        if (would_block && !wait) return 0; /* nothing */
+        if (would_block && !conn->tls) {
+            if (wait_socket(conn, POLLIN) == 0) continue;
+            return -1;
+        }
         if (n == 0)
             set_why(conn, "the server closed the connection");
         else if (!conn->tls)
             set_why_errno(conn, errno);
         return -1;
     }
+}
+
+int rl_conn_receive(rl_conn *conn, int wait) {
+    if (wait) conn->deadline = rl_now_ms() + conn->timeout_ms;
+    return receive_some(conn, wait);
 }
 
 size_t rl_conn_buffered(rl_conn *conn) {
@@ -470,7 +471,7 @@ static int read_reply(rl_conn *conn, redisReply **reply) {
     for (;;) {
         if (rl_conn_next_reply(conn, reply) != 0) return -1;
         if (*reply) return 0;
-        if (rl_conn_receive(conn, 1) != 0) return -1;
+        if (receive_some(conn, 1) != 0) return -1;
     }
 }
 
@@ -540,11 +541,8 @@ static rl_status exchange_once(rl_conn *conn, size_t n, const rl_cmd *cmds, redi
 
 rl_status rl_conn_send(rl_conn *conn, int64_t timeout_ms, size_t n, const rl_cmd *cmds,
                        rl_error *err) {
-    rl_status st = RL_OK;
-    if (conn->fd < 0)
-        st = rl_conn_open(conn, timeout_ms, err);
-    else if (conn->timeout_ms != timeout_ms && set_timeout(conn, timeout_ms) != 0)
-        st = failure(conn, err, "cannot set timeouts on");
+    rl_status st = conn->fd < 0 ? rl_conn_open(conn, timeout_ms, err) : RL_OK;
+    conn->deadline = rl_now_ms() + timeout_ms; /* rl_conn_receive_replies ends by it too */
     int maybe_sent = 0;
     if (st == RL_OK) st = send_part(conn, n, cmds, &maybe_sent, err);
     conn->maybe_sent = maybe_sent;
@@ -584,9 +582,10 @@ rl_status rl_conn_exchange(rl_conn *conn, int64_t timeout_ms, size_t n, const rl
         if (conn->fd < 0) {
             st = rl_conn_open(conn, left, err);
             if (st != RL_OK) return st;
-        } else if (conn->timeout_ms != left && set_timeout(conn, left) != 0) {
-            return failure(conn, err, "cannot set timeouts on");
         }
+        /* The exchange's deadline: its whole time (opening apart) the first time; the retry
+         * (its opening included) ends by the call's. */
+        conn->deadline = attempt == 0 ? rl_now_ms() + timeout_ms : deadline;
         int maybe_sent;
         st = exchange_once(conn, n, cmds, replies, &maybe_sent, err);
         conn->maybe_sent = maybe_sent;

@@ -18,6 +18,9 @@
 #include "tls.h"
 #include "url.h"
 
+/* "[host]:port" with the longest host name a URL can carry (255), or a socket path. */
+#define RL_WHERE_MAX 272
+
 /* What every connection of one client shares: where to connect, the options, and closing. */
 typedef struct rl_config {
     rl_endpoint endpoint;
@@ -36,11 +39,11 @@ typedef struct rl_conn {
     int fd;      /* -1 when closed */
     rl_tls *tls; /* the TLS session on fd, or NULL */
     int is_unix;
-    int must_be_master;    /* opened to the master a Sentinel named */
-    uint64_t epoch;        /* ... in this Sentinel epoch */
-    char where[128];       /* host:port or the socket path, for messages */
-    int readonly;          /* the last call met READONLY (rl_conn_lost_master) */
-    const char *node_host; /* a cluster node's connection: opened to it (the node outlives it) */
+    int must_be_master;       /* opened to the master a Sentinel named */
+    uint64_t epoch;           /* ... in this Sentinel epoch */
+    char where[RL_WHERE_MAX]; /* host:port or the socket path, for messages */
+    int readonly;             /* the last call met READONLY (rl_conn_lost_master) */
+    const char *node_host;    /* a cluster node's connection: opened to it (the node outlives it) */
     int node_port;
     rl_redirect redirect; /* a cluster node's last MOVED/ASK/TRYAGAIN/CLUSTERDOWN (scripts.c) */
     int maybe_sent;       /* the last failed exchange may have reached the server */
@@ -50,8 +53,10 @@ typedef struct rl_conn {
     int deferred;       /* commands at the start of `out` whose replies nobody waits for: they
                            go out with the next exchange and their replies are read and dropped */
     uint64_t exchanges; /* round trips made, for statistics */
-    int64_t timeout_ms; /* the socket's send/receive timeout now */
-    char why[96];       /* the last I/O failure, for messages */
+    int64_t timeout_ms; /* the command timeout it was opened with (rl_conn_flush, _receive) */
+    int64_t deadline;   /* rl_now_ms() by which the call in progress must end */
+    char why[512];      /* the last I/O failure, for messages: room for a verification error
+                           with a 253-character host name (never cut, the docs quote it) */
 } rl_conn;
 
 /* One command: argc arguments (binary-safe). */
@@ -79,9 +84,12 @@ typedef struct rl_target {
     uint64_t epoch; /* the Sentinel epoch that named this master */
 } rl_target;
 
-/* (Re)opens conn to the client's server (for Sentinel: the master now): connect within the
- * connect timeout, TLS when the URL says so, the send/receive timeout (timeout_ms), TCP keepalive
- * and no-delay, then AUTH and SELECT as the URL says. RL_ERR_CLOSED once the client is closing. */
+/* (Re)opens conn to the client's server (for Sentinel: the master now): the connect and the TLS
+ * handshake (when the URL says so) within the connect timeout, TCP keepalive and no-delay, then
+ * AUTH and SELECT as the URL says within timeout_ms. RL_ERR_CLOSED once the client is closing.
+ *
+ * Every timeout is a deadline for a whole call: the socket is non-blocking and each wait for it
+ * is a poll() until the call's deadline, so a peer that trickles bytes cannot stretch a call. */
 rl_status rl_conn_open(rl_conn *conn, int64_t timeout_ms, rl_error *err);
 /* The same to a given target (a sentinel, say). */
 rl_status rl_conn_open_to(rl_conn *conn, const rl_target *target, int64_t timeout_ms,
@@ -97,17 +105,18 @@ void rl_conn_abandon(rl_conn *conn);
 void rl_conn_interrupt(rl_conn *conn);
 
 /* Sends n commands in one write (after any deferred ones) and reads their n replies into
- * replies[] (to be freed with freeReplyObject). On a connection error the connection is closed.
- * When `idempotent` is set, or when nothing can have reached the server yet, the exchange is
- * retried once on a fresh connection, within the same timeout_ms. Error replies are returned as
- * replies, not as failures. */
+ * replies[] (to be freed with freeReplyObject), all within timeout_ms (opening a connection
+ * first has its own timeouts). On a connection error the connection is closed. When
+ * `idempotent` is set, or when nothing can have reached the server yet, the exchange is retried
+ * once on a fresh connection, within the same timeout_ms. Error replies are returned as replies,
+ * not as failures. */
 rl_status rl_conn_exchange(rl_conn *conn, int64_t timeout_ms, size_t n, const rl_cmd *cmds,
                            redisReply **replies, int idempotent, rl_error *err);
 
 /* An exchange in two halves, so that one thread can have exchanges in flight on several
  * connections at once (the watchdog's round over a cluster's nodes): send (opening the connection
- * when closed) writes n commands; receive then reads their n replies. Not retried; on a
- * connection error the connection is closed. */
+ * when closed) writes n commands; receive then reads their n replies, both by send's deadline
+ * (timeout_ms). Not retried; on a connection error the connection is closed. */
 rl_status rl_conn_send(rl_conn *conn, int64_t timeout_ms, size_t n, const rl_cmd *cmds,
                        rl_error *err);
 rl_status rl_conn_receive_replies(rl_conn *conn, size_t n, redisReply **replies, rl_error *err);
@@ -117,8 +126,9 @@ rl_status rl_conn_receive_replies(rl_conn *conn, size_t n, redisReply **replies,
 void rl_conn_defer(rl_conn *conn, const rl_cmd *cmd);
 
 /* The pieces of an exchange, for the subscriber's own loop. append formats a command into the
- * output buffer (-1: out of memory); flush sends it all; receive reads what has arrived (with
- * `wait`, waiting up to the timeout when nothing has; without, never blocking); next_reply takes
+ * output buffer (-1: out of memory); flush sends it all within the connection's timeout;
+ * receive reads what has arrived (with `wait`, waiting up to the timeout when nothing has;
+ * without, never blocking); next_reply takes
  * one parsed reply (*reply NULL when none is complete). Each returns 0 or -1 with the reason in
  * conn->why; on -1 close the connection. buffered: bytes received but not yet seen by a poll() of
  * the socket (decrypted TLS data): read them before polling. */

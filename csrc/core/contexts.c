@@ -38,7 +38,7 @@ static void release_abandoned(rl_client *c, rl_hold *h) {
             st = rl_lock_call_release_fully(l, h->owner, h->owner_len, lease, &still_held, &err);
         pthread_mutex_lock(&c->mu);
     }
-    char message[400], shown[RL_NAME_SHOWN_MAX];
+    char message[RL_QUOTING_MESSAGE_SIZE], shown[RL_NAME_SHOWN_MAX];
     const char *name = rl_name_shown(h->name, h->name_len, shown);
     if (gone_before || st == RL_OK)
         snprintf(message, sizeof message,

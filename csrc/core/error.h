@@ -11,6 +11,11 @@ rl_status rl_fail(rl_error *err, rl_status status, const char *fmt, ...)
 /* RL_LOST with its reason: "the hold of lock "<name>" was lost<what> (<reason>)". */
 rl_status rl_fail_lost(rl_error *err, rl_lost_reason reason, const char *what, const char *name);
 
+/* A message that quotes an rl_error's message whole, with room for the words around it (an
+ * event's text, say): a failure's reason is never cut. */
+#define RL_ERROR_MESSAGE_SIZE sizeof(((rl_error *)0)->message)
+#define RL_QUOTING_MESSAGE_SIZE (RL_ERROR_MESSAGE_SIZE + 256)
+
 /* Clears *err to RL_OK with an empty message. */
 void rl_error_clear(rl_error *err);
 

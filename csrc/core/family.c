@@ -74,7 +74,7 @@ rl_status rl_named_write(const rl_named *o, rl_script_id id, int nkeys, const rl
                          int nargs, redisReply **reply, rl_error *err) {
     rl_status st = rl_named_run(o, id, nkeys, args, nargs, 0, any_answer, reply, err);
     if (st == RL_ERR_REPLICA) {
-        char message[400], shown[RL_NAME_SHOWN_MAX];
+        char message[RL_QUOTING_MESSAGE_SIZE], shown[RL_NAME_SHOWN_MAX];
         snprintf(message, sizeof message, "%s \"%s\": %s", o->what, rl_named_shown(o, shown),
                  err ? err->message : "not acknowledged by any replica");
         rl_events_push(&o->client->events, RL_EVENT_SYNC_FAILED, o->name, o->name_len, 0,

@@ -122,7 +122,7 @@ static const char *printable(const rl_lock *l, char out[RL_NAME_SHOWN_MAX]) {
 
 /* A write the replicas did not acknowledge, already done on the master: said as an event. */
 static void report_unsynced(rl_lock *l, const char *what, const rl_error *why) {
-    char message[400], shown[RL_NAME_SHOWN_MAX];
+    char message[RL_QUOTING_MESSAGE_SIZE], shown[RL_NAME_SHOWN_MAX];
     snprintf(message, sizeof message, "%s of lock \"%s\": %s", what, printable(l, shown),
              why->message);
     rl_events_push(&l->client->events, RL_EVENT_SYNC_FAILED, l->name, l->name_len, 0, RL_LOST_NONE,

@@ -138,7 +138,7 @@ static rl_status ask(rl_sentinel *s, char *host, size_t host_size, int *port, rl
     if (unknown > 0)
         return rl_fail(err, RL_ERR_CONNECTION, "the sentinels know no master named \"%s\"",
                        ep->master_name);
-    return rl_fail(err, RL_ERR_CONNECTION, "no sentinel could be asked for master \"%s\" (%.150s)",
+    return rl_fail(err, RL_ERR_CONNECTION, "no sentinel could be asked for master \"%s\" (%s)",
                    ep->master_name, reasons[0] ? reasons : "closed");
 }
 

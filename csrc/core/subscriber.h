@@ -54,7 +54,7 @@ typedef struct rl_subscriber {
     int thread_started;
     int stop;
     int sharded; /* a cluster node's: SSUBSCRIBE, SUNSUBSCRIBE, smessage */
-    char last_error[256];
+    char last_error[sizeof(((rl_error *)0)->message)]; /* the last connection failure, whole */
 } rl_subscriber;
 
 /* A waiter's place on a channel. */

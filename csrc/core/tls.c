@@ -24,9 +24,9 @@ void rl_tls_context_free(rl_tls_context *context) {
     (void)context;
 }
 
-rl_tls *rl_tls_connect(rl_tls_context *context, int fd, const char *host, char *why,
-                       size_t why_size) {
-    (void)context, (void)fd, (void)host;
+rl_tls *rl_tls_connect(rl_tls_context *context, int fd, const char *host, int64_t deadline,
+                       char *why, size_t why_size) {
+    (void)context, (void)fd, (void)host, (void)deadline;
     snprintf(why, why_size, "this build has no TLS");
     return NULL;
 }
@@ -35,16 +35,18 @@ void rl_tls_free(rl_tls *tls) {
     (void)tls;
 }
 
-ssize_t rl_tls_send(rl_tls *tls, const void *buf, size_t len, char *why, size_t why_size) {
-    (void)tls, (void)buf, (void)len;
+ssize_t rl_tls_send(rl_tls *tls, const void *buf, size_t len, int64_t deadline, char *why,
+                    size_t why_size) {
+    (void)tls, (void)buf, (void)len, (void)deadline;
     snprintf(why, why_size, "this build has no TLS");
     errno = ENOTSUP;
     return -1;
 }
 
-ssize_t rl_tls_recv(rl_tls *tls, void *buf, size_t len, int wait, char *why, size_t why_size) {
+ssize_t rl_tls_recv(rl_tls *tls, void *buf, size_t len, int wait, int64_t deadline, char *why,
+                    size_t why_size) {
     (void)wait;
-    return rl_tls_send(tls, buf, len, why, why_size);
+    return rl_tls_send(tls, buf, len, deadline, why, why_size);
 }
 
 size_t rl_tls_pending(rl_tls *tls) {
@@ -60,12 +62,16 @@ int rl_tls_idle_check(rl_tls *tls) {
 #else
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include "clock.h"
 
 struct rl_tls_context {
     SSL_CTX *ctx;
@@ -76,15 +82,26 @@ struct rl_tls_context {
 struct rl_tls {
     SSL *ssl;
     int fd;
-    int probing;    /* an idle check: reads must not block */
-    int last_errno; /* of the socket call that failed */
+    int probing;      /* an idle check: reads must not block */
+    int64_t deadline; /* of the call in progress: the BIO waits for the socket until then */
+    int last_errno;   /* of the socket call that failed */
 };
 
 int rl_tls_available(void) {
     return 1;
 }
 
-/* ---- the socket BIO: MSG_NOSIGNAL sends, the socket's own timeouts ------------------------- */
+/* ---- the socket BIO: MSG_NOSIGNAL sends, waits bounded by the call's deadline --------------- */
+
+/* The socket is non-blocking: waits for it until the call's deadline. 0 when ready; -1 with
+ * last_errno (ETIMEDOUT when the deadline passed). A socket shut down by rl_conn_interrupt is
+ * ready at once (its next call fails). */
+static int wait_socket(rl_tls *t, short events) {
+    int rc = rl_poll_until(t->fd, events, t->deadline);
+    if (rc > 0) return 0;
+    t->last_errno = rc == 0 ? ETIMEDOUT : errno;
+    return -1;
+}
 
 static BIO_METHOD *socket_method;
 static pthread_once_t socket_method_once = PTHREAD_ONCE_INIT;
@@ -93,9 +110,11 @@ static int bio_write(BIO *bio, const char *buf, int len) {
     rl_tls *t = BIO_get_data(bio);
     BIO_clear_retry_flags(bio);
     for (;;) {
-        ssize_t n = send(t->fd, buf, (size_t)len, MSG_NOSIGNAL);
+        ssize_t n = send(t->fd, buf, (size_t)len, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n >= 0) return (int)n;
         if (errno == EINTR) continue;
+        if ((errno == EAGAIN || errno == EWOULDBLOCK) && wait_socket(t, POLLOUT) == 0) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return -1; /* last_errno set */
         t->last_errno = errno;
         return -1;
     }
@@ -105,11 +124,14 @@ static int bio_read(BIO *bio, char *buf, int len) {
     rl_tls *t = BIO_get_data(bio);
     BIO_clear_retry_flags(bio);
     for (;;) {
-        ssize_t n = recv(t->fd, buf, (size_t)len, t->probing ? MSG_DONTWAIT : 0);
+        ssize_t n = recv(t->fd, buf, (size_t)len, MSG_DONTWAIT);
         if (n >= 0) return (int)n;
         if (errno == EINTR) continue;
+        int would_block = errno == EAGAIN || errno == EWOULDBLOCK;
+        if (would_block && !t->probing && wait_socket(t, POLLIN) == 0) continue;
+        if (would_block && !t->probing) return -1; /* last_errno set */
         t->last_errno = errno;
-        if (t->probing && (errno == EAGAIN || errno == EWOULDBLOCK)) BIO_set_retry_read(bio);
+        if (t->probing && would_block) BIO_set_retry_read(bio);
         return -1;
     }
 }
@@ -151,7 +173,8 @@ static ssize_t failed(rl_tls *t, int rc, char *why, size_t size) {
         errno = t->last_errno;
         char buf[80];
         snprintf(why, size, "%s",
-                 t->last_errno == EAGAIN || t->last_errno == EWOULDBLOCK
+                 t->last_errno == EAGAIN || t->last_errno == EWOULDBLOCK ||
+                         t->last_errno == ETIMEDOUT
                      ? "timed out"
                      : strerror_r(t->last_errno, buf, sizeof buf));
         return -1;
@@ -167,6 +190,38 @@ static ssize_t failed(rl_tls *t, int rc, char *why, size_t size) {
 }
 
 /* ---- the context --------------------------------------------------------------------------- */
+
+/* tls_ca_dir: a readable directory that holds at least one hashed certificate (c_rehash or
+ * openssl rehash names them HHHHHHHH.N); OpenSSL itself only looks there during a handshake,
+ * where a wrong directory would fail every connection with a vague verification error. */
+static rl_status hashed_directory(const char *path, rl_error *err) {
+    if (!path) return RL_OK;
+    DIR *dir = opendir(path);
+    if (!dir) {
+        char buf[80];
+        return rl_fail(err, RL_ERR_ARGUMENT, "tls_ca_dir: cannot read %s: %s", path,
+                       strerror_r(errno, buf, sizeof buf));
+    }
+    int found = 0;
+    for (struct dirent *d; !found && (d = readdir(dir));) {
+        size_t hex = strspn(d->d_name, "0123456789abcdef");
+        found = hex == 8 && d->d_name[8] == '.' && d->d_name[9] >= '0' && d->d_name[9] <= '9';
+    }
+    closedir(dir);
+    return found ? RL_OK
+                 : rl_fail(err, RL_ERR_ARGUMENT,
+                           "tls_ca_dir %s: holds no hashed CA certificate (make the names with "
+                           "openssl rehash or c_rehash)",
+                           path);
+}
+
+/* OpenSSL asks for the passphrase of an encrypted key through this; its default prompts on the
+ * terminal and blocks. Refusing makes the load fail; *asked tells why. */
+static int refuse_passphrase(char *buf, int size, int rwflag, void *asked) {
+    (void)buf, (void)size, (void)rwflag;
+    if (asked) *(int *)asked = 1;
+    return -1;
+}
 
 static rl_status readable(const char *option, const char *path, rl_error *err) {
     if (!path) return RL_OK;
@@ -196,7 +251,19 @@ static rl_status load(SSL_CTX *ctx, const rl_options *o, rl_error *err) {
         openssl_reason(why, sizeof why, "not a PEM certificate");
         return rl_fail(err, RL_ERR_ARGUMENT, "tls_cert_file %s: %s", o->tls_cert_file, why);
     }
-    if (SSL_CTX_use_PrivateKey_file(ctx, o->tls_key_file, SSL_FILETYPE_PEM) != 1) {
+    int asked = 0;
+    SSL_CTX_set_default_passwd_cb(ctx, refuse_passphrase);
+    SSL_CTX_set_default_passwd_cb_userdata(ctx, &asked);
+    int used = SSL_CTX_use_PrivateKey_file(ctx, o->tls_key_file, SSL_FILETYPE_PEM);
+    SSL_CTX_set_default_passwd_cb_userdata(ctx, NULL); /* `asked` ends here */
+    if (used != 1 && asked) {
+        ERR_clear_error();
+        return rl_fail(err, RL_ERR_ARGUMENT,
+                       "tls_key_file %s: the key is encrypted; redlease reads unencrypted PEM "
+                       "keys only (decrypt it: openssl pkey -in KEY -out PLAIN_KEY)",
+                       o->tls_key_file);
+    }
+    if (used != 1) {
         if (ERR_GET_REASON(ERR_peek_error()) == X509_R_KEY_VALUES_MISMATCH) {
             ERR_clear_error();
             return rl_fail(err, RL_ERR_ARGUMENT, "tls_key_file does not match tls_cert_file");
@@ -219,7 +286,8 @@ rl_status rl_tls_context_new(const rl_options *o, const char *host, rl_tls_conte
     rl_status st;
     if ((st = readable("tls_ca_file", o->tls_ca_file, err)) != RL_OK ||
         (st = readable("tls_cert_file", o->tls_cert_file, err)) != RL_OK ||
-        (st = readable("tls_key_file", o->tls_key_file, err)) != RL_OK)
+        (st = readable("tls_key_file", o->tls_key_file, err)) != RL_OK ||
+        (st = hashed_directory(o->tls_ca_dir, err)) != RL_OK)
         return st;
     (void)host; /* each connection verifies the host it connects to (Sentinel: several) */
     pthread_once(&socket_method_once, make_socket_method);
@@ -233,6 +301,9 @@ rl_status rl_tls_context_new(const rl_options *o, const char *host, rl_tls_conte
     t->verify = !o->tls_insecure_skip_verify;
     SSL_CTX_set_min_proto_version(t->ctx, TLS1_2_VERSION);
     SSL_CTX_set_verify(t->ctx, t->verify ? SSL_VERIFY_PEER : SSL_VERIFY_NONE, NULL);
+    /* "re*.example.com" is no name for "redis.example.com": only a whole leftmost label. */
+    X509_VERIFY_PARAM_set_hostflags(SSL_CTX_get0_param(t->ctx),
+                                    X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
     if ((st = load(t->ctx, o, err)) != RL_OK) {
         rl_tls_context_free(t);
         return st;
@@ -250,7 +321,8 @@ void rl_tls_context_free(rl_tls_context *t) {
 
 /* ---- a connection -------------------------------------------------------------------------- */
 
-rl_tls *rl_tls_connect(rl_tls_context *c, int fd, const char *host, char *why, size_t why_size) {
+rl_tls *rl_tls_connect(rl_tls_context *c, int fd, const char *host, int64_t deadline, char *why,
+                       size_t why_size) {
     ERR_clear_error();
     const char *name = c->server_name ? c->server_name : host;
     unsigned char ip[16];
@@ -264,6 +336,7 @@ rl_tls *rl_tls_connect(rl_tls_context *c, int fd, const char *host, char *why, s
         return NULL;
     }
     t->fd = fd;
+    t->deadline = deadline;
     BIO_set_data(bio, t);
     BIO_set_init(bio, 1);
     SSL_set_bio(t->ssl, bio, bio);
@@ -299,9 +372,11 @@ void rl_tls_free(rl_tls *t) {
     free(t);
 }
 
-ssize_t rl_tls_send(rl_tls *t, const void *buf, size_t len, char *why, size_t why_size) {
+ssize_t rl_tls_send(rl_tls *t, const void *buf, size_t len, int64_t deadline, char *why,
+                    size_t why_size) {
     ERR_clear_error();
     t->last_errno = 0;
+    t->deadline = deadline;
     int rc = SSL_write(t->ssl, buf, len > INT32_MAX ? INT32_MAX : (int)len);
     if (rc > 0) return rc;
     ssize_t n = failed(t, rc, why, why_size);
@@ -313,9 +388,11 @@ ssize_t rl_tls_send(rl_tls *t, const void *buf, size_t len, char *why, size_t wh
     return n;
 }
 
-ssize_t rl_tls_recv(rl_tls *t, void *buf, size_t len, int wait, char *why, size_t why_size) {
+ssize_t rl_tls_recv(rl_tls *t, void *buf, size_t len, int wait, int64_t deadline, char *why,
+                    size_t why_size) {
     ERR_clear_error();
     t->last_errno = 0;
+    t->deadline = deadline;
     t->probing = !wait;
     int rc = SSL_read(t->ssl, buf, len > INT32_MAX ? INT32_MAX : (int)len);
     t->probing = 0;

@@ -6,6 +6,7 @@
 
 #include "client.h"
 #include "clock.h"
+#include "error.h"
 #include "renew_calls.h"
 #include "renew_cluster.h"
 #include "replicas.h"
@@ -114,7 +115,7 @@ static rl_status renew_on_server(rl_client *c, rl_hold **batch, size_t n, int64_
                             b.replies, 1, err);
         rl_error sync_err;
         if (st == RL_OK && rl_replicas_sync(&wd->conn, &sync_err) != RL_OK) {
-            char message[320];
+            char message[RL_QUOTING_MESSAGE_SIZE];
             snprintf(message, sizeof message, "renewal of %zu hold(s): %s", n, sync_err.message);
             rl_events_push(&c->events, RL_EVENT_SYNC_FAILED, NULL, 0, 0, RL_LOST_NONE, n, message);
         }
@@ -221,7 +222,7 @@ static int renew_round(rl_client *c, int64_t *earliest) {
                        "renewal round done");
     } else if (n > 0) {
         wd->failed_rounds++;
-        char message[320];
+        char message[RL_QUOTING_MESSAGE_SIZE];
         snprintf(message, sizeof message, "renewal of %zu hold(s) failed, retrying: %s", n,
                  err.message);
         rl_events_push(&c->events, RL_EVENT_RENEW_FAILED, NULL, 0, 0, RL_LOST_NONE, n, message);

@@ -16,7 +16,7 @@ typedef struct outcome {
     rl_status status;
     int64_t value;
     int64_t at;
-    char message[256];
+    char message[sizeof((rl_error *)0)->message];
 } outcome;
 
 static void outcome_init(outcome *o) {

@@ -1,9 +1,14 @@
 /* rediss://: locks, waits, renewal and reconnects over verified TLS; refused certificates say
  * why; mutual TLS; bad TLS options refused before anything is sent. The certificates come from
  * tests/tls/make-certs. */
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -152,4 +157,126 @@ TEST(tls_bad_options_are_refused_before_anything_is_sent) {
     o.tls_ca_file = "tests/tls/make-certs"; /* readable, but no certificate */
     CHECK_INT(rl_client_new("rediss://127.0.0.1:1", &o, &c, &e), RL_ERR_ARGUMENT);
     CHECK(c == NULL);
+}
+
+/* A certificate file of the test set. */
+static const char *cert_path(char *out, size_t size, const char *file) {
+    snprintf(out, size, "%s/%s", test_certs(), file);
+    return out;
+}
+
+/* rl_client_new in a child without a terminal whose stdin is a pipe that stays open (where a
+ * passphrase prompt would wait for ever): its status and message, or -1 when it blocked. */
+static int new_client_in_a_child(const char *url, const rl_options *o, char *message, size_t size) {
+    int in[2], out[2];
+    if (pipe(in) != 0 || pipe(out) != 0) return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        setsid(); /* no controlling terminal: OpenSSL would prompt on stdin */
+        dup2(in[0], 0);
+        rl_client *c;
+        rl_error e = {0};
+        int st = rl_client_new(url, o, &c, &e);
+        char line[sizeof e.message + 16];
+        int n = snprintf(line, sizeof line, "%d %s", st, e.message);
+        (void)!write(out[1], line, (size_t)n);
+        _exit(0);
+    }
+    close(in[0]);
+    close(out[1]);
+    struct pollfd p = {.fd = out[0], .events = POLLIN};
+    int st = -1;
+    if (poll(&p, 1, 5000) == 1) {
+        char line[1024];
+        ssize_t n = read(out[0], line, sizeof line - 1);
+        line[n > 0 ? n : 0] = '\0';
+        char *space = strchr(line, ' ');
+        if (space) {
+            st = atoi(line);
+            snprintf(message, size, "%s", space + 1);
+        }
+    } else {
+        kill(pid, SIGKILL);
+        snprintf(message, size, "blocked (a passphrase prompt?)");
+    }
+    waitpid(pid, NULL, 0);
+    close(in[1]);
+    close(out[0]);
+    return st;
+}
+
+TEST(tls_an_encrypted_key_is_refused_not_prompted_for) {
+    NEEDS_TLS();
+    rl_options o;
+    tls_options(&o, 1);
+    char key[128], message[300];
+    o.tls_key_file = cert_path(key, sizeof key, "client-encrypted.key");
+    int st = new_client_in_a_child("rediss://127.0.0.1:1", &o, message, sizeof message);
+    CHECK_MSG(st == RL_ERR_ARGUMENT, "status %d: %s", st, message);
+    CHECK_MSG(strstr(message, "tls_key_file") && strstr(message, "encrypted"), "message: %s",
+              message);
+}
+
+TEST(tls_ca_dir_is_checked_when_the_client_is_made) {
+    NEEDS_TLS();
+    rl_options o;
+    rl_client *c = NULL;
+    rl_error e;
+    rl_options_init(&o);
+    o.tls_ca_dir = "/nonexistent/ca-dir";
+    CHECK_INT(rl_client_new("rediss://127.0.0.1:1", &o, &c, &e), RL_ERR_ARGUMENT);
+    CHECK_MSG(strstr(e.message, "tls_ca_dir") && strstr(e.message, "/nonexistent/ca-dir"),
+              "message: %s", e.message);
+    char empty[] = "/tmp/rlcadir.XXXXXX", cmd[512];
+    CHECK(mkdtemp(empty) != NULL);
+    o.tls_ca_dir = empty; /* a directory, but no hashed certificate in it */
+    CHECK_INT(rl_client_new("rediss://127.0.0.1:1", &o, &c, &e), RL_ERR_ARGUMENT);
+    CHECK_MSG(strstr(e.message, "tls_ca_dir") && strstr(e.message, "hashed"), "message: %s",
+              e.message);
+    /* The same directory once it holds the test CA, hashed: verified connections. */
+    snprintf(cmd, sizeof cmd, "cp %s/ca.crt %s/ && openssl rehash %s", test_certs(), empty, empty);
+    CHECK(system(cmd) == 0);
+    test_server s;
+    CHECK(tls_server_start(&s, NULL, 0) == 0);
+    CHECK_INT(try_lock(s.tls_url, &o, &e), RL_OK);
+    server_stop(&s);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", empty);
+    CHECK(system(cmd) == 0);
+}
+
+TEST(tls_refuses_a_partial_wildcard) {
+    NEEDS_TLS();
+    test_server s;
+    CHECK(tls_server_start(&s, "wild", 0) == 0); /* DNS:re*.example.test */
+    rl_options o;
+    tls_options(&o, 0);
+    o.tls_server_name = "redis.example.test";
+    rl_error e;
+    CHECK_INT(try_lock(s.tls_url, &o, &e), RL_ERR_CONNECTION);
+    CHECK_MSG(strstr(e.message, "verification failed"), "message: %s", e.message);
+    o.tls_server_name = NULL; /* its IP address is in it: the certificate itself is good */
+    CHECK_INT(try_lock(s.tls_url, &o, &e), RL_OK);
+    server_stop(&s);
+}
+
+TEST(tls_verification_error_is_never_cut) {
+    NEEDS_TLS();
+    test_server s;
+    CHECK(tls_server_start(&s, "rogue", 0) == 0);
+    rl_options o;
+    tls_options(&o, 0);
+    char name[256] = "", label[64];
+    memset(label, 'a', 62);
+    label[62] = '\0';
+    for (int i = 0; i < 3; i++) /* 3 labels of 62, then "example": 196 characters */
+        snprintf(name + strlen(name), sizeof name - strlen(name), "%s.", label);
+    strcat(name, "example");
+    o.tls_server_name = name;
+    rl_error e;
+    CHECK_INT(try_lock(s.tls_url, &o, &e), RL_ERR_CONNECTION);
+    char expected[300];
+    snprintf(expected, sizeof expected, "(expected name %s)", name);
+    CHECK_MSG(strstr(e.message, "verification failed: ") && strstr(e.message, expected),
+              "message: %s", e.message);
+    server_stop(&s);
 }

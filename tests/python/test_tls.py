@@ -154,10 +154,14 @@ def test_mutual_tls(certs, server_for, make_client):
     ({"tls_cert_file": "CERT"}, "go together"),
     ({"tls_cert_file": "CERT", "tls_key_file": "OTHER_KEY"}, "does not match"),
     ({"tls_ca_file": "NOT_A_CERT"}, "tls_ca_file"),
+    ({"tls_ca_dir": "/nonexistent/ca-dir"}, "tls_ca_dir: cannot read /nonexistent/ca-dir"),
+    ({"tls_ca_dir": "EMPTY_DIR"}, "tls_ca_dir .* holds no hashed CA certificate"),
+    ({"tls_cert_file": "CERT", "tls_key_file": "ENCRYPTED_KEY"}, "tls_key_file .* encrypted"),
 ])
-def test_bad_tls_options_are_refused_before_anything_is_sent(certs, options, words):
+def test_bad_tls_options_are_refused_before_anything_is_sent(certs, tmp_path, options, words):
     files = {"KEY": certs / "client.key", "CERT": certs / "client.crt",
-             "OTHER_KEY": certs / "server.key", "NOT_A_CERT": os.path.join(HERE, "conftest.py")}
+             "OTHER_KEY": certs / "server.key", "NOT_A_CERT": os.path.join(HERE, "conftest.py"),
+             "ENCRYPTED_KEY": certs / "client-encrypted.key", "EMPTY_DIR": tmp_path}
     options = {k: files.get(v, v) for k, v in options.items()}
     with pytest.raises(ValueError, match=words):
         redlease.Client("rediss://127.0.0.1:1", **options)  # nothing listens there: never sent
