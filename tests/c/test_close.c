@@ -147,3 +147,7 @@ static void close_cuts_short_a_query_to_a_paused(const char *scheme) {
 TEST(close_cuts_short_a_sentinel_query) {
     close_cuts_short_a_query_to_a_paused("redis+sentinel");
 }
+
+TEST(close_cuts_short_a_cluster_slot_map_fetch) {
+    close_cuts_short_a_query_to_a_paused("redis+cluster");
+}
