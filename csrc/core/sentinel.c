@@ -229,7 +229,7 @@ rl_status rl_sentinel_master(rl_sentinel *s, char *host, size_t host_size, int *
     }
     pthread_mutex_unlock(&s->mu);
     if (ask_now) {
-        /* A master known: no waiting on the sentinels for longer than a command's timeout. */
+        /* A master known: no further sentinel is tried after a command's timeout. */
         int reached;
         rl_status st =
             ask_and_take(s, 0, known ? s->cfg->options.command_timeout_ms : 0, &reached, err);

@@ -10,6 +10,7 @@ import time
 import pytest
 
 import redlease
+from deployment import Sentinel
 from testkit import Raw, wait_for
 
 FAST = {"connect_timeout": 1, "command_timeout": 1}
@@ -34,20 +35,26 @@ def owner(client):
     return f"{client.id}:{redlease._core.current_context()}"
 
 
-def test_hold_survives_a_dropped_connection_with_every_sentinel_down(deployment, clients):
+@pytest.mark.parametrize("fate", ["killed", "hung"])
+def test_hold_survives_a_dropped_connection_with_every_sentinel_down(deployment, clients, fate):
+    # Hung sentinels cost a renewal up to a command timeout (then never again): a longer lease.
+    lease = LEASE if fate == "killed" else 3
     master = deployment.master_server()
-    client = clients(deployment.url, watchdog_timeout=LEASE, **FAST)
+    client = clients(deployment.url, watchdog_timeout=lease, **FAST)
     lock = client.lock("down:held")
     assert lock.acquire()
-    time.sleep(LEASE)  # renewed: the watchdog's connection is open
+    time.sleep(lease / 2)  # renewed: the watchdog's connection is open
     for s in deployment.sentinels:
-        s.stop()
-    time.sleep(0.3)  # the watcher has lost its sentinel and retries in the background
+        if fate == "killed":
+            s.stop()
+        else:
+            s.process.send_signal(signal.SIGSTOP)  # they accept connections, never answer
+    time.sleep(0.3)  # a watcher that lost its sentinel retries in the background
     drop_client_connections(master)
-    time.sleep(3 * LEASE)  # the key would have expired by now without renewals
+    time.sleep(2 * lease)  # the key would have expired by now without renewals
     assert not lock.lost
     assert run(master, "HEXISTS", "down:held", owner(client)) == 1
-    assert run(master, "PTTL", "down:held") > LEASE * 1000 / 2  # renewed lately
+    assert run(master, "PTTL", "down:held") > lease * 1000 / 2  # renewed lately
     other = client.lock("down:other")  # a new acquire, on a new connection to the same master
     assert other.acquire(timeout=0)
     assert run(master, "EXISTS", "down:other") == 1
@@ -119,3 +126,29 @@ def test_close_cuts_short_a_first_question_to_a_hung_sentinel(deployment, client
     assert took < 0.5, f"close took {took:.2f} s"
     assert got and got[0][0] == "ClientClosedError", got
     assert got[0][1] - started < 0.5
+
+
+def test_a_sentinel_back_names_the_new_master_and_the_client_follows(deployment, clients):
+    master, replica = deployment.master_server(), deployment.replica_server()
+    client = clients(deployment.url, watchdog_timeout=LEASE, **FAST)
+    with client.lock("back:before"):
+        pass
+    for s in deployment.sentinels:
+        s.stop()
+    run(replica, "REPLICAOF", "NO", "ONE")  # a failover the client cannot learn of...
+    run(master, "REPLICAOF", "127.0.0.1", replica.port)
+    assert wait_for(lambda: b"role:slave" in run(master, "INFO", "replication"), 5)
+    drop_client_connections(master)
+    with pytest.raises(redlease.ConnectionError):
+        client.lock("back:during").acquire(timeout=0)
+    # ... until a sentinel answers again, on its old port: the client asks it in the background.
+    deployment.sentinels[0] = Sentinel(replica.port, 1000, port=deployment.sentinels[0].port)
+
+    def acquired():
+        try:
+            with client.lock("back:after", timeout=0):
+                return run(replica, "EXISTS", "back:after") == 1
+        except redlease.ConnectionError:
+            return False
+
+    assert wait_for(acquired, 10)
