@@ -300,7 +300,8 @@ static void listen_on(rl_sentinel *s, int i) {
             if (poll(fds, 2, -1) < 0 && errno != EINTR) return;
             if (fds[1].revents) {
                 if (woken(s)) return; /* stopping */
-                ask_and_take(s, 1, 0, &reached, &err); /* a caller found the master doubtful */
+                /* A caller found the master doubtful and the sentinels down: ask them again. */
+                ask_and_take(s, 1, 0, &reached, &err);
                 continue;
             }
             readable = fds[0].revents != 0;

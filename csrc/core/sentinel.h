@@ -9,8 +9,8 @@
  *
  * When no sentinel can be asked, the master known is used (ROLE on connect refuses it once it
  * is no longer master) and the watcher asks again in the background; a caller waits for the
- * sentinels only when no master is known yet, or for one sentinel's timeouts at most. Asks run one at a
- * time on the sentinel's own connection, so that rl_sentinel_stop cuts them short. */
+ * sentinels only when no master is known yet, or for one sentinel's timeouts at most. Asks run one
+ * at a time on the sentinel's own connection, so that rl_sentinel_stop cuts them short. */
 #ifndef RL_SENTINEL_H
 #define RL_SENTINEL_H
 

@@ -8,9 +8,9 @@ import threading
 import time
 
 import pytest
+from deployment import Sentinel
 
 import redlease
-from deployment import Sentinel
 from testkit import Raw, wait_for
 
 FAST = {"connect_timeout": 1, "command_timeout": 1}
