@@ -16,6 +16,7 @@ struct rl_cluster {
     rl_config *cfg;
     pthread_mutex_t mu;         /* the map and the node list; never held during I/O */
     pthread_mutex_t refresh_mu; /* one refresh at a time (held during its I/O) */
+    rl_conn fetch; /* the refresh's connection (refresh_mu held): closing cuts it short */
     rl_cluster_node *nodes;
     rl_cluster_node *owner[RL_SLOTS];
     int64_t refreshed_at; /* monotonic ms of the last refresh that got an answer; 0: never */
@@ -30,6 +31,7 @@ rl_status rl_cluster_new(rl_config *cfg, rl_cluster **out, rl_error *err) {
     cl->cfg = cfg;
     pthread_mutex_init(&cl->mu, NULL);
     pthread_mutex_init(&cl->refresh_mu, NULL);
+    rl_conn_init(&cl->fetch, cfg);
     *out = cl;
     return RL_OK;
 }
@@ -39,6 +41,7 @@ void rl_cluster_stop(rl_cluster *cl) {
     pthread_mutex_lock(&cl->mu);
     rl_cluster_node *nodes = cl->nodes;
     pthread_mutex_unlock(&cl->mu);
+    rl_conn_interrupt(&cl->fetch);
     for (rl_cluster_node *n = nodes; n; n = n->next) {
         rl_pool_close(&n->pool);
         rl_pool_interrupt(&n->pool);
@@ -57,6 +60,7 @@ void rl_cluster_free(rl_cluster *cl) {
         rl_conn_close(&n->renew);
         free(n);
     }
+    rl_conn_close(&cl->fetch);
     pthread_mutex_destroy(&cl->mu);
     pthread_mutex_destroy(&cl->refresh_mu);
     free(cl);
@@ -153,19 +157,19 @@ static int apply_slots(rl_cluster *cl, const redisReply *r, const char *asked) {
     return 0;
 }
 
-/* Asks one node for the map: RL_OK (applied), or why not. */
+/* Asks one node for the map (refresh_mu held): RL_OK (applied), or why not. */
 static rl_status ask_node(rl_cluster *cl, const char *host, int port, rl_error *err) {
-    rl_conn conn;
-    rl_conn_init(&conn, cl->cfg);
-    conn.node_host = host;
-    conn.node_port = port;
+    rl_conn *conn = &cl->fetch;
+    conn->node_host = host;
+    conn->node_port = port;
     const char *argv[2] = {"CLUSTER", "SLOTS"};
     size_t lens[2] = {7, 5};
     rl_cmd cmd = {2, argv, lens};
     redisReply *reply = NULL;
     rl_status st =
-        rl_conn_exchange(&conn, cl->cfg->options.command_timeout_ms, 1, &cmd, &reply, 1, err);
-    rl_conn_close(&conn);
+        rl_conn_exchange(conn, cl->cfg->options.command_timeout_ms, 1, &cmd, &reply, 1, err);
+    rl_conn_close(conn);
+    conn->node_host = NULL; /* host is the caller's */
     if (st != RL_OK) return st;
     if (reply->type == REDIS_REPLY_ERROR) {
         if (strstr(reply->str, "cluster support disabled"))
@@ -334,12 +338,14 @@ static void sleep_ms(int64_t ms) {
 }
 
 rl_status rl_cluster_call(rl_cluster *cl, int slot, rl_cluster_run run, void *arg, rl_error *err) {
+    rl_error unasked; /* the status of a failed map fetch is read from err */
+    if (!err) err = &unasked;
     const rl_options *o = &cl->cfg->options;
     int64_t deadline = rl_now_ms() + o->command_timeout_ms, backoff = RETRY_MIN_MS;
     rl_cluster_node *ask_at = NULL;
     for (int redirects = 0;;) {
         rl_cluster_node *node = ask_at ? ask_at : rl_cluster_owner(cl, slot, err);
-        if (!node) return err ? err->status : RL_ERR_CONNECTION;
+        if (!node) return err->status;
         rl_redirect r = {0};
         int repeatable = 0;
         rl_status st = run(&node->pool, ask_at != NULL, arg, &r, &repeatable, err);
@@ -414,6 +420,7 @@ void rl_cluster_after_fork_child(rl_cluster *cl) {
 }
 
 void rl_cluster_forget_after_fork(rl_cluster *cl) {
+    rl_conn_abandon(&cl->fetch); /* refresh_mu was made anew at the fork */
     for (rl_cluster_node *n = cl->nodes; n; n = n->next) {
         pthread_mutex_lock(&n->pool.mu);
         rl_pool_forget_after_fork(&n->pool);

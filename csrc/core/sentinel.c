@@ -26,6 +26,14 @@ struct rl_sentinel {
     uint64_t epoch; /* bumped with every new address */
     int doubted;
     int64_t asked_at;
+    /* No sentinel could be asked the last time: the master known is used (ROLE checks it on
+     * every connection) and the watcher asks in the background, until a sentinel answers. */
+    int down;
+    int asking; /* an ask is under way: a known master is used meanwhile */
+    /* One ask at a time, held during its I/O (taken before mu). Its connection is the
+     * sentinel's own so that closing the client can cut it short (rl_sentinel_stop). */
+    pthread_mutex_t ask_mu;
+    rl_conn ask_conn;
     void (*moved)(void *);
     void *moved_userdata;
     /* the watcher: +switch-master from one sentinel */
@@ -41,9 +49,11 @@ rl_status rl_sentinel_new(rl_config *cfg, rl_sentinel **out, rl_error *err) {
     if (!s) return rl_fail(err, RL_ERR_MEMORY, "out of memory");
     s->cfg = cfg;
     pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->ask_mu, NULL);
     atomic_init(&s->stop, 0);
     s->wake_pipe[0] = s->wake_pipe[1] = -1;
     rl_conn_init(&s->conn, cfg);
+    rl_conn_init(&s->ask_conn, cfg);
     *out = s;
     return RL_OK;
 }
@@ -69,6 +79,7 @@ void rl_sentinel_doubt(rl_sentinel *s, uint64_t epoch) {
 /* Takes a new address (mu held); 1 when it differs from the one known. */
 static int set_master(rl_sentinel *s, const char *host, int port) {
     s->doubted = 0;
+    s->down = 0;
     if (s->host[0] && strcmp(s->host, host) == 0 && s->port == port) return 0;
     int had = s->host[0] != '\0';
     snprintf(s->host, sizeof s->host, "%s", host);
@@ -91,20 +102,25 @@ static rl_target sentinel_target(const rl_sentinel *s, int i) {
                        .password = o->sentinel_password};
 }
 
-/* SENTINEL get-master-addr-by-name on sentinel i: 1 with the address, 0 when it knows no such
- * master, -1 when it cannot be asked (why in err). */
+static int closing(const rl_sentinel *s) {
+    return atomic_load(&s->stop) || atomic_load(&s->cfg->closing);
+}
+
+/* SENTINEL get-master-addr-by-name on sentinel i, on ask_conn (ask_mu held): 1 with the address,
+ * 0 when it knows no such master, -1 when it cannot be asked (why in err). Sent and read without
+ * the exchange's retry, whose reopening would go to the master. */
 static int ask_one(rl_sentinel *s, int i, char *host, size_t host_size, int *port, rl_error *err) {
-    rl_conn c;
-    rl_conn_init(&c, s->cfg);
+    rl_conn *c = &s->ask_conn;
     rl_target t = sentinel_target(s, i);
     const char *argv[3] = {"SENTINEL", "get-master-addr-by-name", s->cfg->endpoint.master_name};
     size_t lens[3] = {8, 23, strlen(argv[2])};
     rl_cmd cmd = {3, argv, lens};
     redisReply *reply = NULL;
     int64_t timeout = s->cfg->options.command_timeout_ms;
-    rl_status st = rl_conn_open_to(&c, &t, timeout, err);
-    if (st == RL_OK) st = rl_conn_exchange(&c, timeout, 1, &cmd, &reply, 1, err);
-    rl_conn_close(&c);
+    rl_status st = rl_conn_open_to(c, &t, timeout, err);
+    if (st == RL_OK) st = rl_conn_send(c, timeout, 1, &cmd, err);
+    if (st == RL_OK) st = rl_conn_receive_replies(c, 1, &reply, err);
+    rl_conn_close(c);
     if (st != RL_OK) return -1;
     int found = 0;
     if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 2 &&
@@ -121,25 +137,77 @@ static int ask_one(rl_sentinel *s, int i, char *host, size_t host_size, int *por
     return found;
 }
 
-/* Asks the sentinels in order until one names the master. */
-static rl_status ask(rl_sentinel *s, char *host, size_t host_size, int *port, rl_error *err) {
+/* Asks the sentinels in order until one names the master; after budget_ms (0: none) no further
+ * sentinel is tried. *reached: how many answered. */
+static rl_status ask(rl_sentinel *s, int64_t budget_ms, char *host, size_t host_size, int *port,
+                     int *reached, rl_error *err) {
     char reasons[sizeof err->message] = "";
     int unknown = 0;
     const rl_endpoint *ep = &s->cfg->endpoint;
-    for (int i = 0; i < ep->sentinels && !atomic_load(&s->stop); i++) {
+    int64_t started = rl_now_ms();
+    *reached = 0;
+    for (int i = 0; i < ep->sentinels && !closing(s); i++) {
+        if (i > 0 && budget_ms > 0 && rl_now_ms() - started >= budget_ms) break;
         rl_error one;
         int found = ask_one(s, i, host, host_size, port, &one);
-        if (found == 1) return RL_OK;
+        if (found == 1) {
+            *reached = 1;
+            return RL_OK;
+        }
         if (found == 0)
             unknown++;
         else if (!reasons[0])
             snprintf(reasons, sizeof reasons, "%s", one.message);
     }
+    *reached = unknown;
+    if (closing(s)) return rl_fail(err, RL_ERR_CLOSED, "the client is closed");
     if (unknown > 0)
         return rl_fail(err, RL_ERR_CONNECTION, "the sentinels know no master named \"%s\"",
                        ep->master_name);
     return rl_fail(err, RL_ERR_CONNECTION, "no sentinel could be asked for master \"%s\" (%s)",
                    ep->master_name, reasons[0] ? reasons : "closed");
+}
+
+/* Asks (one ask at a time) and takes the answer. Unless `force`, a master named while this
+ * thread waited its turn (by another thread's ask) is enough. *reached: how many sentinels
+ * answered. */
+static rl_status ask_and_take(rl_sentinel *s, int force, int64_t budget_ms, int *reached,
+                              rl_error *err) {
+    pthread_mutex_lock(&s->ask_mu);
+    pthread_mutex_lock(&s->mu);
+    int answered = !force && s->host[0] && !s->doubted;
+    if (!answered) {
+        s->asking = 1;
+        s->asked_at = rl_now_ms();
+    }
+    pthread_mutex_unlock(&s->mu);
+    *reached = 1;
+    if (answered) {
+        pthread_mutex_unlock(&s->ask_mu);
+        return RL_OK;
+    }
+    char host[256];
+    int port = 0;
+    rl_status st = ask(s, budget_ms, host, sizeof host, &port, reached, err);
+    int changed = 0;
+    pthread_mutex_lock(&s->mu);
+    s->asking = 0;
+    if (st == RL_OK)
+        changed = set_master(s, host, port);
+    else if (st == RL_ERR_CONNECTION && *reached == 0)
+        s->down = 1;
+    pthread_mutex_unlock(&s->mu);
+    pthread_mutex_unlock(&s->ask_mu);
+    if (changed) moved(s);
+    return st;
+}
+
+/* Wakes the watcher to ask in the background (mu held). */
+static void poke(rl_sentinel *s) {
+    if (s->wake_pipe[1] < 0) return;
+    char byte = 1;
+    ssize_t rc = write(s->wake_pipe[1], &byte, 1); /* a full pipe has a wake-up pending */
+    (void)rc;
 }
 
 static void start_watcher(rl_sentinel *s);
@@ -148,21 +216,31 @@ rl_status rl_sentinel_master(rl_sentinel *s, char *host, size_t host_size, int *
                              uint64_t *epoch, rl_error *err) {
     pthread_mutex_lock(&s->mu);
     int64_t now = rl_now_ms();
-    int fresh = s->host[0] && (!s->doubted || now - s->asked_at < ASK_AT_MOST_EVERY_MS);
-    if (!fresh) s->asked_at = now;
+    int known = s->host[0] != '\0';
+    int due = s->doubted && now - s->asked_at >= ASK_AT_MOST_EVERY_MS;
+    /* With a master known, nobody waits for sentinels already being asked, nor for sentinels
+     * found down: the watcher asks them in the background, and the master known is used
+     * meanwhile (ROLE on connect refuses it if it is no longer the master). */
+    int behind = known && due && (s->asking || (s->down && s->thread_started));
+    int ask_now = !known || (due && !behind);
+    if (behind && !s->asking) {
+        s->asked_at = now;
+        poke(s);
+    }
     pthread_mutex_unlock(&s->mu);
-    int changed = 0;
-    if (!fresh) {
-        char found[256];
-        int found_port;
-        rl_status st = ask(s, found, sizeof found, &found_port, err);
-        if (st != RL_OK) return st;
-        pthread_mutex_lock(&s->mu);
-        changed = set_master(s, found, found_port);
-        pthread_mutex_unlock(&s->mu);
+    if (ask_now) {
+        /* A master known: no further sentinel is tried after a command's timeout. */
+        int reached;
+        rl_status st =
+            ask_and_take(s, 0, known ? s->cfg->options.command_timeout_ms : 0, &reached, err);
+        if (st != RL_OK && (st == RL_ERR_CLOSED || !known || reached > 0)) return st;
+        if (st != RL_OK) { /* the sentinels are down: the master known, and asked again later */
+            pthread_mutex_lock(&s->mu);
+            poke(s);
+            pthread_mutex_unlock(&s->mu);
+        }
         start_watcher(s);
     }
-    if (changed) moved(s);
     pthread_mutex_lock(&s->mu);
     snprintf(host, host_size, "%s", s->host);
     *port = s->port;
@@ -194,6 +272,14 @@ static void handle(rl_sentinel *s, const redisReply *r) {
         switch_master(s, r->element[2]->str);
 }
 
+/* Empties the wake pipe; 1 when the watcher is stopping. */
+static int woken(rl_sentinel *s) {
+    char bytes[64];
+    while (read(s->wake_pipe[0], bytes, sizeof bytes) > 0) {
+    }
+    return atomic_load(&s->stop);
+}
+
 /* Subscribed on sentinel i: reads messages until the connection fails or the watcher stops. */
 static void listen_on(rl_sentinel *s, int i) {
     rl_target t = sentinel_target(s, i);
@@ -204,21 +290,20 @@ static void listen_on(rl_sentinel *s, int i) {
     rl_cmd cmd = {2, argv, lens};
     if (rl_conn_append(&s->conn, &cmd) != 0 || rl_conn_flush(&s->conn) != 0) return;
     /* A switch may have happened while nobody listened: ask again. */
-    char host[256];
-    int port;
-    if (ask(s, host, sizeof host, &port, &err) == RL_OK) {
-        pthread_mutex_lock(&s->mu);
-        int changed = set_master(s, host, port);
-        pthread_mutex_unlock(&s->mu);
-        if (changed) moved(s);
-    }
+    int reached;
+    ask_and_take(s, 1, 0, &reached, &err);
     while (!atomic_load(&s->stop)) {
         int readable = rl_conn_buffered(&s->conn) > 0;
         if (!readable) {
             struct pollfd fds[2] = {{.fd = s->conn.fd, .events = POLLIN},
                                     {.fd = s->wake_pipe[0], .events = POLLIN}};
             if (poll(fds, 2, -1) < 0 && errno != EINTR) return;
-            if (fds[1].revents) return; /* stopping */
+            if (fds[1].revents) {
+                if (woken(s)) return; /* stopping */
+                /* A caller found the master doubtful and the sentinels down: ask them again. */
+                ask_and_take(s, 1, 0, &reached, &err);
+                continue;
+            }
             readable = fds[0].revents != 0;
         }
         if (readable && rl_conn_receive(&s->conn, 0) != 0) return;
@@ -241,7 +326,7 @@ static void *watcher_main(void *arg) {
         rl_conn_close(&s->conn);
         if (rl_now_ms() - started > WATCH_RETRY_MAX_MS) backoff = WATCH_RETRY_MIN_MS;
         struct pollfd p = {.fd = s->wake_pipe[0], .events = POLLIN};
-        if (!atomic_load(&s->stop)) poll(&p, 1, (int)backoff);
+        if (!atomic_load(&s->stop) && poll(&p, 1, (int)backoff) > 0) woken(s); /* ask now */
         backoff = backoff * 2 > WATCH_RETRY_MAX_MS ? WATCH_RETRY_MAX_MS : backoff * 2;
     }
     return NULL;
@@ -275,6 +360,7 @@ void rl_sentinel_stop(rl_sentinel *s) {
     }
     pthread_mutex_unlock(&s->mu);
     rl_conn_interrupt(&s->conn);
+    rl_conn_interrupt(&s->ask_conn); /* an ask under way, on any thread, ends now */
     if (started) pthread_join(s->thread, NULL);
 }
 
@@ -282,8 +368,10 @@ void rl_sentinel_free(rl_sentinel *s) {
     if (!s) return;
     rl_sentinel_stop(s);
     rl_conn_close(&s->conn);
+    rl_conn_close(&s->ask_conn);
     for (int i = 0; i < 2; i++)
         if (s->wake_pipe[i] >= 0) close(s->wake_pipe[i]);
+    pthread_mutex_destroy(&s->ask_mu);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }
@@ -298,6 +386,9 @@ void rl_sentinel_unlock(rl_sentinel *s) {
 
 void rl_sentinel_forget_after_fork(rl_sentinel *s) {
     rl_conn_abandon(&s->conn);
+    rl_conn_abandon(&s->ask_conn);
+    pthread_mutex_init(&s->ask_mu, NULL); /* a parent's thread may have held it */
+    s->asking = 0;
     for (int i = 0; i < 2; i++)
         if (s->wake_pipe[i] >= 0) close(s->wake_pipe[i]);
     s->wake_pipe[0] = s->wake_pipe[1] = -1;

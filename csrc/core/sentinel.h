@@ -5,7 +5,12 @@
  * or its ROLE is no longer master. A watcher thread also listens on one sentinel for
  * +switch-master. Each new address bumps an epoch: connections opened before it are dropped and
  * reopened to the new master (see conn.c), and the client is told so that calls in progress
- * on the old master are cut short (the watchdog, the subscriber and the pool reconnect). */
+ * on the old master are cut short (the watchdog, the subscriber and the pool reconnect).
+ *
+ * When no sentinel can be asked, the master known is used (ROLE on connect refuses it once it
+ * is no longer master) and the watcher asks again in the background; a caller waits for the
+ * sentinels only when no master is known yet, or for one sentinel's timeouts at most. Asks run one
+ * at a time on the sentinel's own connection, so that rl_sentinel_stop cuts them short. */
 #ifndef RL_SENTINEL_H
 #define RL_SENTINEL_H
 
@@ -20,13 +25,14 @@ typedef struct rl_sentinel rl_sentinel;
 rl_status rl_sentinel_new(rl_config *cfg, rl_sentinel **out, rl_error *err);
 /* Stops the watcher (cutting its connection short) and frees everything. */
 void rl_sentinel_free(rl_sentinel *s);
-/* Stops and joins the watcher: from then on nothing is called back. */
+/* Stops and joins the watcher and cuts short an ask in progress (the client is closing: it
+ * answers RL_ERR_CLOSED): from then on nothing is called back. */
 void rl_sentinel_stop(rl_sentinel *s);
 /* Called (on the watcher's thread, or an asking one) after the master's address changed. */
 void rl_sentinel_on_moved(rl_sentinel *s, void (*moved)(void *userdata), void *userdata);
 
 /* The master's address and its epoch: the one known, or asked from the sentinels when none is
- * known yet or it was doubted. */
+ * known yet or it was doubted (the one known when they cannot be asked). */
 rl_status rl_sentinel_master(rl_sentinel *s, char *host, size_t host_size, int *port,
                              uint64_t *epoch, rl_error *err);
 /* A connection of `epoch` saw the master fail (error, READONLY, ROLE): ask again before the next

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "harness.h"
 
@@ -111,4 +112,42 @@ TEST(close_under_load_answers_closed_to_every_thread) {
             rl_lock_free(locks[i]);
         }
     }
+}
+
+/* A client whose first call is blocked asking a hung server for where to go (a sentinel for the
+ * master, a cluster seed for the slot map) on a private connection: close must cut that short
+ * too, and the call answers "closed". */
+static void close_cuts_short_a_query_to_a_paused(const char *scheme) {
+    test_server s;
+    CHECK(server_start(&s, NULL) == 0);
+    char url[128];
+    snprintf(url, sizeof url, "%s://127.0.0.1:%d%s", scheme, s.port,
+             strcmp(scheme, "redis+sentinel") == 0 ? "/mymaster" : "");
+    rl_client *c = client_with(url, 0, 3000, NULL); /* long timeouts: close must not wait */
+    rl_lock *lock;
+    CHECK_OK(rl_lock_new(c, "asking", 6, &lock, err));
+    kill(s.pid, SIGSTOP); /* it accepts connections (the kernel does) and never answers */
+    caller query = {.lock = lock, .query = 1};
+    pthread_t t;
+    pthread_create(&t, NULL, call_once, &query);
+    sleep_ms(300); /* connected and waiting for the answer */
+    int64_t t0 = now_ms();
+    rl_client_free(c);
+    int64_t took = now_ms() - t0;
+    pthread_join(t, NULL);
+    kill(s.pid, SIGCONT);
+    rl_lock_free(lock);
+    server_stop(&s);
+    CHECK_MSG(took < 500, "close took %lld ms", (long long)took);
+    CHECK_MSG(query.status == RL_ERR_CLOSED && query.returned_at - t0 < 500,
+              "the call answered %s %lld ms after close", rl_status_name(query.status),
+              (long long)(query.returned_at - t0));
+}
+
+TEST(close_cuts_short_a_sentinel_query) {
+    close_cuts_short_a_query_to_a_paused("redis+sentinel");
+}
+
+TEST(close_cuts_short_a_cluster_slot_map_fetch) {
+    close_cuts_short_a_query_to_a_paused("redis+cluster");
 }

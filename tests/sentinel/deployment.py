@@ -23,9 +23,9 @@ def free_port():
 class Sentinel:
     """One redis-server --sentinel process."""
 
-    def __init__(self, master_port, down_after_ms):
+    def __init__(self, master_port, down_after_ms, port=None):
         self.dir = tempfile.mkdtemp(prefix="redlease-sentinel-")
-        self.port = free_port()
+        self.port = port or free_port()
         conf = os.path.join(self.dir, "sentinel.conf")
         with open(conf, "w") as f:
             f.write(f"port {self.port}\nbind 127.0.0.1\ndir {self.dir}\n"
