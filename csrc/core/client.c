@@ -176,6 +176,13 @@ void rl_client_ref(rl_client *c) {
     atomic_fetch_add(&c->refs, 1);
 }
 
+int rl_client_try_ref(rl_client *c) {
+    int refs = atomic_load(&c->refs);
+    while (refs > 0)
+        if (atomic_compare_exchange_weak(&c->refs, &refs, refs + 1)) return 1;
+    return 0;
+}
+
 void rl_client_unref(rl_client *c) {
     if (atomic_fetch_sub(&c->refs, 1) == 1) destroy(c);
 }
@@ -426,43 +433,45 @@ void rl_client_stats(rl_client *c, rl_stats *out) {
     rl_client_leave(c);
 }
 
-/* Lock order, here and everywhere: c->mu before events.mu; sub.mu before workers.mu; cfg.fd_mu last
- * (a connection's socket changes under it, inside pool.mu or sub.mu); the others are never nested.
- */
+/* Lock order, here and everywhere: c->mu before events.mu; the cluster's map mutex before any
+ * pool's or subscriber's (a node made while closing closes its pool under it); a subscriber's mu
+ * before workers.mu (its notified tickets schedule jobs); cfg.fd_mu then the sentinel's last (a
+ * connection's socket changes under fd_mu, inside a pool's or a subscriber's mu); the others are
+ * never nested. fork() takes them all, on every deployment (each cluster node's pool and
+ * subscriber too), so that the child inherits no state midway through a change. */
 void rl_client_before_fork(rl_client *c) {
     pthread_mutex_lock(&c->mu);
     pthread_mutex_lock(&c->events.mu);
+    rl_cluster_lock(c->cfg.cluster);
     pthread_mutex_lock(&c->pool.mu);
     pthread_mutex_lock(&c->scripts.mu);
     pthread_mutex_lock(&c->sub.mu);
     pthread_mutex_lock(&c->workers.mu);
     pthread_mutex_lock(&c->cfg.fd_mu);
     rl_sentinel_lock(c->cfg.sentinel);
-    rl_cluster_lock(c->cfg.cluster);
 }
 
 void rl_client_after_fork_parent(rl_client *c) {
-    rl_cluster_unlock(c->cfg.cluster);
     rl_sentinel_unlock(c->cfg.sentinel);
     pthread_mutex_unlock(&c->cfg.fd_mu);
     pthread_mutex_unlock(&c->workers.mu);
     pthread_mutex_unlock(&c->sub.mu);
     pthread_mutex_unlock(&c->scripts.mu);
     pthread_mutex_unlock(&c->pool.mu);
+    rl_cluster_unlock(c->cfg.cluster);
     pthread_mutex_unlock(&c->events.mu);
     pthread_mutex_unlock(&c->mu);
 }
 
 /* Condition variables may have had waiters in threads the child does not have: start them
- * afresh before anything waits on or destroys them. */
+ * afresh, on every deployment, before anything waits on or destroys them. */
 void rl_client_after_fork_child(rl_client *c) {
     rl_cond_init(&c->watchdog.wake);
     rl_cond_init(&c->watchdog.round_done);
-    rl_cond_init(&c->pool.freed);
     rl_cond_init(&c->events.more);
-    rl_cond_init(&c->sub.thread_wake);
     rl_cond_init(&c->workers.more);
-    for (rl_sub_entry *e = c->sub.entries; e; e = e->next)
-        rl_cond_init(&e->changed);
+    rl_pool_after_fork_child(&c->pool);
+    rl_sub_after_fork_child(&c->sub);
+    rl_cluster_after_fork_child(c->cfg.cluster);
     rl_client_after_fork_parent(c);
 }

@@ -49,6 +49,9 @@ rl_status rl_client_enter(rl_client *c, rl_error *err);
 void rl_client_leave(rl_client *c);
 void rl_client_ref(rl_client *c);
 void rl_client_unref(rl_client *c);
+/* A reference for a visitor that holds none (fork.c's registry walk): 0, taking nothing, when the
+ * count already reached zero (the client is being destroyed and must never come back). */
+int rl_client_try_ref(rl_client *c);
 
 /* "<uuid>:<context>" into out[RL_OWNER_MAX]; returns its length. */
 size_t rl_client_owner(rl_client *c, uint64_t context, char *out);

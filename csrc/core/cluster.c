@@ -136,11 +136,14 @@ static int apply_slots(rl_cluster *cl, const redisReply *r, const char *asked) {
                          *master = range->element[2];
         if (!is_int(from) || !is_int(to) || from->integer < 0 || to->integer >= RL_SLOTS ||
             master->type != REDIS_REPLY_ARRAY || master->elements < 2 ||
-            master->element[0]->type != REDIS_REPLY_STRING || !is_int(master->element[1]))
+            (master->element[0]->type != REDIS_REPLY_STRING &&
+             master->element[0]->type != REDIS_REPLY_NIL) ||
+            !is_int(master->element[1]))
             return -1;
-        /* An empty or "?" host: the node does not know its own address; it is the one asked. */
+        /* No host (nil: Redis 7's unknown-endpoint), an empty or "?" one: the node does not say
+         * its address; it is the one asked. */
         const char *host = master->element[0]->str;
-        if (host[0] == '\0' || strcmp(host, "?") == 0) host = asked;
+        if (!host || host[0] == '\0' || strcmp(host, "?") == 0) host = asked;
         rl_cluster_node *n = node_at(cl, host, (int)master->element[1]->integer);
         if (!n) return -1;
         for (long long s = from->integer; s <= to->integer; s++)
@@ -289,6 +292,40 @@ int rl_cluster_unreachable(rl_cluster *cl, int slot, rl_cluster_node *was) {
     return changed;
 }
 
+static int by_address(const void *a, const void *b) {
+    const rl_cluster_node *x = *(rl_cluster_node *const *)a, *y = *(rl_cluster_node *const *)b;
+    int c = strcmp(x->host, y->host);
+    return c ? c : (x->port > y->port) - (x->port < y->port);
+}
+
+rl_status rl_cluster_masters(rl_cluster *cl, rl_cluster_node ***out, size_t *n, rl_error *err) {
+    *out = NULL, *n = 0;
+    pthread_mutex_lock(&cl->mu);
+    int64_t refreshed = cl->refreshed_at;
+    pthread_mutex_unlock(&cl->mu);
+    if (!refreshed) {
+        rl_status st = refresh(cl, 0, err);
+        if (st != RL_OK) return st;
+    }
+    pthread_mutex_lock(&cl->mu);
+    size_t known = 0;
+    for (rl_cluster_node *node = cl->nodes; node; node = node->next)
+        known++;
+    rl_cluster_node **masters = calloc(known ? known : 1, sizeof *masters);
+    for (int s = 0; masters && s < RL_SLOTS; s++) {
+        rl_cluster_node *owner = cl->owner[s];
+        size_t i = 0;
+        while (owner && i < *n && masters[i] != owner)
+            i++;
+        if (owner && i == *n && *n < known) masters[(*n)++] = owner;
+    }
+    pthread_mutex_unlock(&cl->mu);
+    if (!masters) return rl_fail(err, RL_ERR_MEMORY, "out of memory");
+    qsort(masters, *n, sizeof *masters, by_address);
+    *out = masters;
+    return RL_OK;
+}
+
 /* ---- following the cluster ----------------------------------------------------------------- */
 
 static void sleep_ms(int64_t ms) {
@@ -307,6 +344,8 @@ rl_status rl_cluster_call(rl_cluster *cl, int slot, rl_cluster_run run, void *ar
         int repeatable = 0;
         rl_status st = run(&node->pool, ask_at != NULL, arg, &r, &repeatable, err);
         ask_at = NULL;
+        if ((r.kind == RL_REDIRECT_MOVED || r.kind == RL_REDIRECT_ASK) && !r.host[0])
+            memcpy(r.host, node->host, sizeof r.host); /* "MOVED 3999 :6381": this node's host */
         int wait = 0;
         if (r.kind == RL_REDIRECT_MOVED && ++redirects <= MOST_REDIRECTS) {
             rl_cluster_moved(cl, r.slot, r.host, r.port);
@@ -346,15 +385,35 @@ rl_status rl_cluster_call(rl_cluster *cl, int slot, rl_cluster_run run, void *ar
 /* ---- fork ---------------------------------------------------------------------------------- */
 
 void rl_cluster_lock(rl_cluster *cl) {
-    if (cl) pthread_mutex_lock(&cl->mu);
+    if (!cl) return;
+    pthread_mutex_lock(&cl->mu);
+    for (rl_cluster_node *n = cl->nodes; n; n = n->next) {
+        pthread_mutex_lock(&n->pool.mu);
+        pthread_mutex_lock(&n->sub.mu);
+    }
 }
 
 void rl_cluster_unlock(rl_cluster *cl) {
-    if (cl) pthread_mutex_unlock(&cl->mu);
+    if (!cl) return;
+    for (rl_cluster_node *n = cl->nodes; n; n = n->next) {
+        pthread_mutex_unlock(&n->sub.mu);
+        pthread_mutex_unlock(&n->pool.mu);
+    }
+    pthread_mutex_unlock(&cl->mu);
+}
+
+void rl_cluster_after_fork_child(rl_cluster *cl) {
+    if (!cl) return;
+    /* Held during a refresh's I/O, so not taken across fork: a parent's thread may have held it.
+     * The child is single-threaded here: nothing of its own holds it. */
+    pthread_mutex_init(&cl->refresh_mu, NULL);
+    for (rl_cluster_node *n = cl->nodes; n; n = n->next) {
+        rl_pool_after_fork_child(&n->pool);
+        rl_sub_after_fork_child(&n->sub);
+    }
 }
 
 void rl_cluster_forget_after_fork(rl_cluster *cl) {
-    pthread_mutex_init(&cl->refresh_mu, NULL); /* a parent's thread may have held it */
     for (rl_cluster_node *n = cl->nodes; n; n = n->next) {
         pthread_mutex_lock(&n->pool.mu);
         rl_pool_forget_after_fork(&n->pool);

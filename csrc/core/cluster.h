@@ -47,13 +47,22 @@ void rl_cluster_moved(rl_cluster *cl, int slot, const char *host, int port);
  * owner changed. */
 int rl_cluster_unreachable(rl_cluster *cl, int slot, rl_cluster_node *was);
 
+/* The masters that serve slots now (the map asked first if it never was), sorted by address so
+ * that a walk over them (SCAN) keeps its order from call to call; *out: n of them, to free(). */
+rl_status rl_cluster_masters(rl_cluster *cl, rl_cluster_node ***out, size_t *n, rl_error *err);
+
 /* Every node known now (they are never removed): for walking with ->next. */
 rl_cluster_node *rl_cluster_nodes(rl_cluster *cl);
 uint64_t rl_cluster_refreshes(rl_cluster *cl);
 
-/* fork(): the map's mutex is held across; in the child every connection is the parent's. */
+/* fork(): the map's mutex and every node's pool and subscriber mutexes are held across (the
+ * nodes known when it was taken: new ones are made under it). In the child, at fork:
+ * after_fork_child starts every node's condition variables and the refresh mutex afresh (a
+ * parent's thread may have waited on or held them), before the mutexes are let go; at the child's
+ * first call, forget_after_fork drops every connection (the parent's). */
 void rl_cluster_lock(rl_cluster *cl);
 void rl_cluster_unlock(rl_cluster *cl);
+void rl_cluster_after_fork_child(rl_cluster *cl);
 void rl_cluster_forget_after_fork(rl_cluster *cl);
 
 /* How calls follow the cluster: `run` runs the call on `pool` (sending ASKING first when `asking`)

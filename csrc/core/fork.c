@@ -50,6 +50,10 @@ void rl_fork_register(rl_client *c) {
     pthread_mutex_unlock(&registry_mu);
 }
 
+/* References are taken under registry_mu, and nothing of a client's life cycle runs under it:
+ * entering (which may reset a forked child's client) and the unref that may destroy a client
+ * (whose destroy takes registry_mu) come after it is let go. A client whose count reached zero is
+ * skipped: its destroy is waiting for registry_mu to unregister it. */
 size_t rl_clients_entered(rl_client ***out) {
     *out = NULL;
     pthread_mutex_lock(&registry_mu);
@@ -58,10 +62,20 @@ size_t rl_clients_entered(rl_client ***out) {
         cap++;
     rl_client **clients = cap ? malloc(cap * sizeof *clients) : NULL;
     for (rl_client *c = registry; clients && c; c = c->registry_next)
-        if (rl_client_enter(c, NULL) == RL_OK) clients[n++] = c;
+        if (rl_client_try_ref(c)) clients[n++] = c;
     pthread_mutex_unlock(&registry_mu);
+    size_t entered = 0;
+    for (size_t i = 0; i < n; i++) {
+        int ok = rl_client_enter(clients[i], NULL) == RL_OK;
+        rl_client_unref(clients[i]); /* the walk's own reference: the last one of a closed client */
+        if (ok) clients[entered++] = clients[i];
+    }
+    if (!entered) {
+        free(clients);
+        clients = NULL;
+    }
     *out = clients;
-    return n;
+    return entered;
 }
 
 void rl_fork_unregister(rl_client *c) {

@@ -260,41 +260,46 @@ static rl_status inspect(rl_client *c, const char *name, size_t len, rl_inspecti
         size_t lens[3] = {6, n.deadlines_len, w->len};
         rl_batch_add(&b2, 3, argv, lens);
     }
-    /* NUMSUB of the kind's channel(s); a fair lock's waiters each listen on their own. */
-    const char *numsub[4 + MAX_QUEUE] = {"PUBSUB", "NUMSUB"};
-    size_t numsub_lens[4 + MAX_QUEUE] = {6, 6};
-    int nch = 2;
+    /* The subscribers of the kind's channel(s), one PUBSUB per channel (on a cluster the
+     * channels are sharded, each asked at its slot's node); a fair lock's waiters each listen on
+     * their own. */
+    const char *channels[2 + MAX_QUEUE];
+    size_t channel_lens[2 + MAX_QUEUE];
+    size_t nch = 0;
     if (in->kind == RL_KEY_COUNTER) {
-        numsub[nch] = n.sem_channel, numsub_lens[nch++] = n.sem_channel_len;
-        numsub[nch] = n.latch_channel, numsub_lens[nch++] = n.latch_channel_len;
+        channels[nch] = n.sem_channel, channel_lens[nch++] = n.sem_channel_len;
+        channels[nch] = n.latch_channel, channel_lens[nch++] = n.latch_channel_len;
     } else if (in->kind == RL_KEY_REENTRANT || in->kind == RL_KEY_FENCED) {
-        numsub[nch] = n.lock_channel, numsub_lens[nch++] = n.lock_channel_len;
+        channels[nch] = n.lock_channel, channel_lens[nch++] = n.lock_channel_len;
     } else if (in->kind == RL_KEY_FAIR) {
-        for (size_t i = 0; i < queued && nch < 2 + MAX_QUEUE; i++) {
+        for (size_t i = 0; i < queued && nch < MAX_QUEUE; i++) {
             const redisReply *w = queue->element[i];
             size_t ch_len;
             char *ch = rl_batch_own(
                 &b2, rl_joined(n.lock_channel, n.lock_channel_len, ":", 1, w->str, &ch_len));
-            if (ch) numsub[nch] = ch, numsub_lens[nch++] = ch_len;
+            if (ch) channels[nch] = ch, channel_lens[nch++] = ch_len;
         }
     }
-    /* A hash kind is only known after HGETALL: a read/write lock's channel is asked too. */
-    if (is_hash && in->kind != RL_KEY_OTHER)
-        numsub[nch] = n.rw_channel, numsub_lens[nch++] = n.rw_channel_len;
-    size_t numsub_at = nch > 2 ? rl_batch_add(&b2, nch, numsub, numsub_lens) : SIZE_MAX;
+    /* A hash kind is only known after HGETALL: a read/write lock's channel is asked too (last). */
+    int ask_rw = is_hash && in->kind != RL_KEY_OTHER;
+    if (ask_rw) channels[nch] = n.rw_channel, channel_lens[nch++] = n.rw_channel_len;
+    const char *numsub = c->cfg.cluster ? "SHARDNUMSUB" : "NUMSUB";
+    size_t numsub_at = b2.n;
+    for (size_t i = 0; i < nch; i++) {
+        const char *argv[3] = {"PUBSUB", numsub, channels[i]};
+        size_t lens[3] = {6, strlen(numsub), channel_lens[i]};
+        rl_batch_add(&b2, 3, argv, lens);
+    }
     st = rl_batch_run(&b2, c, err);
     int64_t rw_subscribers = 0, now = rl_epoch_ms();
-    if (st == RL_OK && numsub_at != SIZE_MAX) {
-        const redisReply *r = rl_batch_reply(&b2, numsub_at);
-        for (size_t i = 1; r->type == REDIS_REPLY_ARRAY && i < r->elements; i += 2) {
-            int64_t k = 0;
-            as_int(r->element[i], &k);
-            int rw = is_hash && i == r->elements - 1; /* the last one asked, see above */
-            if (rw)
-                rw_subscribers = k;
-            else
-                in->subscribers += k;
-        }
+    for (size_t i = 0; st == RL_OK && i < nch; i++) {
+        const redisReply *r = rl_batch_reply(&b2, numsub_at + i);
+        int64_t k = 0;
+        if (r->type == REDIS_REPLY_ARRAY && r->elements == 2) as_int(r->element[1], &k);
+        if (ask_rw && i == nch - 1)
+            rw_subscribers = k;
+        else
+            in->subscribers += k;
     }
     if (st == RL_OK && hgetall != SIZE_MAX) {
         const redisReply *all = rl_batch_reply(&b2, hgetall);

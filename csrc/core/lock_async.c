@@ -8,6 +8,7 @@
 
 #include "clock.h"
 #include "error.h"
+#include "fork.h"
 #include "lock.h"
 #include "waiting.h"
 
@@ -21,6 +22,7 @@ struct rl_call {
     rl_client *client; /* referenced until the call is freed */
     rl_lock *lock;
     call_op op;
+    uint64_t fork_generation; /* rl_fork_generation() when it started */
     uint64_t context;
     rl_query what;
     rl_done_fn done;
@@ -190,6 +192,15 @@ static void step(rl_job *job) {
     if (atomic_load(&k->finished)) return;
     rl_error err;
     rl_error_clear(&err);
+    if (k->fork_generation != rl_fork_generation()) {
+        /* A parent's call, run in a forked child (cancelled or freed there): its subscription,
+         * timer and queue place were the parent's and are gone; it only ends, touching none. */
+        k->joined = 0;
+        k->wait_start_us = 0;
+        finish(k, rl_fail(&err, RL_ERR_CLOSED, "the call was started before fork(), in the parent"),
+               0, &err);
+        return;
+    }
     rl_status st;
     int64_t value = 0;
     int deleted = 0;
@@ -236,6 +247,7 @@ static rl_status start(rl_client *c, rl_lock *l, call_op op, uint64_t context, r
     k->client = c;
     k->lock = l;
     k->op = op;
+    k->fork_generation = rl_fork_generation();
     k->context = context;
     k->done = done;
     k->userdata = userdata;

@@ -131,6 +131,10 @@ void rl_pool_interrupt(rl_pool *pool) {
     pthread_mutex_unlock(&pool->mu);
 }
 
+void rl_pool_after_fork_child(rl_pool *pool) {
+    rl_cond_init(&pool->freed);
+}
+
 void rl_pool_forget_after_fork(rl_pool *pool) {
     for (int i = 0; i < pool->size; i++) {
         if (pool->busy[i])

@@ -41,5 +41,7 @@ void rl_pool_interrupt(rl_pool *pool);
 
 /* In a forked child: drop every connection without a word to the server. */
 void rl_pool_forget_after_fork(rl_pool *pool);
+/* In the child, at fork (mu held across it): the parent's waiters are gone from `freed`. */
+void rl_pool_after_fork_child(rl_pool *pool);
 
 #endif

@@ -9,10 +9,13 @@ static int starts(const redisReply *r, const char *word) {
     return r->len >= n && memcmp(r->str, word, n) == 0 && (r->len == n || r->str[n] == ' ');
 }
 
-/* "MOVED <slot> <host>:<port>" (the host may be an IPv6 address: the port follows the last ':') */
+/* "MOVED <slot> <host>:<port>" (the host may be an IPv6 address: the port follows the last ':').
+ * An empty host (Redis 7 with cluster-preferred-endpoint-type unknown-endpoint) means the node
+ * that answered: out->host stays empty for the caller to fill in. */
 static rl_redirect_kind parse_target(const redisReply *r, size_t skip, rl_redirect_kind kind,
                                      rl_redirect *out) {
     char text[320];
+    if (r->len <= skip) return RL_REDIRECT_NONE; /* "MOVED" alone */
     size_t n = r->len < sizeof text - 1 ? r->len : sizeof text - 1;
     memcpy(text, r->str, n);
     text[n] = '\0';
@@ -20,8 +23,7 @@ static rl_redirect_kind parse_target(const redisReply *r, size_t skip, rl_redire
     long slot = strtol(p, &slot_end, 10);
     if (slot_end == p || *slot_end != ' ' || slot < 0 || slot > 16383) return RL_REDIRECT_NONE;
     char *hostport = slot_end + 1, *colon = strrchr(hostport, ':');
-    if (!colon || colon == hostport || (size_t)(colon - hostport) >= sizeof out->host)
-        return RL_REDIRECT_NONE;
+    if (!colon || (size_t)(colon - hostport) >= sizeof out->host) return RL_REDIRECT_NONE;
     long port = strtol(colon + 1, NULL, 10);
     if (port <= 0 || port > 65535) return RL_REDIRECT_NONE;
     memcpy(out->host, hostport, (size_t)(colon - hostport));

@@ -15,8 +15,8 @@ typedef enum rl_redirect_kind {
 
 typedef struct rl_redirect {
     rl_redirect_kind kind;
-    int slot; /* MOVED, ASK */
-    char host[256];
+    int slot;       /* MOVED, ASK */
+    char host[256]; /* empty: the node that answered (Redis 7's unknown-endpoint) */
     int port;
 } rl_redirect;
 

@@ -5,6 +5,7 @@
 
 #include "cluster.h"
 #include "error.h"
+#include "redirect.h"
 #include "renew_calls.h"
 
 typedef struct placed {
@@ -33,6 +34,15 @@ static int is_error(const redisReply *r) {
     return r && r->type == REDIS_REPLY_ERROR;
 }
 
+/* Whether call k's keys may be split between two nodes: a slot in migration answers a call of
+ * several keys ASK or TRYAGAIN (the source while it lacks some of them, the target while it has
+ * not all), for as long as the migration lasts, though each key alone is served. */
+static int split_slot(const rl_renew_calls *b, size_t k) {
+    rl_redirect r;
+    rl_redirect_kind kind = rl_redirect_parse(b->replies[k], &r);
+    return b->count[k] > 1 && (kind == RL_REDIRECT_ASK || kind == RL_REDIRECT_TRYAGAIN);
+}
+
 /* Redoes call k through the pool, which follows MOVED/ASK and loads a missing script. */
 static void redo(rl_client *c, rl_renew_calls *b, size_t k, rl_renew_outcome *out) {
     freeReplyObject(b->replies[k]);
@@ -42,6 +52,36 @@ static void redo(rl_client *c, rl_renew_calls *b, size_t k, rl_renew_outcome *ou
     rl_client_script(c, RL_SCRIPT_RENEW, cmd->argc, cmd->argv, cmd->lens, &b->replies[k], 1, NULL,
                      NULL, &ignored);
     out->round_trips++;
+}
+
+/* The answer of a call of one key (1, 0, 2), or -1 when there is none. */
+static long long single_answer(const redisReply *r) {
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 1) return -1;
+    return r->element[0]->type == REDIS_REPLY_INTEGER ? r->element[0]->integer : -1;
+}
+
+/* Call k one key at a time through the pool (ASKING at the target for a key that moved): its
+ * slot is split by a migration. answers[i] for its holds. */
+static void redo_per_key(rl_client *c, const rl_renew_calls *b, size_t k, const placed *order,
+                         long long *answers, rl_renew_outcome *out) {
+    const rl_cmd *cmd = &b->cmds[k];
+    size_t n = b->count[k];
+    for (size_t j = 0; j < n; j++) {
+        const char *argv[RL_SCRIPT_ARGV_HEAD + 4];
+        size_t lens[RL_SCRIPT_ARGV_HEAD + 4];
+        size_t args = RL_SCRIPT_ARGV_HEAD + n; /* the call's ARGV: lease, then pairs */
+        argv[2] = "1", lens[2] = 1;
+        argv[3] = cmd->argv[RL_SCRIPT_ARGV_HEAD + j], lens[3] = cmd->lens[RL_SCRIPT_ARGV_HEAD + j];
+        argv[4] = cmd->argv[args], lens[4] = cmd->lens[args];
+        argv[5] = cmd->argv[args + 1 + 2 * j], lens[5] = cmd->lens[args + 1 + 2 * j];
+        argv[6] = cmd->argv[args + 2 + 2 * j], lens[6] = cmd->lens[args + 2 + 2 * j];
+        redisReply *reply = NULL;
+        rl_error ignored;
+        rl_client_script(c, RL_SCRIPT_RENEW, 7, argv, lens, &reply, 1, NULL, NULL, &ignored);
+        out->round_trips++, out->calls++;
+        answers[order[b->first[k] + j].index] = single_answer(reply);
+        freeReplyObject(reply);
+    }
 }
 
 rl_status rl_renew_on_cluster(rl_client *c, rl_hold **batch, size_t n, int64_t lease,
@@ -123,12 +163,15 @@ rl_status rl_renew_on_cluster(rl_client *c, rl_hold **batch, size_t n, int64_t l
             rl_cluster_unreachable(cl, nr->slot, nr->node); /* a failover? */
         }
     }
-    /* A migrating slot (MOVED, ASK), a restarted node (NOSCRIPT): once more through the pool. */
-    for (size_t k = 0; k < b.ncalls; k++)
-        if (is_error(b.replies[k])) redo(c, &b, k, out);
-    for (size_t k = 0; k < b.ncalls; k++)
+    /* A moved slot (MOVED), a restarted node (NOSCRIPT): once more through the pool. A slot in
+     * migration (ASK, TRYAGAIN): one key at a time, so that no hold is lost while its slot's
+     * keys are split between two nodes (as long as that lasts). */
+    for (size_t k = 0; k < b.ncalls; k++) {
+        if (is_error(b.replies[k]) && !split_slot(&b, k)) redo(c, &b, k, out);
         for (size_t j = 0; j < b.count[k]; j++)
             answers[order[b.first[k] + j].index] = rl_renew_calls_answer(&b, k, j);
+        if (split_slot(&b, k)) redo_per_key(c, &b, k, order, answers, out);
+    }
 done:
     rl_renew_calls_free(&b);
     free(order);

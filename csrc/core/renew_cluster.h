@@ -2,9 +2,11 @@
  * slot (one script call per slot and per RL_RENEW_PAIRS_PER_CALL pairs: a script's keys must
  * share a slot), every node's calls pipelined on the watchdog's connection to it and all nodes'
  * sent before any answer is read, so that a round costs one round trip per node, taken at the
- * same time: about the slowest node's time, not the sum. A call a node redirects (MOVED, ASK: a
- * migration) or cannot run (NOSCRIPT) is made again through the pool, which follows the cluster;
- * a node that cannot be reached affects only its holds, and makes the map be asked again. */
+ * same time: about the slowest node's time, not the sum. A call a node redirects (MOVED) or
+ * cannot run (NOSCRIPT) is made again through the pool, which follows the cluster. A call of a
+ * slot in migration (ASK, TRYAGAIN: its keys may be split between two nodes, which then refuse
+ * any call of several keys) is made again one key at a time, so each key is renewed where it is.
+ * A node that cannot be reached affects only its holds, and makes the map be asked again. */
 #ifndef RL_RENEW_CLUSTER_H
 #define RL_RENEW_CLUSTER_H
 

@@ -517,6 +517,12 @@ size_t rl_sub_count(rl_subscriber *sub) {
     return n;
 }
 
+void rl_sub_after_fork_child(rl_subscriber *sub) {
+    rl_cond_init(&sub->thread_wake);
+    for (rl_sub_entry *e = sub->entries; e; e = e->next)
+        rl_cond_init(&e->changed);
+}
+
 void rl_sub_forget_after_fork(rl_subscriber *sub) {
     if (atomic_load(&sub->in_io))
         rl_conn_abandon(&sub->conn);

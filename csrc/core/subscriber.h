@@ -122,5 +122,8 @@ size_t rl_sub_count(rl_subscriber *sub);
 
 /* In a forked child: the thread is gone and the connection is the parent's. */
 void rl_sub_forget_after_fork(rl_subscriber *sub);
+/* In the child, at fork (mu held across it): the condition variables may have had waiters in the
+ * parent's threads; they start afresh before anything waits on or destroys them. */
+void rl_sub_after_fork_child(rl_subscriber *sub);
 
 #endif

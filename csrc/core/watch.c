@@ -30,13 +30,13 @@ static int notifications_on(rl_client *c) {
     return on;
 }
 
-static rl_status sleep_for(int64_t timeout_ms, rl_wait_hook hook, void *ud) {
+static rl_status sleep_for(int64_t timeout_ms, rl_wait_hook hook, void *ud, rl_error *err) {
     int64_t until = rl_now_ms() + timeout_ms;
     for (int64_t now = rl_now_ms(); now < until; now = rl_now_ms()) {
         int64_t slice = until - now < 50 ? until - now : 50;
         struct timespec ts = {0, (long)slice * 1000000L};
         nanosleep(&ts, NULL);
-        if (hook && hook(ud)) return RL_ABORTED;
+        if (hook && hook(ud)) return rl_fail(err, RL_ABORTED, "the wait was interrupted");
     }
     return RL_OK;
 }
@@ -51,7 +51,7 @@ rl_status rl_watch_wait(rl_client *c, const void *name, size_t name_len, int64_t
     rl_status st = rl_client_enter(c, err);
     if (st != RL_OK) return st;
     if (!notifications_on(c)) {
-        st = sleep_for(timeout_ms, hook, hook_userdata);
+        st = sleep_for(timeout_ms, hook, hook_userdata, err);
     } else {
         char head[48];
         int head_len = snprintf(head, sizeof head, "__keyspace@%d__:", c->cfg.endpoint.db);

@@ -2,26 +2,35 @@
  * their registration in the module. */
 #include "binding.h"
 
+/* 1 in the main thread, 0 in another, -1 with an exception set. Asking runs Python code, where
+ * a pending signal's handler runs too: its KeyboardInterrupt is the caller's to raise (cleared,
+ * the signal would be lost and the wait would never hear it again). */
 static int is_main_thread(void) {
     PyObject *threading = PyImport_ImportModule("threading");
     PyObject *main = threading ? PyObject_CallMethod(threading, "main_thread", NULL) : NULL;
     PyObject *ident = main ? PyObject_GetAttrString(main, "ident") : NULL;
-    int is_main = ident && PyLong_AsUnsignedLong(ident) == PyThread_get_thread_ident();
+    unsigned long main_ident = ident ? PyLong_AsUnsignedLong(ident) : 0;
     Py_XDECREF(ident);
     Py_XDECREF(main);
     Py_XDECREF(threading);
-    PyErr_Clear();
-    return is_main;
+    if (PyErr_Occurred()) return -1;
+    return main_ident == PyThread_get_thread_ident();
 }
 
 /* Between wait slices (~50 ms): only the main thread runs Python's signal handlers, so only it
- * takes the GIL to run them; a handler that raises (KeyboardInterrupt) ends the wait. */
+ * takes the GIL to run them; a handler that raises (KeyboardInterrupt) ends the wait, and the
+ * core leaves nothing held and no subscription behind. */
 int rlpy_wait_hook(void *userdata) {
     rlpy_wait *w = userdata;
     if (w->role == 2) return 0;
     PyEval_RestoreThread(w->thread_state);
-    if (!w->role) w->role = is_main_thread() ? 1 : 2;
-    int abort = w->role == 1 && PyErr_CheckSignals() < 0;
+    int abort = 0;
+    if (!w->role) {
+        int is_main = is_main_thread();
+        abort = is_main < 0;
+        w->role = is_main > 0 ? 1 : 2;
+    }
+    if (!abort) abort = w->role == 1 && PyErr_CheckSignals() < 0;
     w->thread_state = PyEval_SaveThread();
     return abort;
 }

@@ -15,38 +15,6 @@ typedef struct {
     PyObject *weakrefs;
 } rlpy_lock;
 
-/* ---- waiting with the GIL released, but Ctrl-C still heard -------------------------------- */
-
-typedef struct {
-    PyThreadState *thread_state; /* saved when the GIL was released */
-    int role;                    /* 0 unknown, 1 main thread, 2 another thread */
-} wait_state;
-
-static int is_main_thread(void) {
-    PyObject *threading = PyImport_ImportModule("threading");
-    PyObject *main = threading ? PyObject_CallMethod(threading, "main_thread", NULL) : NULL;
-    PyObject *ident = main ? PyObject_GetAttrString(main, "ident") : NULL;
-    int is_main = ident && PyLong_AsUnsignedLong(ident) == PyThread_get_thread_ident();
-    Py_XDECREF(ident);
-    Py_XDECREF(main);
-    Py_XDECREF(threading);
-    PyErr_Clear();
-    return is_main;
-}
-
-/* Between wait slices (~50 ms): Python runs signal handlers only in the main thread, so only
- * the main thread takes the GIL to run them; a handler that raises (KeyboardInterrupt) ends the
- * wait, and the core leaves nothing held and no subscription behind. */
-static int check_signals(void *userdata) {
-    wait_state *w = userdata;
-    if (w->role == 2) return 0;
-    PyEval_RestoreThread(w->thread_state);
-    if (!w->role) w->role = is_main_thread() ? 1 : 2;
-    int abort = w->role == 1 && PyErr_CheckSignals() < 0;
-    w->thread_state = PyEval_SaveThread();
-    return abort;
-}
-
 /* ---- construction ------------------------------------------------------------------------- */
 
 static int lock_init(rlpy_lock *self, PyObject *args, PyObject *kwargs) {
@@ -127,16 +95,15 @@ static int acquire(rlpy_lock *self, int64_t lease_ms, int64_t wait_ms, int64_t m
     uint64_t context = rlpy_owner_context();
     if (wait_ms != 0 && rlpy_green_active())
         return rlpy_green_acquire((PyObject *)self, context, lease_ms, wait_ms, max_hold_ms);
-    wait_state w = {NULL, 0};
+    rlpy_wait w = {NULL, 0};
     rl_acquire_options options = {.lease_ms = lease_ms,
                                   .wait_ms = wait_ms,
                                   .max_hold_ms = max_hold_ms,
-                                  .hook = wait_ms != 0 ? check_signals : NULL,
+                                  .hook = wait_ms != 0 ? rlpy_wait_hook : NULL,
                                   .hook_userdata = &w};
     rl_error err;
-    w.thread_state = PyEval_SaveThread();
-    rl_status st = rl_lock_acquire_with(self->lock, context, &options, &err);
-    PyEval_RestoreThread(w.thread_state);
+    rl_status st;
+    RLPY_WAITING(&w, st = rl_lock_acquire_with(self->lock, context, &options, &err));
     if (st == RL_OK) return 1;
     if (st == RL_NOT_ACQUIRED) return 0;
     rlpy_raise(&err);

@@ -6,7 +6,8 @@ client's Completions on the loop; nothing here blocks the loop, polls or uses an
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any, Optional, Tuple, Union
+import weakref
+from typing import TYPE_CHECKING, Any, Optional, Set, Tuple, Union
 
 from . import _core
 from ._errors import LockTimeout
@@ -19,22 +20,33 @@ _UNSET: Any = object()  # an argument left out: the lock's default applies
 
 
 class _Answer:
-    """The core's answer to one call, given on the loop (it is the call's ``done``). The task
-    awaits ``fut``; a cancellation of the task cancels ``fut``, but the answer is still kept and
-    can be waited for with ``through_cancels``."""
+    """The core's answer to one call, given on the loop (through its ``done``). The task awaits
+    ``fut``; a cancellation of the task cancels ``fut``, but the answer is still kept and can be
+    waited for with ``through_cancels``. Until it comes, the answer is in ``answers`` (the loop's
+    reader's): the loop keeps it, its future and the task alive, as it keeps an I/O wait's."""
 
-    __slots__ = ("loop", "fut", "late", "ready", "value", "error")
+    __slots__ = ("loop", "answers", "fut", "late", "ready", "value", "error", "__weakref__")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, answers: "Set[_Answer]") -> None:
         self.loop = loop
+        self.answers = answers
         self.fut: "asyncio.Future[Any]" = loop.create_future()
         self.late: "Optional[asyncio.Future[Any]]" = None
         self.ready = False
         self.value: Any = None
         self.error: Optional[BaseException] = None
+        answers.add(self)
+
+    @property
+    def done(self) -> "_Done":
+        """The ``done`` to give the core."""
+        return _Done(self)
 
     def __call__(self, value: Any, error: Optional[BaseException]) -> None:
         self.ready, self.value, self.error = True, value, error
+        self.answers.discard(self)
+        if self.loop.is_closed():  # answered by close() after the loop's end: no one awaits
+            return
         # the future someone awaits: `late` once through_cancels runs, else `fut`
         target = self.late if self.late is not None else self.fut
         if not target.done():
@@ -55,6 +67,21 @@ class _Answer:
             except Exception:  # the answer is an error: kept in self.error
                 pass
         return cancels
+
+
+class _Done:
+    """The ``done`` a core call holds: its answer, weakly, so that the core never keeps a task
+    alive (a task collected unfinished has its waits cancelled and its holds released)."""
+
+    __slots__ = ("answer",)
+
+    def __init__(self, answer: _Answer) -> None:
+        self.answer = weakref.ref(answer)
+
+    def __call__(self, value: Any, error: Optional[BaseException]) -> None:
+        answer = self.answer()
+        if answer is not None:
+            answer(value, error)
 
 
 class Lock:
@@ -87,18 +114,25 @@ class Lock:
         extra = {} if cap is _UNSET else {"max_hold": cap}
         context = self._client._context()
         comp = self._client._completions_now()
-        answer = _Answer(self._client._loop_now())
-        call = comp.acquire(self._core, context, wait, hold, answer, **extra)
+        answer = self._client._answer()
+        call = comp.acquire(self._core, context, wait, hold, answer.done, **extra)
+        owners = self._client._owners_now()
+        owners.waiting(context, call)  # cancelled if the task is gone or its loop closed
         try:
             return bool(await answer.fut)
         except asyncio.CancelledError:
             call.cancel()  # a waiting acquire stops; one in flight releases what it got
             await answer.through_cancels()
             if answer.error is None and answer.value:  # it ended before the cancel came
-                undo = _Answer(answer.loop)
-                comp.release(self._core, context, undo)
+                undo = self._client._answer()
+                comp.release(self._core, context, undo.done)
                 await undo.through_cancels()
             raise
+        except GeneratorExit:  # the coroutine was closed unfinished: it can await no more
+            call.cancel()
+            raise
+        finally:
+            owners.waited(context, call)
 
     async def release(self) -> None:
         """Releases one hold of the current task (NotOwnedError when it holds none;
@@ -106,8 +140,8 @@ class Lock:
         CancelledError."""
         context = self._client._context()
         comp = self._client._completions_now()
-        answer = _Answer(self._client._loop_now())
-        comp.release(self._core, context, answer)
+        answer = self._client._answer()
+        comp.release(self._core, context, answer.done)
         await self._finish(answer)
 
     @staticmethod
@@ -174,8 +208,8 @@ class Lock:
 
     async def _query(self, what: int) -> int:
         comp = self._client._completions_now()
-        answer = _Answer(self._client._loop_now())
-        comp.query(self._core, what, self._client._context(), answer)
+        answer = self._client._answer()
+        comp.query(self._core, what, self._client._context(), answer.done)
         return int(await self._finish(answer))
 
     async def locked(self) -> bool:
@@ -189,8 +223,8 @@ class Lock:
 
     async def force_unlock(self) -> bool:
         """Deletes the lock whoever holds it; True when it was held."""
-        answer = _Answer(self._client._loop_now())
-        self._client._completions_now().force_unlock(self._core, answer)
+        answer = self._client._answer()
+        self._client._completions_now().force_unlock(self._core, answer.done)
         return bool(await self._finish(answer))
 
     def __repr__(self) -> str:

@@ -48,8 +48,13 @@ def _context() -> int:
     if context is None:
         context = _bridge().new_context()
         _contexts[greenlet] = context
-        # A greenlet collected while holding: its holds are released (reported as abandoned).
-        weakref.finalize(greenlet, _core_context_ended, context)
+        # A greenlet that ends, or is collected, while holding: its holds are released (reported
+        # as abandoned), once. A gevent Greenlet tells its end (rawlink); a bare greenlet only
+        # its collection.
+        ended = weakref.finalize(greenlet, _core_context_ended, context)
+        rawlink = getattr(greenlet, "rawlink", None)
+        if rawlink is not None:
+            rawlink(lambda _greenlet: ended())
     return context
 
 
@@ -86,14 +91,18 @@ def _acquire(lock: _core.Lock, context: int, timeout: float, lease: Optional[flo
     call = _bridge().acquire(lock, context, timeout, lease, done, **extra)
     try:
         return bool(result.get())
-    except BaseException:  # killed, a gevent.Timeout, Ctrl-C: nothing stays held
-        if result.ready():
-            raise
-        call.cancel()
+    except BaseException:  # killed, a gevent.Timeout, Ctrl-C, or the acquire's own error
+        # Nothing stays held: a wait in progress is cancelled, and a hold granted before the
+        # interruption reached this greenlet (its answer already given) is released.
+        if not result.ready():
+            call.cancel()
         try:
             got = result.get()
         except Exception:
             got = False
         if got:
-            lock.release()
+            try:
+                lock.release()
+            except Exception:  # e.g. already lost: the interruption is what this raises
+                pass
         raise

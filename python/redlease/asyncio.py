@@ -13,13 +13,12 @@ pub/sub subscriber: no thread per waiter, no polling, no executor. See docs/asyn
 """
 
 import asyncio
-import functools
 import inspect
 import weakref
-from typing import Any, Awaitable, Callable, Optional, Set, Union
+from typing import Any, Awaitable, Callable, Dict, Optional, Set, Union
 
 from . import _core
-from ._aio_locks import _UNSET, FairLock, FencedLock, Lock, ReadWriteLock
+from ._aio_locks import _UNSET, FairLock, FencedLock, Lock, ReadWriteLock, _Answer
 from ._client import Client as SyncClient
 from ._errors import ClientClosedError
 from ._ops import Stats
@@ -28,6 +27,68 @@ __all__ = ["Client", "Lock", "FencedLock", "FairLock", "ReadWriteLock"]
 
 Name = Union[str, bytes]
 OnLost = Callable[[Name, str], Union[None, Awaitable[None]]]
+
+
+class _Owners:
+    """Each task's owner context and its acquires in progress, for one client. Nothing here
+    refers to a task or to the loop (a core call's ``done`` holds its answer weakly), so the
+    finalizers that hold this never keep either alive."""
+
+    def __init__(self, sync: SyncClient, completions: _core.Completions) -> None:
+        self._sync = sync
+        self._completions = completions
+        self._ends: "Dict[int, weakref.finalize[Any, Any]]" = {}
+        self._waits: Dict[int, Set[_core.Call]] = {}
+
+    def begin(self, task: "asyncio.Task[Any]") -> int:
+        """A context for the task, ended when it ends or when it is collected unfinished."""
+        context = self._completions.new_context()
+        end = weakref.finalize(task, self._ended, context)
+        end.atexit = False
+        self._ends[context] = end
+        task.add_done_callback(lambda _task: end())
+        return context
+
+    def waiting(self, context: int, call: _core.Call) -> None:
+        self._waits.setdefault(context, set()).add(call)
+
+    def waited(self, context: int, call: _core.Call) -> None:
+        calls = self._waits.get(context)
+        if calls is not None:
+            calls.discard(call)
+            if not calls:
+                del self._waits[context]
+
+    def _ended(self, context: int) -> None:
+        # A task that ended, that was collected unfinished, or that its closed loop will never
+        # run again: an acquire still in progress is cancelled in the core (a hold it got
+        # meanwhile is released there at once), then what the task holds is released on the
+        # core's workers (reported as abandoned: a warning on the redlease logger).
+        self._ends.pop(context, None)
+        for call in self._waits.pop(context, ()):
+            call.cancel()
+        if not self._sync.closed:
+            self._completions.context_ended(self._sync._core, context)
+
+    def loop_gone(self) -> None:
+        """The loop was closed (or collected): none of its tasks will run again."""
+        for end in list(self._ends.values()):
+            end()
+
+
+class _Reader:
+    """What the loop watches: it runs the Completions when their eventfd is readable, and keeps
+    the answers awaited on the loop alive, as the loop keeps an I/O wait's. A closed (or
+    collected) loop drops it, and its finalizer ends every task of the client left pending."""
+
+    __slots__ = ("completions", "answers", "__weakref__")
+
+    def __init__(self, completions: _core.Completions) -> None:
+        self.completions = completions
+        self.answers: Set[_Answer] = set()
+
+    def __call__(self) -> None:
+        self.completions.run()
 
 
 class Client:
@@ -46,8 +107,12 @@ class Client:
         self._on_lost = on_lost
         self._sync = SyncClient(url, on_lost=self._lost_from_core if on_lost else None,
                                 **options)
-        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        # The loop and its reader are held weakly: a loop dropped unclosed is collected with its
+        # tasks (then their waits are cancelled and their holds released).
+        self._loop: "Optional[weakref.ref[asyncio.AbstractEventLoop]]" = None
+        self._reader: "Optional[weakref.ref[_Reader]]" = None
         self._completions: Optional[_core.Completions] = None
+        self._owners: Optional[_Owners] = None
         self._contexts: "weakref.WeakKeyDictionary[asyncio.Task[Any], int]" = (
             weakref.WeakKeyDictionary())
         self._callbacks: Set["asyncio.Task[None]"] = set()
@@ -60,9 +125,12 @@ class Client:
             if self._sync.closed:
                 raise ClientClosedError("the client is closed")
             self._completions = _core.Completions()
-            loop.add_reader(self._completions.fileno(), self._completions.run)
-            self._loop = loop
-        elif self._loop is not loop:
+            self._owners = _Owners(self._sync, self._completions)
+            reader = _Reader(self._completions)
+            loop.add_reader(self._completions.fileno(), reader)
+            weakref.finalize(reader, self._owners.loop_gone).atexit = False
+            self._loop, self._reader = weakref.ref(loop), weakref.ref(reader)
+        elif self._loop() is not loop:
             raise RuntimeError("a redlease.asyncio.Client serves the event loop it was first "
                                "used on; make one client per loop")
         return loop
@@ -72,6 +140,14 @@ class Client:
         assert self._completions is not None
         return self._completions
 
+    def _answer(self) -> _Answer:
+        """A new answer, kept alive by the loop until the core gives it."""
+        loop = self._loop_now()
+        reader = self._reader() if self._reader is not None else None
+        if reader is None:  # the reader was removed by close()
+            raise ClientClosedError("the client is closed")
+        return _Answer(loop, reader.answers)
+
     def _context(self) -> int:
         """The current task's owner context, made on its first use and ended with the task."""
         task = asyncio.current_task()
@@ -79,21 +155,21 @@ class Client:
             raise RuntimeError("redlease.asyncio locks are used from inside an asyncio task")
         context = self._contexts.get(task)
         if context is None:
-            context = self._completions_now().new_context()
+            self._loop_now()
+            assert self._owners is not None
+            context = self._owners.begin(task)
             self._contexts[task] = context
-            task.add_done_callback(functools.partial(self._task_ended, context))
         return context
 
-    def _task_ended(self, context: int, _task: "asyncio.Task[Any]") -> None:
-        # A task that ended while holding: its holds are released on the core's workers and
-        # reported as abandoned (a warning on the redlease logger).
-        if self._completions is not None and not self._sync.closed:
-            self._completions.context_ended(self._sync._core, context)
+    def _owners_now(self) -> _Owners:
+        self._loop_now()
+        assert self._owners is not None
+        return self._owners
 
     # ---- loss reports ---------------------------------------------------------------------
 
     def _lost_from_core(self, name: Name, reason: str) -> None:  # the core's event thread
-        loop = self._loop
+        loop = self._loop() if self._loop is not None else None
         if loop is not None and not loop.is_closed():
             try:
                 loop.call_soon_threadsafe(self._run_on_lost, name, reason)
@@ -162,10 +238,11 @@ class Client:
     async def close(self) -> None:
         """Closes the client: waits in progress end with ClientClosedError. Idempotent."""
         self._sync.close()  # joins the core's threads: every call in progress has ended
-        if self._completions is not None and self._loop is not None:
+        if self._completions is not None:
             self._completions.run()  # their answers, now
-            if not self._loop.is_closed():
-                self._loop.remove_reader(self._completions.fileno())
+            loop = self._loop() if self._loop is not None else None
+            if loop is not None and not loop.is_closed():
+                loop.remove_reader(self._completions.fileno())
         await asyncio.sleep(0)
 
     async def __aenter__(self) -> "Client":

@@ -96,3 +96,44 @@ TEST(cluster_watchdog_round_trip_per_node) {
     }
     rl_client_free(c);
 }
+
+/* rl_inspect reads each name at its master, rl_scan_locks walks every master (its cursor names
+ * the master), a bad cursor is refused. */
+TEST(cluster_inspect_and_scan_every_master) {
+    rl_client *c = cluster_client(0);
+    CHECK(c != NULL);
+    rl_lock *locks[NAMES];
+    char name[32];
+    for (int i = 0; i < NAMES; i++) {
+        snprintf(name, sizeof name, "c:insp:%d", i);
+        locks[i] = new_lock(c, name);
+        CHECK_OK(rl_lock_acquire(locks[i], 1, 30000, 0, NULL, NULL, err));
+    }
+    for (int i = 0; i < NAMES; i++) {
+        snprintf(name, sizeof name, "c:insp:%d", i);
+        rl_inspection *in;
+        CHECK_OK(rl_inspect(c, name, strlen(name), &in, err));
+        CHECK_MSG(in->kind == RL_KEY_REENTRANT && in->n_owners == 1, "%s: %s", name,
+                  rl_key_kind_name(in->kind));
+        rl_inspection_free(in);
+    }
+    size_t found = 0, steps = 0;
+    uint64_t cursor = 0;
+    do {
+        rl_scan_page *p;
+        CHECK_OK(rl_scan_locks(c, cursor, "c:insp:*", 5, &p, err));
+        found += p->n;
+        cursor = p->next;
+        steps++;
+        rl_scan_page_free(p);
+    } while (cursor != 0 && steps < 10000);
+    CHECK_INT(found, NAMES);
+    CHECK_MSG(steps >= 3, "one step per master at least: %zu", steps);
+    rl_scan_page *p;
+    CHECK_STATUS(rl_scan_locks(c, (uint64_t)999 << 42, NULL, 10, &p, err), RL_ERR_ARGUMENT);
+    for (int i = 0; i < NAMES; i++) {
+        CHECK_OK(rl_lock_release(locks[i], 1, err));
+        rl_lock_free(locks[i]);
+    }
+    rl_client_free(c);
+}

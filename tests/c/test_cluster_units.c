@@ -80,12 +80,21 @@ TEST(cluster_redirect_answers) {
     r = error_reply("ASK 12 ::1:7002");
     CHECK(rl_redirect_parse(&r, &rd) == RL_REDIRECT_ASK);
     CHECK(rd.slot == 12 && strcmp(rd.host, "::1") == 0 && rd.port == 7002);
+    /* An empty host (Redis 7, cluster-preferred-endpoint-type unknown-endpoint): the node that
+     * answered; the caller fills it in. */
+    r = error_reply("MOVED 3999 :6381");
+    CHECK(rl_redirect_parse(&r, &rd) == RL_REDIRECT_MOVED);
+    CHECK(rd.slot == 3999 && rd.host[0] == '\0' && rd.port == 6381);
+    r = error_reply("ASK 3999 :6382");
+    CHECK(rl_redirect_parse(&r, &rd) == RL_REDIRECT_ASK);
+    CHECK(rd.slot == 3999 && rd.host[0] == '\0' && rd.port == 6382);
     r = error_reply("TRYAGAIN Multiple keys request during rehashing of slot");
     CHECK(rl_redirect_parse(&r, &rd) == RL_REDIRECT_TRYAGAIN);
     r = error_reply("CLUSTERDOWN The cluster is down");
     CHECK(rl_redirect_parse(&r, &rd) == RL_REDIRECT_CLUSTERDOWN);
-    const char *not_ones[] = {
-        "MOVED", "MOVED x h:1", "MOVED 99999 h:1", "MOVED 1 h", "MOVEDX 1 h:1", "ERR wrong", NULL};
+    const char *not_ones[] = {"MOVED",        "MOVED x h:1", "MOVED 99999 h:1",
+                              "MOVED 1 h",    "MOVED 1 :",   "MOVED 1 :0",
+                              "MOVEDX 1 h:1", "ERR wrong",   NULL};
     for (int i = 0; not_ones[i]; i++) {
         r = error_reply(not_ones[i]);
         CHECK_MSG(rl_redirect_parse(&r, &rd) == RL_REDIRECT_NONE, "\"%s\"", not_ones[i]);

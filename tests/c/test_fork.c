@@ -1,10 +1,15 @@
-/* Fork: a child never renews or releases the parent's holds and can take its own. */
+/* Fork: a child never renews or releases the parent's holds and can take its own; its inherited
+ * client works on every deployment, whatever the parent's threads were doing. */
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cluster_kit.h"
 #include "harness.h"
+#include "sentinel_kit.h"
 
 /* Runs in the child; the exit code says which check failed (0 = all passed). */
 static int child_checks(rl_client *c, rl_lock *held_by_parent) {
@@ -94,4 +99,174 @@ TEST(fork_child_frees_an_unused_inherited_client) {
     CHECK_STATUS(rl_lock_release(l, 1, err), RL_LOST);
     rl_lock_free(l);
     rl_client_free(inherited);
+}
+
+/* ---- a child forked while a parent thread waits, on every deployment ------------------------ */
+
+/* Waits up to `ms` for the child; a child still running then is killed. 0 when it exited 0, else
+ * the reason in why. */
+static int child_result(pid_t pid, int64_t ms, char *why, size_t size) {
+    int status = 0;
+    int64_t until = now_ms() + ms;
+    pid_t done;
+    while ((done = waitpid(pid, &status, WNOHANG)) == 0 && now_ms() < until)
+        sleep_ms(20);
+    if (done == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        snprintf(why, size, "the child hung (killed after %lld ms)", (long long)ms);
+        return -1;
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
+    snprintf(why, size, "the child %s %d",
+             WIFSIGNALED(status) ? "was killed by signal" : "failed check",
+             WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+    return -1;
+}
+
+static size_t subscriptions(rl_client *c) {
+    rl_stats s;
+    rl_client_stats(c, &s);
+    return s.subscriptions;
+}
+
+/* In the child: the inherited client works for a lock of its own, cannot take the one the parent
+ * waits for, and closes. */
+static int child_uses_inherited(rl_client *c, rl_lock *waited) {
+    if (rl_lock_acquire(waited, 7, 5000, 0, NULL, NULL, NULL) != RL_NOT_ACQUIRED) return 30;
+    rl_lock *own;
+    if (rl_lock_new(c, "fork-child-own", 14, &own, NULL) != RL_OK) return 31;
+    if (rl_lock_acquire(own, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, NULL) != RL_OK) return 32;
+    if (rl_lock_release(own, 1, NULL) != RL_OK) return 33;
+    rl_lock_free(own);
+    return 0;
+}
+
+/* A thread of the parent waits on a lock of `url`'s client (held by another client) while the
+ * process forks: the child's first use of the client must not hang (waiters of the parent's
+ * threads are in its condition variables and mutexes), and the parent's waiter still gets the
+ * lock once it is released. */
+static void fork_while_a_thread_waits(const char *url) {
+    rl_client *holder = new_client(url, 0), *c = new_client(url, 0);
+    rl_lock *held = new_lock(holder, "fork-waited"), *waited = new_lock(c, "fork-waited");
+    rl_lock *renewed = new_lock(c, "fork-renewed"); /* the watchdog and its connections run too */
+    CHECK_OK(rl_lock_acquire(held, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
+    CHECK_OK(rl_lock_acquire(renewed, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
+    waiter w = {.lock = waited, .context = 2, .wait_ms = 20000};
+    pthread_t t;
+    pthread_create(&t, NULL, waiter_main, &w);
+    CHECK_SOON(subscriptions(c) > 0, 5000);
+    sleep_ms(100); /* the waiter is inside its wait */
+    pid_t pid = fork();
+    if (pid == 0) {
+        int rc = child_uses_inherited(c, waited);
+        rl_lock_free(waited);
+        rl_lock_free(renewed);
+        rl_client_free(c);
+        _exit(rc);
+    }
+    char why[120];
+    int child = child_result(pid, 15000, why, sizeof why);
+    CHECK_OK(rl_lock_release(held, 1, err));
+    pthread_join(t, NULL);
+    CHECK_MSG(child == 0, "%s", why);
+    CHECK_INT(w.status, RL_OK);
+    CHECK_OK(rl_lock_release(waited, 2, err));
+    CHECK_OK(rl_lock_release(renewed, 1, err));
+    rl_lock_free(held), rl_lock_free(waited), rl_lock_free(renewed);
+    rl_client_free(holder), rl_client_free(c);
+}
+
+TEST(fork_while_a_thread_waits_redis) {
+#ifdef __SANITIZE_THREAD__
+    test_skip("ThreadSanitizer does not support threads after a multi-threaded fork");
+    return;
+#endif
+    fork_while_a_thread_waits(g_server.url);
+}
+
+TEST(fork_while_a_thread_waits_cluster) {
+#ifdef __SANITIZE_THREAD__
+    test_skip("ThreadSanitizer does not support threads after a multi-threaded fork");
+    return;
+#endif
+    const char *url = test_cluster_url();
+    CHECK_MSG(url, "no cluster");
+    fork_while_a_thread_waits(url);
+}
+
+TEST(fork_while_a_thread_waits_sentinel) {
+#ifdef __SANITIZE_THREAD__
+    test_skip("ThreadSanitizer does not support threads after a multi-threaded fork");
+    return;
+#endif
+    test_server sentinel;
+    CHECK_MSG(sentinel_start(&sentinel, &g_server) == 0, "no sentinel");
+    fork_while_a_thread_waits(sentinel.url);
+    server_stop(&sentinel);
+}
+
+/* ---- a parent's async call, inherited by the child ------------------------------------------ */
+
+static atomic_int child_done_status = -1;
+
+static void child_done(rl_call *call, rl_status st, int64_t value, const rl_error *err, void *ud) {
+    (void)call, (void)value, (void)err, (void)ud;
+    atomic_store(&child_done_status, (int)st);
+}
+
+static void parent_done(rl_call *call, rl_status st, int64_t value, const rl_error *err, void *ud) {
+    (void)call, (void)value, (void)err;
+    atomic_store((atomic_int *)ud, (int)st);
+}
+
+/* In the child, once the client was used: freeing the parent's waiting call, then starting one of
+ * its own (the workers start in the child and run what is queued) must neither touch the parent's
+ * subscriber state (freed in the child) nor hang; the child's own call works. */
+static int child_frees_inherited_call(rl_call *inherited, rl_lock *l) {
+    int locked = 0;
+    if (rl_lock_is_locked(l, &locked, NULL) != RL_OK || !locked) return 39; /* the child's state */
+    rl_call_free(inherited);
+    rl_call *own = NULL;
+    if (rl_lock_query_async(l, RL_QUERY_LOCKED, 1, child_done, NULL, &own, NULL) != RL_OK)
+        return 40;
+    int64_t until = now_ms() + 5000;
+    while (atomic_load(&child_done_status) < 0 && now_ms() < until)
+        sleep_ms(5);
+    rl_call_free(own);
+    if (atomic_load(&child_done_status) != RL_OK) return 41;
+    return 0;
+}
+
+TEST(fork_child_frees_an_inherited_waiting_call) {
+#ifdef __SANITIZE_THREAD__
+    test_skip("ThreadSanitizer does not support threads after a multi-threaded fork");
+    return;
+#endif
+    rl_client *holder = new_client(g_server.url, 0), *c = new_client(g_server.url, 0);
+    rl_lock *held = new_lock(holder, "fork-async"), *l = new_lock(c, "fork-async");
+    CHECK_OK(rl_lock_acquire(held, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
+    rl_acquire_options opts;
+    rl_acquire_options_init(&opts);
+    atomic_int parent_status = -1;
+    rl_call *call = NULL;
+    CHECK_OK(rl_lock_acquire_async(l, 2, &opts, parent_done, &parent_status, &call, err));
+    CHECK_SOON(subscriptions(c) > 0, 5000); /* waiting, on a notified ticket */
+    pid_t pid = fork();
+    if (pid == 0) {
+        int rc = child_frees_inherited_call(call, l);
+        rl_lock_free(l);
+        rl_client_free(c);
+        _exit(rc);
+    }
+    char why[120];
+    int child = child_result(pid, 15000, why, sizeof why);
+    CHECK_OK(rl_lock_release(held, 1, err));
+    CHECK_SOON(atomic_load(&parent_status) >= 0, 5000);
+    CHECK_MSG(child == 0, "%s", why);
+    CHECK_INT(atomic_load(&parent_status), RL_OK); /* the parent's call goes on unharmed */
+    CHECK_OK(rl_lock_release(l, 2, err));
+    rl_call_free(call);
+    rl_lock_free(held), rl_lock_free(l);
+    rl_client_free(holder), rl_client_free(c);
 }

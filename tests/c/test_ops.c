@@ -268,3 +268,29 @@ TEST(ops_watch_wait_polls_or_wakes_on_a_change) {
     CHECK_STATUS(rl_watch_wait(c, "", 0, 10, NULL, NULL, &notified, err), RL_ERR_ARGUMENT);
     rl_client_free(c);
 }
+
+static int stop_at_once(void *ud) {
+    (*(int *)ud)++;
+    return 1;
+}
+
+/* An interrupted wait says so in its error too: the Python binding keeps the KeyboardInterrupt
+ * only for RL_ABORTED (with a cleared error it raised LockError("ok") in its place). */
+TEST(ops_watch_wait_interrupted_by_its_hook_reports_aborted) {
+    rl_client *c = new_client(g_server.url, 0);
+    for (int notifications = 0; notifications < 2; notifications++) {
+        freeReplyObject(
+            raw(g_raw, "CONFIG SET notify-keyspace-events %s", notifications ? "KA" : ""));
+        int asked = 0, notified = -1;
+        rl_error e;
+        int64_t start = now_ms();
+        CHECK_INT(rl_watch_wait(c, "watched", 7, 20000, stop_at_once, &asked, &notified, &e),
+                  RL_ABORTED);
+        CHECK_INT(e.status, RL_ABORTED);
+        CHECK_INT(asked, 1);
+        CHECK_INT(notified, notifications);
+        CHECK_MSG(now_ms() - start < 5000, "ended %lld ms later", (long long)(now_ms() - start));
+    }
+    freeReplyObject(raw(g_raw, "CONFIG SET notify-keyspace-events %s", ""));
+    rl_client_free(c);
+}

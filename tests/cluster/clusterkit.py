@@ -1,5 +1,6 @@
 """Helpers of the Cluster suite: names spread over the masters, a raw client to one node."""
 
+import binascii
 import itertools
 
 from testkit import Raw
@@ -51,4 +52,44 @@ def migrate_slot(cluster, slot, source, target, between=None):
     if between:
         between()
     for node in [target, source] + [m for m in cluster.masters() if m not in (source, target)]:
+        assert cluster.cli(node.port, "CLUSTER", "SETSLOT", str(slot), "NODE", target_id) == "OK"
+
+
+def tag_in_slot(slot, prefix="t"):
+    """A hash tag whose keys fall in `slot` (Redis Cluster's CRC16/XMODEM, computed here)."""
+    for i in itertools.count():
+        tag = f"{prefix}{i}"
+        if binascii.crc_hqx(tag.encode(), 0) % 16384 == slot:
+            return tag
+
+
+def asking_call(node, *args):
+    """One command at `node` after ASKING (an importing node answers for its slot only then)."""
+    r = raw_at(node.port)
+    try:
+        r("ASKING")
+        return r(*args)
+    finally:
+        r.close()
+
+
+def open_migration(cluster, slot, source, target):
+    """IMPORTING at `target`, MIGRATING at `source`: the first step of a reshard of `slot`."""
+    assert cluster.cli(target.port, "CLUSTER", "SETSLOT", str(slot), "IMPORTING",
+                       node_id(cluster, source)) == "OK"
+    assert cluster.cli(source.port, "CLUSTER", "SETSLOT", str(slot), "MIGRATING",
+                       node_id(cluster, target)) == "OK"
+
+
+def migrate_keys(cluster, source, target, keys):
+    """MIGRATE of `keys` (of a slot in migration) from `source` to `target`."""
+    assert cluster.cli(source.port, "MIGRATE", "127.0.0.1", str(target.port), "", "0", "5000",
+                       "KEYS", *keys) == "OK"
+
+
+def close_migration(cluster, slot, target):
+    """SETSLOT NODE at every master: `slot` is `target`'s."""
+    target_id = node_id(cluster, target)
+    others = [m for m in cluster.masters() if m.port != target.port]
+    for node in [target] + others:
         assert cluster.cli(node.port, "CLUSTER", "SETSLOT", str(slot), "NODE", target_id) == "OK"

@@ -5,9 +5,17 @@ yet, then through MOVED), releases at the new node, and the waiter is woken ther
 import threading
 import time
 
-from clusterkit import migrate_slot, raw_at
+import pytest
+from clusterkit import (
+    asking_call,
+    close_migration,
+    migrate_keys,
+    migrate_slot,
+    open_migration,
+    raw_at,
+)
 
-from testkit import LostRecorder, wait_for
+from testkit import LostRecorder, RespError, wait_for
 
 
 def pttl_at(node, key):
@@ -74,3 +82,36 @@ def test_slot_migrated_while_held_and_waited_on(own_cluster, clients):
     assert pttl_at(target, renewed) == -2
     print(f"\nmigration of slot {slot}: {migrated_in * 1000:.0f} ms (1.6 s of it in ASK); "
           f"waiter woken {(result['at'] - released) * 1000:.0f} ms after the release")
+
+
+def test_redirects_with_an_empty_host(own_cluster, clients):
+    """Redis 7 with cluster-preferred-endpoint-type unknown-endpoint answers "MOVED 3999 :6381"
+    and "ASK 3999 :6381": the empty host is the node that answered."""
+    cluster = own_cluster
+    for node in cluster.nodes:
+        assert cluster.cli(node.port, "CONFIG", "SET", "cluster-preferred-endpoint-type",
+                           "unknown-endpoint") == "OK"
+    slot = cluster.keyslot("ue")
+    source = cluster.node_of_slot(slot)
+    target = next(m for m in cluster.masters() if m.port != source.port)
+    client = clients(cluster.url, watchdog_timeout=1.5)
+    held, later = "{ue}held", "{ue}later"
+    assert client.lock(held).acquire(timeout=0)
+    src = raw_at(source.port)
+    try:
+        with pytest.raises(RespError, match=r"^MOVED \d+ :\d+$"):
+            src("GET", "{x}other-slot" if cluster.keyslot("x") != slot else "{y}other-slot")
+    finally:
+        src.close()
+    open_migration(cluster, slot, source, target)
+    migrate_keys(cluster, source, target, [held])
+    assert client.lock(later).acquire(timeout=0)  # the source answers "ASK <slot> :<port>"
+    assert asking_call(target, "EXISTS", later) == 1
+    close_migration(cluster, slot, target)
+    client.lock(later).release()  # the source answers "MOVED <slot> :<port>"
+    client.lock(held).release()
+    dst = raw_at(target.port)
+    try:
+        assert dst("EXISTS", held) == 0 and dst("EXISTS", later) == 0
+    finally:
+        dst.close()

@@ -3,6 +3,7 @@ point, loss, closing, a loop that is never blocked; every test under the default
 under uvloop."""
 
 import asyncio
+import gc
 import subprocess
 import sys
 import threading
@@ -12,7 +13,7 @@ import pytest
 
 import redlease
 from redlease.asyncio import Client
-from testkit import Raw
+from testkit import Raw, wait_for
 
 try:
     import uvloop
@@ -36,6 +37,14 @@ def run(request):
         finally:
             loop.close()
     return runner
+
+
+@pytest.fixture(params=["asyncio", "uvloop"])
+def new_loop(request):
+    """A factory of loops of the parameter's kind, for tests that close (or drop) them."""
+    if request.param == "uvloop" and uvloop is None:
+        pytest.fail("uvloop is not installed (pip install '.[test]')")
+    return uvloop.new_event_loop if request.param == "uvloop" else asyncio.new_event_loop
 
 
 def numsub(raw, name):
@@ -512,3 +521,93 @@ def test_blocking_api_refuses_to_run_on_an_event_loop(run, server):
     with client.lock("s"):
         pass
     client.close()
+
+
+async def wait_subscribed(raw, name, count=1):
+    for _ in range(500):
+        if numsub(raw, name) == count:
+            return
+        await asyncio.sleep(0.01)
+    assert numsub(raw, name) == count
+
+
+def stays_free(raw, name, seconds=0.6):
+    """Whether the key stays absent for a while (a grant to a dead task would land by then)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if raw("EXISTS", name):
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def test_a_loop_closed_while_a_task_waits_never_takes_the_lock(new_loop, server, raw):
+    # The task is still referenced (it is not garbage): only the loop's closing tells.
+    holder, client = redlease.Client(server.url), Client(server.url)
+    try:
+        holder.lock("closing").acquire()
+        loop = new_loop()
+
+        async def start():
+            waiter = asyncio.create_task(client.lock("closing").acquire())
+            await wait_subscribed(raw, "closing")
+            return waiter
+        waiter = loop.run_until_complete(start())
+        loop.close()
+        assert not waiter.done()
+        holder.lock("closing").release()
+        assert wait_for(lambda: numsub(raw, "closing") == 0)
+        assert stays_free(raw, "closing"), raw("HGETALL", "closing")
+    finally:
+        client.sync.close()
+        holder.close()
+
+
+@pytest.mark.filterwarnings("ignore::ResourceWarning")  # the loop is dropped unclosed, on purpose
+def test_a_waiting_task_dropped_with_its_stopped_loop_never_takes_the_lock(server, raw):
+    # The loop stops with the task waiting; nothing refers to either any more (the client
+    # stays): the garbage collector takes them, and the wait must end in the core. (asyncio's
+    # loop only: an unclosed uvloop loop keeps itself alive, and its tasks with it.)
+    holder, client = redlease.Client(server.url), Client(server.url)
+    try:
+        holder.lock("dropped").acquire()
+        loop = asyncio.new_event_loop()
+
+        async def start():
+            asyncio.create_task(client.lock("dropped").acquire())
+            await wait_subscribed(raw, "dropped")
+        loop.run_until_complete(start())
+        del loop
+        gc.collect()
+        holder.lock("dropped").release()
+        assert wait_for(lambda: numsub(raw, "dropped") == 0)
+        assert stays_free(raw, "dropped"), raw("HGETALL", "dropped")
+    finally:
+        client.sync.close()
+        holder.close()
+
+
+def test_holds_of_tasks_left_pending_by_a_closed_loop_are_released(new_loop, server, raw):
+    client = Client(server.url)
+    try:
+        loop = new_loop()
+
+        async def start():
+            held = asyncio.Event()
+
+            async def holder():
+                await client.lock("stranded").acquire()
+                held.set()
+                await asyncio.Event().wait()  # never set: still pending when the loop closes
+            task = asyncio.create_task(holder())
+            await held.wait()
+            return task
+        task = loop.run_until_complete(start())
+        assert raw("EXISTS", "stranded") == 1
+        loop.close()
+        assert not task.done()
+        # The task can never run again: its hold is released (reported as abandoned), not
+        # renewed for ever.
+        assert wait_for(lambda: raw("EXISTS", "stranded") == 0), raw("HGETALL", "stranded")
+    finally:
+        client.sync.close()

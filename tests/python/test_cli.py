@@ -5,6 +5,7 @@ Lua and Redisson are inspected in tests/interop/test_inspect_java.py."""
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -298,3 +299,42 @@ def test_scan_shows_progress_on_a_terminal(client, server):
     code, out, terminal = run_on_terminal(["scan", "--count", "10"], server.url, "")
     assert code == 0 and "job:1" in out
     assert "scanning: 1 SCAN step(s)" in terminal
+
+
+def default_sigint():
+    # A shell that starts the suite in the background leaves SIGINT ignored in its children,
+    # and a command started so rightly ignores Ctrl-C: start this one as a terminal would.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.mark.parametrize("refresh", ["polling", "notified"])
+@pytest.mark.parametrize("mode", [[], ["--json"]], ids=["text", "json"])
+def test_watch_ends_on_ctrl_c_with_130_every_time(server, raw, mode, refresh):
+    # SIGINT lands at a different point of the watch loop each round: during the poll's wait
+    # (or the wait for a keyspace notification), between slices, while inspecting or printing.
+    # Every time: exit 130 at once, no traceback, never a "redlease: ok" from an error path that
+    # lost the interruption.
+    if refresh == "notified":
+        raw("CONFIG", "SET", "notify-keyspace-events", "KA")
+    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
+    for round_ in range(20):
+        proc = subprocess.Popen([sys.executable, "-m", "redlease", "watch", "w", "--url",
+                                 server.url, *mode], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=env,
+                                preexec_fn=default_sigint)
+        try:
+            assert proc.stdout.readline()  # its first view: the loop runs
+            time.sleep(0.013 * (round_ % 10))
+            proc.send_signal(signal.SIGINT)
+            try:
+                code = proc.wait(5)
+            except subprocess.TimeoutExpired:
+                pytest.fail(f"round {round_}: the signal was ignored, watch went on polling")
+            stderr = proc.stderr.read()
+            assert code == 130, (round_, code, stderr)
+            assert "Traceback" not in stderr and "redlease: ok" not in stderr, stderr
+        finally:
+            proc.kill()
+            proc.wait()
+            proc.stdout.close()
+            proc.stderr.close()

@@ -92,6 +92,50 @@ def test_a_killed_waiter_leaves_nothing_held_and_no_subscription(server, raw):
     assert raw("EXISTS", "kill") == 0
 
 
+def test_a_waiter_killed_as_the_lock_is_handed_to_it_keeps_nothing(server, raw):
+    # The release and the kill race: the grant lands before, during or after the kill. Whatever
+    # the order, the killed greenlet keeps no hold (released at once) and no subscription.
+    run_green(server, """
+        client = redlease.Client(url)
+        lock = client.lock("race")
+        for round_ in range(30):
+            lock.acquire()
+            waiter = gevent.spawn(lock.acquire)
+            gevent.sleep(0.05)
+            lock.release()
+            for _ in range(round_ % 6):
+                gevent.sleep(0)
+            if round_ % 3 == 2:
+                time.sleep(0.002 * (round_ % 5))  # the hub stalls: the grant waits in the queue
+            waiter.kill()
+            assert waiter.dead
+            deadline = time.monotonic() + 5
+            busy = lambda: lock.locked() or client.stats()["subscriptions"]  # noqa: E731
+            while busy() and time.monotonic() < deadline:
+                gevent.sleep(0.01)
+            assert not lock.locked(), round_
+            assert client.stats()["subscriptions"] == 0, round_
+        print("ok")
+    """)
+    assert raw("EXISTS", "race") == 0
+
+
+def test_a_greenlet_that_ends_holding_has_its_hold_released(server, raw):
+    # The greenlet is still referenced (not collected): its end alone releases the hold.
+    run_green(server, """
+        client = redlease.Client(url)
+        forgetful = gevent.spawn(client.lock("forgot").acquire)
+        forgetful.join()
+        assert forgetful.value is True
+        deadline = time.monotonic() + 5
+        while client.lock("forgot").locked() and time.monotonic() < deadline:
+            gevent.sleep(0.01)
+        assert not client.lock("forgot").locked()
+        print(forgetful.dead)
+    """)
+    assert raw("EXISTS", "forgot") == 0
+
+
 def test_a_timed_wait_with_gevent_timeout_gives_up(server):
     run_green(server, """
         client = redlease.Client(url)

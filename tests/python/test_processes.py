@@ -200,3 +200,42 @@ def test_fork_child_can_close_an_inherited_client_it_never_used(make_client, raw
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
     with pytest.raises(redlease.LockLostError):
         lock.release()
+
+
+CTRL_C_AT_ONCE_CHILD = textwrap.dedent("""
+    import signal, sys, redlease
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    client = redlease.Client(sys.argv[1])
+    lock = client.lock("interrupted")
+    for _ in range(int(sys.argv[2])):
+        print("waiting", flush=True)
+        try:
+            lock.acquire()
+            print("acquired", flush=True)
+        except KeyboardInterrupt:
+            print("interrupted", lock.hold_count, flush=True)
+""")
+
+
+def test_ctrl_c_as_the_wait_begins_is_never_lost(client, server):
+    # The signal lands before the wait's first 50 ms slice ends (often before the GIL is even
+    # released): the first look at it must raise KeyboardInterrupt, not swallow it.
+    client.lock("interrupted").acquire()
+    rounds = 20
+    child = subprocess.Popen([sys.executable, "-c", CTRL_C_AT_ONCE_CHILD, server.url,
+                              str(rounds)], stdout=subprocess.PIPE, text=True)
+    stopper = threading.Timer(30, child.kill)  # a lost signal fails the test, never hangs it
+    stopper.start()
+    try:
+        for round_ in range(rounds):
+            assert child.stdout.readline().strip() == "waiting", round_
+            time.sleep(0.004 * (round_ % 10))
+            sent = time.monotonic()
+            child.send_signal(signal.SIGINT)
+            assert child.stdout.readline().split() == ["interrupted", "0"], round_
+            assert time.monotonic() - sent < 2, round_
+    finally:
+        stopper.cancel()
+        child.kill()
+        child.wait()
+        child.stdout.close()

@@ -6,7 +6,7 @@
     redlease scan [PATTERN]       lock-shaped keys, found with SCAN (never KEYS)
 
 Every command takes ``--url`` (default: ``$REDIS_URL``, else redis://127.0.0.1:6379/0) and
-``--json``. Exit codes: 0 found (done), 1 not found, 2 error or refusal.
+``--json``. Exit codes: 0 found (done), 1 not found, 2 error or refusal, 130 interrupted (Ctrl-C).
 """
 
 import argparse
@@ -19,6 +19,7 @@ from .._errors import LockError
 from . import commands
 
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
+INTERRUPTED = 128 + 2  # the shell's code for a command that SIGINT ended
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -28,7 +29,7 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--json", action="store_true", help="machine-readable output")
     parser = argparse.ArgumentParser(
         prog="redlease", description="Inspect and operate redlease (and Redisson) locks.",
-        epilog="exit codes: 0 found, 1 not found, 2 error or refusal")
+        epilog="exit codes: 0 found, 1 not found, 2 error or refusal, 130 interrupted")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("inspect", parents=[common], help="who holds a lock, and who waits")
     p.add_argument("name")
@@ -63,5 +64,5 @@ def main(argv: Optional[List[str]] = None) -> int:
     except (LockError, ValueError, TypeError) as e:
         print(f"redlease: {e}", file=err)
         return 2
-    except KeyboardInterrupt:
-        return 0
+    except KeyboardInterrupt:  # Ctrl-C (how `watch` ends): as an interrupted command does
+        return INTERRUPTED
