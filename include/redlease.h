@@ -29,6 +29,8 @@ typedef enum rl_status {
     RL_NOT_OWNED = 2,    /* released or used by a context that does not hold it */
     RL_LOST = 3,         /* this context's hold was lost while held (see rl_lost_reason) */
     RL_ABORTED = 4,      /* the wait hook asked to stop waiting; nothing is held */
+    RL_IN_DOUBT = 5,     /* rl_lock_check: the hold may still be valid, but not surely for as
+                            long as asked (a renewal failed or is late, or its lease is ending) */
     RL_ERR_ARGUMENT = 10,
     RL_ERR_CONNECTION = 11, /* unreachable, timed out, authentication refused */
     RL_ERR_SERVER = 12,     /* Redis answered with an error (e.g. WRONGTYPE) */
@@ -71,14 +73,21 @@ typedef enum rl_event_kind {
     RL_EVENT_STRAY_HOLDS = 5,  /* Redis counted more holds of an owner than this client knew (an
                                   acquire whose answer was lost); its last release removed
                                   them: name, context, holds, message (a warning) */
-    RL_EVENT_ABANDONED = 6     /* a context ended while holding (rl_context_ended: a thread
+    RL_EVENT_ABANDONED = 6,    /* a context ended while holding (rl_context_ended: a thread
                                   exited, a coroutine was collected); its hold was released:
                                   name, context, holds, message (a warning) */
+    RL_EVENT_IN_DOUBT = 7,     /* a hold's renewal failed: it may still be valid until its
+                                  deadline (rl_lock_state), but no longer surely: name, context,
+                                  message (a warning). Followed by RL_EVENT_CONFIRMED or
+                                  RL_EVENT_LOST */
+    RL_EVENT_CONFIRMED = 8     /* a hold that was in doubt was confirmed by Redis again: name,
+                                  context, message */
 } rl_event_kind;
 
 typedef struct rl_event {
     rl_event_kind kind;
-    const char *name; /* RL_EVENT_LOST only; valid during the callback */
+    const char *name; /* the events of one hold only (lost, in doubt, confirmed, stray holds,
+                         abandoned); valid during the callback */
     size_t name_len;
     uint64_t context;
     rl_lost_reason reason;
@@ -114,6 +123,10 @@ typedef struct rl_options {
                                     to that waiter for up to this long (the releaser does not
                                     take it straight back); default 2, 0 = never (most hand-offs
                                     per second, least even between workers) */
+    int64_t drift_factor_ppm;    /* a hold is guaranteed until its last confirmed acquire or
+                                    renewal was sent + its lease - (lease x this / 10^6 + 2 ms),
+                                    the margin for this host's and Redis's clocks drifting apart
+                                    (rl_lock_state); default 10000 (1%), at most 500000 */
     rl_event_fn on_event;        /* optional */
     void *event_userdata;
     /* TLS, for rediss:// URLs only (in builds with TLS). The server's certificate is verified
@@ -190,6 +203,8 @@ typedef struct rl_stats {
     uint64_t lost[RL_LOST_REASON_COUNT]; /* holds lost while held, by rl_lost_reason */
     uint64_t lost_total;
     size_t holds;               /* (lock, context) holds this client has now */
+    size_t in_doubt;            /* of these, holds in doubt now (a renewal failed) */
+    uint64_t in_doubt_total;    /* times a hold went in doubt */
     size_t waiters;             /* acquires waiting now */
     size_t last_round_nodes;    /* servers the most recent round went to (a cluster's nodes) */
     uint64_t cluster_refreshes; /* redis+cluster://: slot maps fetched so far */
@@ -277,6 +292,34 @@ rl_status rl_lock_remaining(rl_lock *lock, int64_t *pttl_ms, rl_error *err);
  * hold was lost (reason in *reason when non-NULL). */
 int64_t rl_lock_local_holds(rl_lock *lock, uint64_t context);
 int rl_lock_lost(rl_lock *lock, uint64_t context, rl_lost_reason *reason);
+
+/* The context's hold as this client sees it, no round trip:
+ * - RL_HOLD_HELD: guaranteed until *valid_until_ms, a CLOCK_MONOTONIC time in ms (Python's
+ *   time.monotonic() x 1000): the moment its last confirmed acquire or renewal was sent + the
+ *   lease - the drift margin (drift_factor_ppm). No other owner can hold the lock before then
+ *   while Redis keeps its data (a failover to a replica that lacks the hold can break this).
+ * - RL_HOLD_IN_DOUBT: a renewal failed, or is half a renewal period late, or less than the drift
+ *   margin is left: *valid_until_ms still says until when it is guaranteed (0 when no longer),
+ *   but the holder should stop starting work that needs the lock.
+ * - RL_HOLD_LOST: lost (rl_lock_lost tells why), or its lease ran out; RL_HOLD_NONE: not held.
+ * *valid_until_ms is 0 unless guaranteed now. */
+typedef enum rl_hold_state {
+    RL_HOLD_NONE = 0,
+    RL_HOLD_HELD = 1,
+    RL_HOLD_IN_DOUBT = 2,
+    RL_HOLD_LOST = 3
+} rl_hold_state;
+rl_hold_state rl_lock_state(rl_lock *lock, uint64_t context, int64_t *valid_until_ms);
+/* A guard for a critical write, no round trip: RL_OK when the context's hold is held and
+ * guaranteed for at least min_left_ms more (*valid_for_ms: how long); RL_IN_DOUBT when it is in
+ * doubt or less is left; RL_LOST when it was lost or its lease ran out; RL_NOT_OWNED when the
+ * context does not hold it. */
+rl_status rl_lock_check(rl_lock *lock, uint64_t context, int64_t min_left_ms,
+                        int64_t *valid_for_ms, rl_error *err);
+/* rl_lock_state's *valid_until_ms alone: 0 when nothing is guaranteed. */
+int64_t rl_lock_valid_until(rl_lock *lock, uint64_t context);
+/* The clock of those times: CLOCK_MONOTONIC in ms. */
+int64_t rl_monotonic_ms(void);
 
 /* Fenced locks: the fencing token of the context's latest acquire while it holds the lock (every
  * acquire, reentrant ones too, gets a greater one); 0 when it holds none or the lock is not

@@ -122,6 +122,7 @@ build = {
             "csrc/core/threads.c",
             "csrc/core/tls.c",
             "csrc/core/url.c",
+            "csrc/core/validity.c",
             "csrc/core/waiting.c",
             "csrc/core/watch.c",
             "csrc/core/watchdog.c",

@@ -26,6 +26,7 @@ void rl_options_init(rl_options *o) {
     o->sync_timeout_ms = 1000;
     o->fair_wait_ms = 300000;
     o->handover_grace_ms = RL_HANDOVER_GRACE_MS;
+    o->drift_factor_ppm = 10000; /* 1% of the lease (+ RL_DRIFT_FIXED_MS), as Redlock's */
 }
 
 int rl_tls_supported(void) {
@@ -70,6 +71,8 @@ static rl_status check_options(const rl_options *o, rl_error *err) {
         return rl_fail(err, RL_ERR_ARGUMENT, "fair_wait must be from 1 ms to 2^40 ms");
     if (o->handover_grace_ms < 0 || o->handover_grace_ms > 1000)
         return rl_fail(err, RL_ERR_ARGUMENT, "handover_grace must be from 0 to 1000 ms");
+    if (o->drift_factor_ppm < 0 || o->drift_factor_ppm > 500000)
+        return rl_fail(err, RL_ERR_ARGUMENT, "drift_factor must be from 0 to 0.5");
     if (o->pool_size < 1 || o->pool_size > 256)
         return rl_fail(err, RL_ERR_ARGUMENT, "pool_size must be from 1 to 256");
     return RL_OK;
@@ -279,6 +282,10 @@ size_t rl_client_owner(rl_client *c, uint64_t context, char *out) {
 void rl_client_hold_lost(rl_client *c, rl_hold *h, rl_lost_reason reason) {
     if (h->lost) return;
     h->lost = reason;
+    if (h->in_doubt) { /* lost settles the doubt */
+        h->in_doubt = 0;
+        c->holds.in_doubt--;
+    }
     rl_metrics_lost(&c->metrics, reason);
     rl_holds_unwatch(&c->holds, h);
     char message[200], shown[RL_NAME_SHOWN_MAX];
@@ -416,6 +423,8 @@ void rl_client_stats(rl_client *c, rl_stats *out) {
     out->last_round_net_us = c->watchdog.last_round_net_us;
     out->watchdog_running = c->watchdog.running;
     out->holds = c->holds.locks;
+    out->in_doubt = c->holds.in_doubt;
+    out->in_doubt_total = c->holds.doubted;
     out->last_round_nodes = c->watchdog.last_round_nodes;
     pthread_mutex_unlock(&c->mu);
     rl_metrics_read(&c->metrics, out);

@@ -8,6 +8,7 @@
 #include "fork.h"
 #include "lock.h"
 #include "names.h"
+#include "validity.h"
 
 /* Finds a lock hold of `context` that is still counted (client mutex held); the semaphores'
  * entries of the table belong to no context. */
@@ -28,7 +29,7 @@ static void release_abandoned(rl_client *c, rl_hold *h) {
     rl_error err = {.status = RL_OK, .message = "out of memory"};
     rl_status st = RL_ERR_MEMORY;
     int gone_before = h->lost && h->freed;
-    int64_t lease = h->watchdog ? c->cfg.options.watchdog_timeout_ms : h->lease_ms;
+    int64_t lease = rl_hold_lease(c, h);
     int64_t count = h->count;
     if (!gone_before) {
         pthread_mutex_unlock(&c->mu); /* h stays: releasing, off the renewal list */

@@ -44,6 +44,8 @@ const char *rl_status_name(rl_status status) {
         return "lost";
     case RL_ABORTED:
         return "aborted";
+    case RL_IN_DOUBT:
+        return "in_doubt";
     case RL_ERR_ARGUMENT:
         return "argument";
     case RL_ERR_CONNECTION:

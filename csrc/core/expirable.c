@@ -12,6 +12,7 @@
 #include "error.h"
 #include "family.h"
 #include "random.h"
+#include "validity.h"
 
 /* The scripts are laid out as Lua, one line per line: */
 /* clang-format off */
@@ -282,7 +283,7 @@ static rl_status watch_permit(rl_expirable *s, const char *hex, const acquire_tr
     } else {
         h->count = 1;
         h->watchdog = 1;
-        h->confirmed_until = t->sent_at + t->lease;
+        rl_hold_confirmed(c, h, t->sent_at, t->lease);
         int watch = rl_watchdog_watch(c, h);
         if (watch != RL_WATCH_OK) {
             rl_holds_remove(&c->holds, h);

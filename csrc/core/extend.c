@@ -10,6 +10,7 @@
 #include "error.h"
 #include "extend.h"
 #include "names.h"
+#include "validity.h"
 
 /* The renewal script's answer for one key: 1 renewed, 0 gone, 2 held by others; -1 unreadable. */
 static int renew_answer(const redisReply *r) {
@@ -57,7 +58,7 @@ rl_status rl_lock_set_lease(rl_lock *l, uint64_t context, int64_t lease_ms, int 
                                                                      : RL_LOST_DELETED;
     if (answer == 1 && h && !h->lost) {
         if (adopt && !h->watchdog) h->lease_ms = lease_ms;
-        h->confirmed_until = sent_at + lease_ms;
+        rl_hold_confirmed(c, h, sent_at, lease_ms);
     } else {
         if (h && h->count > 0) {
             rl_client_hold_lost(c, h, reason);

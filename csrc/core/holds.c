@@ -110,6 +110,7 @@ void rl_holds_remove(rl_holds *holds, rl_hold *hold) {
     *p = hold->bucket_next;
     holds->count--;
     if (rl_hold_is_lock(hold)) holds->locks--;
+    if (hold->in_doubt) holds->in_doubt--;
     free(hold->retry_id);
     free(hold);
 }

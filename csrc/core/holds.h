@@ -29,6 +29,7 @@ typedef struct rl_hold {
     unsigned in_round : 1;   /* part of the renewal round on the wire: must not be freed */
     unsigned release_failed : 1; /* its last release failed on the network: settle it first */
     unsigned freed : 1;          /* lost, and already removed from Redis by a release */
+    unsigned in_doubt : 1;       /* a renewal failed since the last confirmation (validity.c) */
     char *retry_id;              /* after a failed release: its request id (malloc'd), reused by
                                     the retry so that the unlock latch answers it; else NULL */
     const char *owner;           /* the hash field: owner, or owner:write for a write hold */
@@ -57,6 +58,8 @@ typedef struct rl_holds {
     size_t locks;        /* holds of lock kinds (rl_hold_is_lock), for rl_stats.holds */
     rl_hold *watch_head; /* watched holds, newest first */
     size_t watched;
+    size_t in_doubt;  /* holds with in_doubt set */
+    uint64_t doubted; /* times a hold went in doubt */
 } rl_holds;
 
 /* The table's hash of a hold's identity (also used by handover.c for lock names). */

@@ -12,6 +12,7 @@
 #include "lock.h"
 #include "names.h"
 #include "random.h"
+#include "validity.h"
 #include "waiting.h"
 
 #define LOCK_STRINGS 7
@@ -225,7 +226,7 @@ static rl_status record_hold(rl_lock *l, uint64_t context, const attempt *a, int
         if (h->count == 0 && max_hold_ms > 0) h->renew_until = a->sent_at + max_hold_ms;
         h->count++;
         h->token = a->token;
-        h->confirmed_until = a->sent_at + a->lease;
+        rl_hold_confirmed(c, h, a->sent_at, a->lease);
         if (lease_ms == RL_LEASE_WATCHDOG)
             h->watchdog = 1;
         else
@@ -353,9 +354,6 @@ static void drop_one(rl_client *c, rl_hold *h) {
     if (--h->count <= 0) rl_holds_remove(&c->holds, h);
 }
 
-static int64_t release_lease(const rl_client *c, const rl_hold *h) {
-    return h->watchdog ? c->cfg.options.watchdog_timeout_ms : h->lease_ms;
-}
 
 /* Whether another local hold of this context counts in the same Redis field (a context using
  * the reentrant, fenced and fair kinds on one name): Redis then counts them together. */
@@ -373,7 +371,7 @@ static int field_shared(rl_client *c, const rl_hold *h) {
  * Returns how many releases Redis answered "still held". */
 static int release_fully(rl_lock *l, rl_hold *h) {
     rl_client *c = l->client;
-    int64_t lease = release_lease(c, h);
+    int64_t lease = rl_hold_lease(c, h);
     pthread_mutex_unlock(&c->mu);
     int still_held = 0;
     rl_error ignored;
@@ -487,7 +485,7 @@ static rl_status release_one(rl_lock *l, rl_hold *h, int settling, rl_error *err
         memcpy(request_id, h->retry_id, sizeof request_id);
     else
         rl_random_hex(request_id, RL_REQUEST_ID_BYTES);
-    int64_t lease = release_lease(c, h);
+    int64_t lease = rl_hold_lease(c, h);
     const char *field = h->owner; /* immutable while this context holds the lock */
     size_t field_len = h->owner_len;
     pthread_mutex_unlock(&c->mu);
@@ -678,6 +676,64 @@ int64_t rl_lock_token(rl_lock *l, uint64_t context) {
     pthread_mutex_unlock(&l->client->mu);
     rl_client_leave(l->client);
     return token;
+}
+
+rl_hold_state rl_lock_state(rl_lock *l, uint64_t context, int64_t *valid_until_ms) {
+    int64_t until = 0;
+    rl_hold_state state = RL_HOLD_NONE;
+    if (l && rl_client_enter(l->client, NULL) == RL_OK) {
+        pthread_mutex_lock(&l->client->mu);
+        state = rl_hold_state_at(l->client, local_hold(l, context), rl_now_ms(), &until);
+        pthread_mutex_unlock(&l->client->mu);
+        rl_client_leave(l->client);
+    }
+    if (valid_until_ms) *valid_until_ms = until;
+    return state;
+}
+
+int64_t rl_lock_valid_until(rl_lock *l, uint64_t context) {
+    int64_t until;
+    rl_lock_state(l, context, &until);
+    return until;
+}
+
+rl_status rl_lock_check(rl_lock *l, uint64_t context, int64_t min_left_ms, int64_t *valid_for_ms,
+                        rl_error *err) {
+    rl_error_clear(err);
+    if (valid_for_ms) *valid_for_ms = 0;
+    if (!l) return rl_fail(err, RL_ERR_ARGUMENT, "lock must not be NULL");
+    if (min_left_ms < 0) return rl_fail(err, RL_ERR_ARGUMENT, "min_left must be >= 0");
+    rl_status st = rl_client_enter(l->client, err);
+    if (st != RL_OK) return st;
+    char shown[RL_NAME_SHOWN_MAX];
+    int64_t now = rl_now_ms(), until;
+    pthread_mutex_lock(&l->client->mu);
+    rl_hold *h = local_hold(l, context);
+    rl_hold_state state = rl_hold_state_at(l->client, h, now, &until);
+    rl_lost_reason reason = h && h->lost ? h->lost : RL_LOST_EXPIRED;
+    pthread_mutex_unlock(&l->client->mu);
+    rl_client_leave(l->client);
+    int64_t left = until > now ? until - now : 0;
+    if (valid_for_ms) *valid_for_ms = left;
+    if (state == RL_HOLD_NONE)
+        return rl_fail(err, RL_NOT_OWNED, "lock \"%s\" is not held by this context",
+                       printable(l, shown));
+    if (state == RL_HOLD_LOST) return rl_fail_lost(err, reason, "", printable(l, shown));
+    if (state == RL_HOLD_IN_DOUBT)
+        return rl_fail(err, RL_IN_DOUBT,
+                       "the hold of lock \"%s\" is in doubt (a renewal failed or is late): "
+                       "guaranteed for %lld ms more at most",
+                       printable(l, shown), (long long)left);
+    if (left < min_left_ms)
+        return rl_fail(err, RL_IN_DOUBT,
+                       "the hold of lock \"%s\" is guaranteed for %lld ms more, less than the "
+                       "%lld ms asked",
+                       printable(l, shown), (long long)left, (long long)min_left_ms);
+    return RL_OK;
+}
+
+int64_t rl_monotonic_ms(void) {
+    return rl_now_ms();
 }
 
 int rl_lock_lost(rl_lock *l, uint64_t context, rl_lost_reason *reason) {

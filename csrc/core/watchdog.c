@@ -11,6 +11,7 @@
 #include "renew_cluster.h"
 #include "replicas.h"
 #include "threads.h"
+#include "validity.h"
 
 /* The scripts are laid out as Lua, one line per line: */
 /* clang-format off */
@@ -196,7 +197,7 @@ static int renew_round(rl_client *c, int64_t *earliest) {
         h->in_round = 0;
         long long answer = answers ? answers[i] : -1; /* a cluster's answered nodes count */
         if (answer == 1) {
-            h->confirmed_until = sent_at + lease;
+            rl_hold_confirmed(c, h, sent_at, lease);
             renewed++;
         } else if (h->lost || !h->watched) {
             /* released meanwhile, or declared lost by a release: nothing to say */
@@ -207,6 +208,8 @@ static int renew_round(rl_client *c, int64_t *earliest) {
             rl_client_hold_lost(c, h, RL_LOST_OWNER_CHANGED);
         } else if (now >= h->confirmed_until) {
             rl_client_hold_lost(c, h, RL_LOST_UNREACHABLE);
+        } else {
+            rl_hold_doubted(c, h, "its renewal failed");
         }
         if (!h->lost && h->watched && h->confirmed_until < *earliest)
             *earliest = h->confirmed_until;

@@ -39,12 +39,15 @@ static const char *opt_string(lua_State *L, int idx, const char *name) {
     return s;
 }
 
-/* The TLS, Sentinel and hand-over options in the table at `idx` (nil: none; checked, and the
+/* The TLS, Sentinel, hand-over and drift options in the table at `idx` (nil: none; checked, and the
  * durations made ms, by the Lua side). */
 static void table_options(lua_State *L, int idx, rl_options *o) {
     if (!lua_istable(L, idx)) return;
     lua_getfield(L, idx, "handover_grace");
     if (lua_isnumber(L, -1)) o->handover_grace_ms = (int64_t)lua_tonumber(L, -1);
+    lua_pop(L, 1);
+    lua_getfield(L, idx, "drift_factor"); /* parts per million */
+    if (lua_isnumber(L, -1)) o->drift_factor_ppm = (int64_t)lua_tonumber(L, -1);
     lua_pop(L, 1);
     o->tls_ca_file = opt_string(L, idx, "tls_ca_file");
     o->tls_ca_dir = opt_string(L, idx, "tls_ca_dir");

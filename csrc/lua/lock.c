@@ -133,6 +133,35 @@ static int lock_lost(lua_State *L) {
     return 2;
 }
 
+/* lock:valid_for() -> seconds for which the running coroutine's hold is still guaranteed on
+ * this host's clock (0 when nothing is): local state, no round trip. */
+static int lock_valid_for(lua_State *L) {
+    rlua_shared_lock *shared = check_lock(L);
+    int64_t until = rl_lock_valid_until(shared->core, rlua_context(L));
+    int64_t left = until ? until - rl_monotonic_ms() : 0;
+    lua_pushnumber(L, left > 0 ? (lua_Number)left / 1000.0 : 0.0);
+    return 1;
+}
+
+/* lock:in_doubt() -> boolean: a renewal failed or is late; the hold may still be valid. */
+static int lock_in_doubt(lua_State *L) {
+    rlua_shared_lock *shared = check_lock(L);
+    lua_pushboolean(L, rl_lock_state(shared->core, rlua_context(L), NULL) == RL_HOLD_IN_DOUBT);
+    return 1;
+}
+
+/* lock:_check(min_left_ms) -> seconds left | nil, "in_doubt: ..." / "lost: ..." /
+ * "not_owned: ...". */
+static int lock_check(lua_State *L) {
+    rlua_shared_lock *shared = check_lock(L);
+    int64_t min_left = (int64_t)luaL_checknumber(L, 2), left;
+    rl_error err;
+    rl_status st = rl_lock_check(shared->core, rlua_context(L), min_left, &left, &err);
+    if (st != RL_OK) return rlua_fail(L, st, &err);
+    lua_pushnumber(L, (lua_Number)left / 1000.0);
+    return 1;
+}
+
 /* lock:token() -> the fencing token of the running coroutine's hold, or nil (none, or not a
  * fenced lock): local state, no round trip. */
 static int lock_token(lua_State *L) {
@@ -162,6 +191,9 @@ void rlua_lock_register(lua_State *L) {
                                        {"remaining", lock_remaining},
                                        {"lost", lock_lost},
                                        {"token", lock_token},
+                                       {"valid_for", lock_valid_for},
+                                       {"in_doubt", lock_in_doubt},
+                                       {"_check", lock_check},
                                        {"extend", rlua_lock_extend},
                                        {"reacquire", rlua_lock_reacquire},
                                        {"release_token", rlua_lock_release_token},

@@ -129,10 +129,12 @@ static int client_init(rlpy_client *self, PyObject *args, PyObject *kwargs) {
                                "sentinel_user",
                                "sentinel_password",
                                "handover_grace",
+                               "drift_factor",
                                NULL};
     const char *url;
     PyObject *watchdog = Py_None, *connect = Py_None, *command = Py_None, *on_event = Py_None;
     PyObject *max_hold = Py_None, *sync_timeout = Py_None, *handover_grace = Py_None;
+    PyObject *drift = Py_None;
     int sync_replicas = 0, tls_insecure = 0;
     rl_options options; /* the core's defaults; None leaves an option at its default */
     rl_options_init(&options);
@@ -141,12 +143,21 @@ static int client_init(rlpy_client *self, PyObject *args, PyObject *kwargs) {
         return -1;
     }
     if (!PyArg_ParseTupleAndKeywords(
-            args, kwargs, "s|OOOOOiOzzzzzpzzO:Client", keywords, &url, &watchdog, &connect,
+            args, kwargs, "s|OOOOOiOzzzzzpzzOO:Client", keywords, &url, &watchdog, &connect,
             &command, &on_event, &max_hold, &sync_replicas, &sync_timeout, &options.tls_ca_file,
             &options.tls_ca_dir, &options.tls_cert_file, &options.tls_key_file,
             &options.tls_server_name, &tls_insecure, &options.sentinel_user,
-            &options.sentinel_password, &handover_grace))
+            &options.sentinel_password, &handover_grace, &drift))
         return -1;
+    if (drift != Py_None) {
+        double factor = PyFloat_AsDouble(drift);
+        if (factor == -1.0 && PyErr_Occurred()) return -1;
+        if (!(factor >= 0.0 && factor <= 0.5)) {
+            PyErr_SetString(PyExc_ValueError, "drift_factor must be from 0 to 0.5");
+            return -1;
+        }
+        options.drift_factor_ppm = (int64_t)(factor * 1e6 + 0.5);
+    }
     options.tls_insecure_skip_verify = tls_insecure;
     if (rlpy_optional_ms(watchdog, "watchdog_timeout", &options.watchdog_timeout_ms) < 0 ||
         rlpy_optional_ms(connect, "connect_timeout", &options.connect_timeout_ms) < 0 ||
@@ -242,7 +253,7 @@ static PyObject *client_stats(rlpy_client *self, PyObject *unused) {
     }
     if (!lost) return NULL;
     return Py_BuildValue(
-        "{sKsKsKsKsnsOsnsKsKsdsdsKsNsnsnsKsnsKsKsK}", "renew_rounds",
+        "{sKsKsKsKsnsOsnsKsKsdsdsKsNsnsnsKsnsKsKsKsnsK}", "renew_rounds",
         (unsigned long long)s.renew_rounds, "renew_round_trips",
         (unsigned long long)s.renew_round_trips, "renew_calls", (unsigned long long)s.renew_calls,
         "renewed_holds", (unsigned long long)s.renewed_holds, "last_round_holds",
@@ -256,7 +267,8 @@ static PyObject *client_stats(rlpy_client *self, PyObject *unused) {
         (Py_ssize_t)s.last_round_nodes, "cluster_refreshes",
         (unsigned long long)s.cluster_refreshes, "last_round_us",
         (unsigned long long)s.last_round_us, "renew_round_us",
-        (unsigned long long)s.renew_round_us);
+        (unsigned long long)s.renew_round_us, "in_doubt", (Py_ssize_t)s.in_doubt,
+        "in_doubt_total", (unsigned long long)s.in_doubt_total);
 }
 
 static PyMethodDef client_methods[] = {

@@ -246,6 +246,76 @@ static PyObject *lock_get_lost_reason(rlpy_lock *self, void *unused) {
     return PyUnicode_FromString(rl_lost_reason_name(reason));
 }
 
+/* Validity (rl_lock_state) of one context's hold: the calling thread's for the public methods,
+ * a task's for redlease.asyncio (_validity, _check). Times are CLOCK_MONOTONIC, in seconds as
+ * time.monotonic(); 0.0 when nothing is guaranteed. */
+static double seconds(int64_t ms) {
+    return (double)ms / 1000.0;
+}
+
+static PyObject *valid_for(rlpy_lock *self, uint64_t context) {
+    if (!open_client(self)) return NULL;
+    int64_t until = rl_lock_valid_until(self->lock, context);
+    int64_t left = until ? until - rl_monotonic_ms() : 0;
+    return PyFloat_FromDouble(left > 0 ? seconds(left) : 0.0);
+}
+
+static PyObject *check(rlpy_lock *self, uint64_t context, double min_left) {
+    if (!(min_left >= 0.0 && min_left < 1e9)) {
+        PyErr_SetString(PyExc_ValueError, "min_left must be a number of seconds >= 0");
+        return NULL;
+    }
+    if (!open_client(self)) return NULL;
+    int64_t left;
+    rl_error err;
+    if (rl_lock_check(self->lock, context, (int64_t)(min_left * 1000.0 + 0.999), &left, &err) !=
+        RL_OK)
+        return rlpy_raise(&err);
+    return PyFloat_FromDouble(seconds(left));
+}
+
+static PyObject *lock_valid_for(rlpy_lock *self, PyObject *unused) {
+    (void)unused;
+    return valid_for(self, rlpy_owner_context());
+}
+
+static PyObject *lock_check(rlpy_lock *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"min_left", NULL};
+    double min_left = 0.0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|d:check", keywords, &min_left)) return NULL;
+    return check(self, rlpy_owner_context(), min_left);
+}
+
+static PyObject *lock_get_deadline(rlpy_lock *self, void *unused) {
+    (void)unused;
+    if (!open_client(self)) return NULL;
+    return PyFloat_FromDouble(seconds(rl_lock_valid_until(self->lock, rlpy_owner_context())));
+}
+
+static PyObject *lock_get_in_doubt(rlpy_lock *self, void *unused) {
+    (void)unused;
+    if (!open_client(self)) return NULL;
+    return PyBool_FromLong(rl_lock_state(self->lock, rlpy_owner_context(), NULL) ==
+                           RL_HOLD_IN_DOUBT);
+}
+
+/* _validity(context) -> (state, deadline); _check(context, min_left) -> float. */
+static PyObject *lock_validity_of(rlpy_lock *self, PyObject *arg) {
+    unsigned long long context = PyLong_AsUnsignedLongLong(arg);
+    if (context == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
+    if (!open_client(self)) return NULL;
+    int64_t until;
+    rl_hold_state state = rl_lock_state(self->lock, context, &until);
+    return Py_BuildValue("(id)", (int)state, seconds(until));
+}
+
+static PyObject *lock_check_of(rlpy_lock *self, PyObject *args) {
+    unsigned long long context;
+    double min_left;
+    if (!PyArg_ParseTuple(args, "Kd:_check", &context, &min_left)) return NULL;
+    return check(self, context, min_left);
+}
+
 static PyObject *lock_get_name(rlpy_lock *self, void *unused) {
     (void)unused;
     if (!ready(self)) return NULL;
@@ -312,6 +382,19 @@ static PyMethodDef lock_methods[] = {
     {"owner", (PyCFunction)lock_owner, METH_NOARGS,
      "owner() -> list[dict]\n--\n\nWho holds the lock, from Redis: each owner's client_id, "
      "context, count, lease, write and local (one inspection)."},
+    {"valid_for", (PyCFunction)lock_valid_for, METH_NOARGS,
+     "valid_for() -> float\n--\n\nSeconds for which the calling thread's hold is still "
+     "guaranteed, on this host's clock (no round trip): from when its last confirmed acquire or "
+     "renewal was sent, its lease less the drift margin. 0.0 when it holds nothing guaranteed."},
+    {"check", (PyCFunction)(void (*)(void))lock_check, METH_VARARGS | METH_KEYWORDS,
+     "check(min_left=0.0) -> float\n--\n\nA guard before a critical write (no round trip): "
+     "returns valid_for() when the hold is held and guaranteed for at least min_left seconds. "
+     "Raises LockInDoubtError when it is in doubt or less is left, LockLostError when it was "
+     "lost or its lease ran out, NotOwnedError when the calling thread does not hold it."},
+    {"_validity", (PyCFunction)lock_validity_of, METH_O,
+     "_validity(context) -> (state, deadline)\n--\n\nredlease.asyncio's: a task's hold."},
+    {"_check", (PyCFunction)lock_check_of, METH_VARARGS,
+     "_check(context, min_left) -> float\n--\n\nredlease.asyncio's: check() of a task's hold."},
     {"force_unlock", (PyCFunction)lock_force_unlock, METH_NOARGS,
      "force_unlock() -> bool\n--\n\nDeletes the lock whoever holds it and wakes a waiter; True "
      "if it was held. The holder finds its hold lost."},
@@ -326,6 +409,15 @@ static PyGetSetDef lock_getset[] = {
     {"lost_reason", (getter)lock_get_lost_reason, NULL,
      "Why the calling thread's hold was lost ('expired', 'deleted', 'owner_changed', "
      "'unreachable', 'max_hold'), or None.",
+     NULL},
+    {"in_doubt", (getter)lock_get_in_doubt, NULL,
+     "True while the calling thread's hold is in doubt: a renewal failed or is late, or less "
+     "than the drift margin of its lease is left. It may still be valid (valid_for()); it is "
+     "held again when a renewal is confirmed, or lost.",
+     NULL},
+    {"deadline", (getter)lock_get_deadline, NULL,
+     "The time.monotonic() time until which the calling thread's hold is guaranteed (usable "
+     "with asyncio.timeout_at); 0.0, a time long past, when nothing is guaranteed.",
      NULL},
     {"name", (getter)lock_get_name, NULL, "The lock's name, as given (str or bytes).", NULL},
     {NULL, NULL, NULL, NULL, NULL},

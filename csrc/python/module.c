@@ -73,6 +73,7 @@ static int load_error_classes(void) {
         {RL_NOT_OWNED, "NotOwnedError"},
         {RL_LOST, "LockLostError"},
         {RL_ABORTED, "LockError"},
+        {RL_IN_DOUBT, "LockInDoubtError"},
         {RL_ERR_CONNECTION, "ConnectionError"},
         {RL_ERR_SERVER, "ServerError"},
         {RL_ERR_CLOSED, "ClientClosedError"},
@@ -158,6 +159,12 @@ PyMODINIT_FUNC PyInit__core(void) {
         PyModule_AddIntConstant(m, "EVENT_SYNC_FAILED", RL_EVENT_SYNC_FAILED) < 0 ||
         PyModule_AddIntConstant(m, "EVENT_STRAY_HOLDS", RL_EVENT_STRAY_HOLDS) < 0 ||
         PyModule_AddIntConstant(m, "EVENT_ABANDONED", RL_EVENT_ABANDONED) < 0 ||
+        PyModule_AddIntConstant(m, "EVENT_IN_DOUBT", RL_EVENT_IN_DOUBT) < 0 ||
+        PyModule_AddIntConstant(m, "HOLD_NONE", RL_HOLD_NONE) < 0 ||
+        PyModule_AddIntConstant(m, "HOLD_HELD", RL_HOLD_HELD) < 0 ||
+        PyModule_AddIntConstant(m, "HOLD_IN_DOUBT", RL_HOLD_IN_DOUBT) < 0 ||
+        PyModule_AddIntConstant(m, "HOLD_LOST", RL_HOLD_LOST) < 0 ||
+        PyModule_AddIntConstant(m, "EVENT_CONFIRMED", RL_EVENT_CONFIRMED) < 0 ||
         rlpy_family_add_types(m) < 0 || rlpy_async_add_types(m) < 0) {
         Py_DECREF(m);
         return NULL;

@@ -42,9 +42,9 @@ local function whole(v, min)
 end
 
 -- Reads an options table against spec (name -> {positive, infinite, min_ms, none, count, whole,
--- text, flag}); returns name -> ms (a count for `count`, the number for `whole`, the string for
--- `text`, the boolean for `flag`, -1 for false where `none`; nil when absent) or nil and the
--- complaint.
+-- text, flag, fraction}); returns name -> ms (a count for `count`, the number for `whole`, the
+-- string for `text`, the boolean for `flag`, parts per million for `fraction` (its largest
+-- value), -1 for false where `none`; nil when absent) or nil and the complaint.
 local function options(opts, spec)
   if opts == nil then return {} end
   if type(opts) ~= "table" then return nil, "options", "table expected, got " .. type(opts) end
@@ -64,6 +64,12 @@ local function options(opts, spec)
     elseif s.flag and v ~= nil then
       if type(v) ~= "boolean" then return nil, name, "boolean expected, got " .. describe(v) end
       out[name] = v
+    elseif s.fraction and v ~= nil then
+      if type(v) ~= "number" or v ~= v or v < 0 or v > s.fraction then
+        return nil, name, ("a number from 0 to %g expected, got %s"):format(s.fraction,
+                                                                        describe(v))
+      end
+      out[name] = math.floor(v * 1e6 + 0.5) -- parts per million
     elseif s.whole and v ~= nil then
       local n, why = whole(v, s.whole)
       if not n then return nil, name, why end
@@ -106,6 +112,7 @@ local CONNECT = {
   sentinel_user = { text = true },
   sentinel_password = { text = true },
   handover_grace = {},
+  drift_factor = { fraction = 0.5 },
 }
 
 -- connect(url, opts): returns the options (durations in ms).
@@ -114,6 +121,13 @@ function args.connect(url, opts)
   local o, name, why = options(opts, CONNECT)
   if not o then raise("connect", name, why) end
   return o
+end
+
+-- lock:check(opts): returns min_left in ms.
+function args.check(opts)
+  local o, name, why = options(opts, { min_left = {} })
+  if not o then raise("check", name, why) end
+  return o.min_left or 0
 end
 
 local ACQUIRE = {

@@ -22,7 +22,8 @@ local clients_made = 0
 -- connect(url, {watchdog_timeout=, connect_timeout=, command_timeout=, max_hold=,
 -- sync_timeout= in seconds; sync_replicas= a count; tls_ca_file=, tls_ca_dir=, tls_cert_file=,
 -- tls_key_file=, tls_server_name= strings and tls_insecure_skip_verify= a boolean, for rediss://;
--- handover_grace= in seconds, 0: off, docs/semantics.md})
+-- handover_grace= in seconds, 0: off, docs/semantics.md; drift_factor= a fraction of the lease
+-- kept as the validity margin, default 0.01)
 -- -> client | nil, err. Connections open on first use.
 function redlease.connect(url, opts)
   local o = args.connect(url, opts)
@@ -32,6 +33,7 @@ function redlease.connect(url, opts)
     local why = err:match("^argument: (.*)")
     if why then -- the URL, or the TLS option the core names first
       local name = why:match("^(tls_[%w_]+)") or why:match("^(handover_grace) ")
+        or why:match("^(drift_factor) ")
         or (why:find("tls_*", 1, true) and "options")
       error(("bad argument '%s' to 'connect' (%s)"):format(name or "url", why), 2)
     end

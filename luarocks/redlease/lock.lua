@@ -79,6 +79,21 @@ function Lock:lost() return self._core:lost() end
 -- else nil. Local state, no round trip.
 function Lock:token() return self._core:token() end
 
+-- Seconds for which the running coroutine's hold is still guaranteed on this host's clock: from
+-- when its last confirmed acquire or renewal was sent, its lease less the drift margin (0 when
+-- it holds nothing guaranteed). No round trip.
+function Lock:valid_for() return self._core:valid_for() end
+
+-- true while the hold is in doubt: a renewal failed or is late; it may still be valid.
+function Lock:in_doubt() return self._core:in_doubt() end
+
+-- A guard before a critical write: the seconds left when the hold is held and guaranteed for
+-- at least opts.min_left seconds (default 0); else nil and "in_doubt: ...", "lost: ..." or
+-- "not_owned: ...". No round trip.
+function Lock:check(opts)
+  return self._core:_check(args.check(opts))
+end
+
 -- Fixed-lease holds of the running coroutine (redis-py's extend/reacquire): extend(seconds,
 -- {replace = true}) adds to the lease left (replace: sets it); reacquire() gives the hold its
 -- own lease again. true, or nil and an error ("argument: ..." in watchdog mode, "not_owned: ...",

@@ -5,6 +5,7 @@ client's Completions on the loop; nothing here blocks the loop, polls or uses an
 """
 
 import asyncio
+import time
 import weakref
 from typing import TYPE_CHECKING, Any, Optional, Set, Tuple, Union
 
@@ -183,6 +184,27 @@ class Lock:
     @property
     def lost_reason(self) -> Optional[str]:
         return self._state()[1]
+
+    @property
+    def in_doubt(self) -> bool:
+        """Whether the current task's hold is in doubt: a renewal failed or is late (see
+        redlease.Lock.in_doubt)."""
+        return self._core._validity(self._client._context())[0] == _core.HOLD_IN_DOUBT
+
+    @property
+    def deadline(self) -> float:
+        """The loop-clock (time.monotonic()) time until which the current task's hold is
+        guaranteed, for ``asyncio.timeout_at(lock.deadline)``; 0.0 when nothing is."""
+        return self._core._validity(self._client._context())[1]
+
+    def valid_for(self) -> float:
+        """Seconds for which the current task's hold is still guaranteed; 0.0 when none."""
+        deadline = self.deadline
+        return max(0.0, deadline - time.monotonic()) if deadline else 0.0
+
+    def check(self, min_left: float = 0.0) -> float:
+        """As redlease.Lock.check(), for the current task's hold."""
+        return self._core._check(self._client._context(), min_left)
 
     async def _query(self, what: int) -> int:
         comp = self._client._completions_now()

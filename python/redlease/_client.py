@@ -8,7 +8,7 @@ from typing import Callable, Iterator, Optional, TypeVar, Union, cast
 
 from . import _core, _green
 from ._core import CountDownLatch, Lock, MultiLock, Semaphore
-from ._events import EventDispatcher, OnLost
+from ._events import EventDispatcher, OnLost, OnState
 from ._family import PermitExpirableSemaphore
 from ._locks import KINDS, FairLock, FencedLock, ReadLock, ReadWriteLock, WriteLock
 from ._ops import Inspection, Stats
@@ -70,6 +70,14 @@ class Client:
     keep taking it back; 0 turns this off (the most hand-offs per second, the least even share
     between workers). Fair locks keep their strict order either way.
 
+    Validity (``docs/semantics.md``, "Knowing how long you hold it"): a hold is guaranteed until
+    its last confirmed acquire or renewal was sent plus its lease, less a margin of
+    ``drift_factor`` (default 0.01) of the lease plus 2 ms for clocks drifting apart:
+    ``lock.valid_for()``, ``lock.deadline``, ``lock.check(min_left=)``. A hold whose renewal
+    failed is *in doubt* (``lock.in_doubt``) until a renewal is confirmed again or it is lost.
+    ``on_state(name, state, why)`` is called on a background thread for each change: state
+    ``"in_doubt"``, ``"held"`` (confirmed again) or ``"lost"`` (why: the reason, as on_lost's).
+
     Close it with ``close()`` or use it as a context manager. Closing does not release held
     locks: they expire by their lease.
     """
@@ -84,15 +92,20 @@ class Client:
                  tls_server_name: Optional[str] = None,
                  tls_insecure_skip_verify: bool = False, sentinel_user: Optional[str] = None,
                  sentinel_password: Optional[str] = None,
-                 handover_grace: Optional[float] = None) -> None:
+                 handover_grace: Optional[float] = None,
+                 on_state: Optional[OnState] = None,
+                 drift_factor: Optional[float] = None) -> None:
         if on_lost is not None and not callable(on_lost):
             raise TypeError("on_lost must be callable or None")
+        if on_state is not None and not callable(on_state):
+            raise TypeError("on_state must be callable or None")
         _green.check()  # under gevent's patching: owners are greenlets, waits yield to the hub
         self._core = _core.Client(url, watchdog_timeout, connect_timeout, command_timeout,
-                                  EventDispatcher(on_lost), max_hold, sync_replicas, sync_timeout,
-                                  _path(tls_ca_file), _path(tls_ca_dir), _path(tls_cert_file),
-                                  _path(tls_key_file), tls_server_name, tls_insecure_skip_verify,
-                                  sentinel_user, sentinel_password, handover_grace)
+                                  EventDispatcher(on_lost, on_state), max_hold, sync_replicas,
+                                  sync_timeout, _path(tls_ca_file), _path(tls_ca_dir),
+                                  _path(tls_cert_file), _path(tls_key_file), tls_server_name,
+                                  tls_insecure_skip_verify, sentinel_user, sentinel_password,
+                                  handover_grace, drift_factor)
         self._url = self._core.url
         self.watchdog_timeout: float = self._core.watchdog_timeout
         _open_clients.add(self)

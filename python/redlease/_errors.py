@@ -31,6 +31,12 @@ class LockLostError(LockError):
         return (type(self), (str(self), self.reason))
 
 
+class LockInDoubtError(LockError):
+    """``lock.check()``: the calling thread's hold may still be valid, but not surely for as long
+    as asked: a renewal failed or is late, or its lease is ending. Stop starting work that needs
+    the lock; it is held again once a renewal is confirmed (``lock.in_doubt`` turns False)."""
+
+
 class ConnectionError(LockError, builtins.ConnectionError):  # noqa: A001 - the contract's name
     """Redis could not be reached: refused, timed out, or authentication failed."""
 

@@ -12,6 +12,8 @@ from . import _core
 log = logging.getLogger("redlease")
 
 OnLost = Callable[[Union[str, bytes], str], object]
+# on_state(name, state, why): "in_doubt", "held" (confirmed again after being in doubt), "lost"
+OnState = Callable[[Union[str, bytes], str, str], object]
 
 
 def shown_name(raw: bytes) -> Union[str, bytes]:
@@ -25,8 +27,15 @@ def shown_name(raw: bytes) -> Union[str, bytes]:
 class EventDispatcher:
     """The callable handed to the core client."""
 
-    def __init__(self, on_lost: Optional[OnLost]) -> None:
+    def __init__(self, on_lost: Optional[OnLost], on_state: Optional[OnState] = None) -> None:
         self.on_lost = on_lost
+        self.on_state = on_state
+
+    def _call(self, what: str, fn: Callable[..., object], *args: object) -> None:
+        try:
+            fn(*args)
+        except Exception:
+            log.exception("%s callback raised for lock %r", what, args[0])
 
     def __call__(self, kind: int, name: Optional[bytes], context: int, reason: str,
                  holds: int, message: str) -> None:
@@ -38,11 +47,18 @@ class EventDispatcher:
             log.warning("not acknowledged by any replica: %s", message)
         elif kind in (_core.EVENT_STRAY_HOLDS, _core.EVENT_ABANDONED):
             log.warning("%s", message)
+        elif kind == _core.EVENT_IN_DOUBT and name is not None:
+            log.warning("%s", message)
+            if self.on_state is not None:
+                self._call("on_state", self.on_state, shown_name(name), "in_doubt", message)
+        elif kind == _core.EVENT_CONFIRMED and name is not None:
+            log.warning("%s", message)
+            if self.on_state is not None:
+                self._call("on_state", self.on_state, shown_name(name), "held", message)
         elif kind == _core.EVENT_LOST and name is not None:
             lock_name = shown_name(name)
             log.error("lock %r lost while held: %s", lock_name, reason)
             if self.on_lost is not None:
-                try:
-                    self.on_lost(lock_name, reason)
-                except Exception:
-                    log.exception("on_lost callback raised for lock %r", lock_name)
+                self._call("on_lost", self.on_lost, lock_name, reason)
+            if self.on_state is not None:
+                self._call("on_state", self.on_state, lock_name, "lost", reason)

@@ -49,6 +49,8 @@ class Stats(TypedDict):
     lost_total: int  # holds lost while held
     lost: Dict[str, int]  # ... by reason: expired, deleted, owner_changed, unreachable, max_hold
     holds: int  # (lock, thread) holds now
+    in_doubt: int  # ... of which in doubt now (a renewal failed; may still be valid)
+    in_doubt_total: int  # times a hold went in doubt
     waiters: int  # acquires waiting now
     renew_rounds: int  # watchdog renewal rounds that reached Redis
     renew_failed_rounds: int  # rounds that failed on the network (retried)

@@ -249,7 +249,11 @@ void event_log_destroy(event_log *log) {
 static void record_event(const rl_event *ev, void *userdata) {
     event_log *log = userdata;
     pthread_mutex_lock(&log->mu);
-    if ((int)ev->kind >= 0 && (int)ev->kind < 8) log->counts[ev->kind]++;
+    if ((int)ev->kind >= 0 && (int)ev->kind < EVENT_KINDS) {
+        log->counts[ev->kind]++;
+        log->last_at[ev->kind] = now_ms();
+        if (!log->first_at[ev->kind]) log->first_at[ev->kind] = log->last_at[ev->kind];
+    }
     if (ev->kind == RL_EVENT_LOST) {
         log->reason = ev->reason;
         log->last_lost_at = now_ms();

@@ -147,7 +147,10 @@ void crowd_end(crowd *c);
 /* The core's events, as a test sees them: counts per kind, the latest lost reason and message. */
 typedef struct event_log {
     pthread_mutex_t mu;
-    int counts[8]; /* by rl_event_kind */
+#define EVENT_KINDS 16
+    int counts[EVENT_KINDS];      /* by rl_event_kind */
+    int64_t first_at[EVENT_KINDS]; /* now_ms() when the first and the latest event of each kind */
+    int64_t last_at[EVENT_KINDS];  /* arrived (0: none yet) */
     rl_lost_reason reason;
     int64_t last_lost_at; /* now_ms() when the latest RL_EVENT_LOST arrived */
     char message[400];
