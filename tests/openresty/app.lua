@@ -348,6 +348,27 @@ function app.watch_loss()
     release = ok or err:match("^(%w+):") }
 end
 
+-- /wait_exit?name=: waits on the lock while another light thread ends the request with
+-- ngx.exit after 0.3 s (the waiter never resumes).
+function app.wait_exit()
+  ngx.thread.spawn(function()
+    ngx.sleep(0.3)
+    ngx.exit(204)
+  end)
+  lock_of(app.client):acquire { timeout = 60 }
+  ngx.say("not reached")
+end
+
+-- /wait_kill?name=: a light thread waits on the lock; the request kills it after 0.3 s and
+-- answers "killed=true".
+function app.wait_kill()
+  local t = ngx.thread.spawn(function()
+    lock_of(app.client):acquire { timeout = 60 }
+  end)
+  ngx.sleep(0.3)
+  out { killed = ngx.thread.kill(t) and true }
+end
+
 -- /gc: a full collection in this worker.
 function app.gc()
   collectgarbage()

@@ -136,6 +136,15 @@ class Nginx:
     def reload(self) -> None:
         self.process.send_signal(signal.SIGHUP)
 
+    def quit(self, timeout: float) -> bool:
+        """Graceful shutdown (`nginx -s quit`): True when nginx exited within `timeout` s."""
+        self.process.send_signal(signal.SIGQUIT)
+        try:
+            self.process.wait(timeout)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+
     def stop(self) -> None:
         if self.process is None:
             return

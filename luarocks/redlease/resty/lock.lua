@@ -56,24 +56,28 @@ end
 -- waiter's own release message (the channel's next message past `floor`, which counts our
 -- release's own) or `until_ms`. It observes: the message that woke that waiter, when it is a
 -- run of this client, stays that waiter's. -> true, or nil, err
-local function yield_to_woken(sub, entry, until_ms, floor)
-  local ok, err = sub:observe(entry, until_ms, floor)
+local function yield_to_woken(sub, entry, until_ms, floor, run)
+  local ok, err = sub:observe(entry, until_ms, floor, run)
   if ok == nil then return nil, err end
   return true -- the message came, or the grace ran out: try now
 end
 
 -- Subscribe, try again, then sleep until a release message or the holder's lease end, until
 -- acquired, the deadline, or an error. yield_until: first leave the lock to a waiter our
--- release woke until then. -> as try_once
-local function wait_and_retry(self, who, lease, window, deadline, yield_until, floor)
+-- release woke until then. The waiter counts for `run`: should nginx end the run while it waits
+-- (its coroutine is dropped, this function never returns), the subscriber removes it, and a
+-- fair waiter's place in the queue is given up.
+local function wait_and_retry(self, run, who, lease, window, deadline, yield_until, floor)
   local sub = self.client.sub
-  local entry, err = sub:join(keys.wait_channel(self.kind, self._keys, who))
+  local gone
+  if self.kind == "fair" then gone = function() calls.leave_queue(self, who, window) end end
+  local entry, err = sub:join(keys.wait_channel(self.kind, self._keys, who), run, gone)
   if not entry then return nil, err end
   if yield_until then
     local ok, yerr = yield_to_woken(sub, entry, deadline and math.min(deadline, yield_until)
-      or yield_until, floor)
+      or yield_until, floor, run)
     if not ok then
-      sub:leave(entry)
+      sub:leave(entry, run)
       return nil, yerr
     end
   end
@@ -92,7 +96,7 @@ local function wait_and_retry(self, who, lease, window, deadline, yield_until, f
       break
     end
   end
-  sub:leave(entry)
+  sub:leave(entry, run)
   return got, x, sent_at, reentered
 end
 
@@ -130,7 +134,7 @@ function Lock:_acquire(lease_ms, wait_ms, max_hold)
     got, x, sent_at, reentered = try_once(self, who, lease, wait_ms ~= 0, window)
   end
   if got == false and wait_ms ~= 0 then
-    got, x, sent_at, reentered = wait_and_retry(self, who, lease, window,
+    got, x, sent_at, reentered = wait_and_retry(self, run, who, lease, window,
       wait_ms > 0 and start + wait_ms or nil, yield_until, floor)
   end
   -- a fair waiter that did not get the lock leaves the queue, whatever stopped it
