@@ -70,7 +70,7 @@ def test_reload_cut_short_releases_the_cut_requests_holds(server, raw, make_ngin
 
 
 def test_worker_killed_its_holds_expire_by_their_lease(server, raw, make_nginx):
-    ng = make_nginx(workers=1, watchdog=2.0)
+    ng = make_nginx(workers=1, watchdog=2.0, errors=[r"worker process \d+ exited on signal 9"])
     holder = {}
     background(ng, "/hold?name=killed&secs=30", holder)
     assert wait_for(lambda: raw("EXISTS", "killed") == 1, 5)

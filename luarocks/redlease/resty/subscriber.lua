@@ -82,6 +82,10 @@ local function handle(self, reply)
       wake_all(e)
     end
   elseif kind == "subscribe" then
+    if self.outage then
+      self.outage = false
+      ngx.log(ngx.NOTICE, "redlease: subscriber connection back")
+    end
     e.inflight = false
     set_subscribed(self, e, true)
     e.unsubscribed_since = nil
@@ -179,7 +183,7 @@ local function connection_lost(self)
   end
 end
 
-local function run(_, self) -- (_: premature; the loop looks at ngx.worker.exiting itself)
+local function loop(_, self) -- (_: premature; the loop looks at ngx.worker.exiting itself)
   local backoff = RECONNECT_MIN_MS
   local idle_since = now()
   while not self.client.shut do
@@ -227,7 +231,10 @@ local function run(_, self) -- (_: premature; the loop looks at ngx.worker.exiti
         self.connected = false
         if not ngx.thread.kill(reader) then ngx.thread.wait(reader) end -- (it ended first)
         c.sock:close()
-        if not client.shut and has_waiters(self) then
+        if not client.shut and has_waiters(self) and not self.outage then
+          -- once per outage (a stale connection from the pool fails the same way): said
+          -- again only after a subscription went through
+          self.outage = true
           ngx.log(ngx.ERR, "redlease: ", self.last_error or "subscriber connection lost",
             "; waiters resubscribe once Redis answers")
         end
@@ -242,7 +249,7 @@ end
 
 local function ensure_running(self)
   if self.running then return true end
-  local ok, err = ngx.timer.at(0, run, self)
+  local ok, err = ngx.timer.at(0, loop, self)
   if not ok then return nil, "memory: cannot start the subscriber timer: " .. tostring(err) end
   self.running = true
   return true
