@@ -369,6 +369,38 @@ function app.wait_kill()
   out { killed = ngx.thread.kill(t) and true }
 end
 
+-- /tls?url=&name=&<option>=: connect with those tls_* options (server_name, skip, cert, key,
+-- ca_file, ca_dir: escaped values), then a one-try acquire and its release; a woken wait too
+-- when wait=1 (a light thread holds 0.2 s while this run waits: the subscriber's connection
+-- is TLS too). connect_err: what connect raised.
+function app.tls()
+  local opts = {}
+  local names = { server_name = "tls_server_name", cert = "tls_cert_file", key = "tls_key_file",
+    ca_file = "tls_ca_file", ca_dir = "tls_ca_dir" }
+  for arg, option in pairs(names) do
+    local v = var["arg_" .. arg]
+    if v then opts[option] = ngx.unescape_uri(v) end
+  end
+  if var.arg_skip then opts.tls_insecure_skip_verify = var.arg_skip == "1" end
+  local ok, client = pcall(redlease.connect, ngx.unescape_uri(var.arg_url), opts)
+  if not ok then return out { connect_err = client } end
+  local l = client:lock(ngx.unescape_uri(var.arg_name))
+  local g, err = l:acquire { timeout = 0 }
+  local r = { acquired = g ~= nil, err = err, released = g and g:release() }
+  if g and var.arg_wait == "1" then
+    local holder = assert(l:acquire { timeout = 0 })
+    local t = ngx.thread.spawn(function()
+      local w, werr = l:acquire { timeout = 5 }
+      return w and w:release() or werr
+    end)
+    ngx.sleep(0.2)
+    holder:release()
+    r.woken = select(2, ngx.thread.wait(t))
+  end
+  client:close()
+  out(r)
+end
+
 -- /gc: a full collection in this worker.
 function app.gc()
   collectgarbage()
