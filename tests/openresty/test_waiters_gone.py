@@ -100,3 +100,35 @@ def test_a_fair_waiter_nginx_ends_gives_up_its_place(server, raw, make_nginx):
     assert holder["released"] == "true", holder
     assert waiter["acquired"] == "true", waiter
     assert float(waiter["got"]) - float(holder["left"]) < 1.0, "it waited behind a dead place"
+
+
+RELEASING = """
+    location /release_slowly {
+      lua_check_client_abort on;
+      content_by_lua_block {
+        local g = assert(require("app").client:lock("midway"):acquire { timeout = 0 })
+        ngx.say("holding")
+        ngx.flush(true)
+        ngx.sleep(0.5)
+        g:release() -- Redis is stalled meanwhile: the client hangs up during this release
+      }
+    }
+"""
+
+
+def test_a_run_nginx_ends_during_its_release(server, raw, make_nginx):
+    # the hold's "being released" mark must not outlive the run that set it: the watchdog
+    # releases the hold of the ended run, and a graceful quit finishes
+    ng = make_nginx(watchdog=3.0, locations=RELEASING)
+    s = socket.create_connection(("127.0.0.1", ng.port))
+    s.sendall(b"GET /release_slowly HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert b"holding" in s.recv(4096)
+    stall = threading.Thread(target=lambda: raw("DEBUG", "SLEEP", "1.5"))
+    stall.start()  # from 0.1 s after the acquire; the release goes out at 0.5 s
+    time.sleep(0.9)
+    s.close()
+    stall.join()
+    assert wait_for(lambda: raw("EXISTS", "midway") == 0, 5)
+    t0 = time.monotonic()
+    assert ng.quit(QUIT_WITHIN), "the worker is stuck shutting down"
+    print(f"nginx -s quit took {time.monotonic() - t0:.1f} s")

@@ -226,7 +226,7 @@ local function release_lost(self, hold, lease)
   local client, reason = self.client, hold.lost
   if not hold.freed and (reason == "max_hold" or reason == "unreachable") then
     hold.freed = true
-    hold.releasing = true
+    hold.releasing = owner.run() -- the releasing run: the mark is void once it ended
     calls.release_fully(self, hold.field, lease)
     hold.releasing = false
   end
@@ -247,7 +247,7 @@ function Lock:_release_one(hold, settling, guard)
   end
   local lease = hold.watchdog and client.watchdog_ms or hold.lease_ms
   if hold.lost then return release_lost(self, hold, lease) end
-  hold.releasing = true
+  hold.releasing = owner.run() -- (nginx may drop this run while the release is on the wire)
   local request_id = hold.retry_id or client:request_id()
   -- the messages this client's subscription of the channel has read: a re-acquire that gives
   -- way tells this release's own message from the woken waiter's (none when nobody here waits)
