@@ -348,6 +348,59 @@ function app.watch_loss()
     release = ok or err:match("^(%w+):") }
 end
 
+-- /wait_exit?name=: waits on the lock while another light thread ends the request with
+-- ngx.exit after 0.3 s (the waiter never resumes).
+function app.wait_exit()
+  ngx.thread.spawn(function()
+    ngx.sleep(0.3)
+    ngx.exit(204)
+  end)
+  lock_of(app.client):acquire { timeout = 60 }
+  ngx.say("not reached")
+end
+
+-- /wait_kill?name=: a light thread waits on the lock; the request kills it after 0.3 s and
+-- answers "killed=true".
+function app.wait_kill()
+  local t = ngx.thread.spawn(function()
+    lock_of(app.client):acquire { timeout = 60 }
+  end)
+  ngx.sleep(0.3)
+  out { killed = ngx.thread.kill(t) and true }
+end
+
+-- /tls?url=&name=&<option>=: connect with those tls_* options (server_name, skip, cert, key,
+-- ca_file, ca_dir: escaped values), then a one-try acquire and its release; a woken wait too
+-- when wait=1 (a light thread holds 0.2 s while this run waits: the subscriber's connection
+-- is TLS too). connect_err: what connect raised.
+function app.tls()
+  local opts = {}
+  local names = { server_name = "tls_server_name", cert = "tls_cert_file", key = "tls_key_file",
+    ca_file = "tls_ca_file", ca_dir = "tls_ca_dir" }
+  for arg, option in pairs(names) do
+    local v = var["arg_" .. arg]
+    if v then opts[option] = ngx.unescape_uri(v) end
+  end
+  if var.arg_skip then opts.tls_insecure_skip_verify = var.arg_skip == "1" end
+  local ok, client = pcall(redlease.connect, ngx.unescape_uri(var.arg_url), opts)
+  if not ok then return out { connect_err = client } end
+  local l = client:lock(ngx.unescape_uri(var.arg_name))
+  local g, err = l:acquire { timeout = 0 }
+  local r = { acquired = g ~= nil, err = err, released = g and g:release() }
+  if g and var.arg_wait == "1" then
+    local holder = assert(l:acquire { timeout = 0 })
+    local t = ngx.thread.spawn(function()
+      local w, werr = l:acquire { timeout = 5 }
+      return w and w:release() or werr
+    end)
+    ngx.sleep(0.2)
+    holder:release()
+    r.woken = select(2, ngx.thread.wait(t))
+  end
+  client:close()
+  out(r)
+end
+
 -- /gc: a full collection in this worker.
 function app.gc()
   collectgarbage()

@@ -3,6 +3,7 @@ nginx instances made by ``make_nginx(...)`` (nginx.py), all stopped by pid after
 error logs are printed when a test fails."""
 
 import os
+import re
 import sys
 
 import pytest
@@ -27,6 +28,18 @@ LOCATIONS = """
 """
 
 
+def lost(name, reason):
+    """The error line of a hold the test makes Redis lose (a real problem, said at error level)."""
+    return rf'redlease: lock "{re.escape(name)}" lost while held: {reason}'
+
+
+# nginx's own lines for a Redis the test stops or stalls (lua_socket_log_errors on)
+REFUSED = r"connect\(\) failed \(111: Connection refused\)"
+RESET = r"recv\(\) failed \(104: Connection reset by peer\)"
+READ_TIMED_OUT = r"lua tcp socket read timed out"
+SUB_LOST = r"redlease: subscriber connection: .*; waiters resubscribe once Redis answers"
+
+
 def init_worker(watchdog=1.5, code=""):
     return (f'  init_worker_by_lua_block {{ require("app").init("{{redis}}", '
             f'{{ watchdog_timeout = {watchdog} }}) {code} }}\n')
@@ -35,22 +48,33 @@ def init_worker(watchdog=1.5, code=""):
 @pytest.fixture
 def make_nginx(server, request):
     """make_nginx(workers=1, watchdog=1.5, http="", locations="", main="", start=True,
-    init_worker_code="")."""
+    init_worker_code="", errors=()). errors: regular expressions of the error-level lines the
+    test expects (a lost hold it provokes, Redis it stops); any other [error], [alert], [crit]
+    or [emerg] line in the whole log, from start to stop, fails the test."""
     made = []
 
     def make(workers=1, watchdog=1.5, http="", locations="", main="", start=True, url=None,
-             init_worker_code=""):
+             init_worker_code="", errors=()):
         ng = Nginx(url or server.url, http_block=init_worker(watchdog, init_worker_code) + http,
                    server_block=LOCATIONS + locations, workers=workers, main_block=main)
+        ng.expected_errors = [re.compile(e) for e in errors]
         made.append(ng)
         return ng.start() if start else ng
 
     yield make
     failed = getattr(request.node, "rep_call", None)
+    unexpected = []
     for ng in made:
-        if failed is not None and failed.failed:
+        ng.stop()  # what the workers log on their way out counts too
+        extra = [line for line in ng.errors()
+                 if not any(e.search(line) for e in ng.expected_errors)]
+        unexpected += extra
+        if extra or (failed is not None and failed.failed):
             print(f"--- nginx error log ({ng.dir}) ---\n{ng.log()[-20000:]}")
         ng.close()
+    if unexpected:
+        pytest.fail("unexpected lines in the nginx error log:\n" + "\n".join(unexpected[:20]),
+                    pytrace=False)
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)

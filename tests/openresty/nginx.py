@@ -3,7 +3,8 @@ temp dir (a free loopback port, the worktree's Lua modules first on lua_package_
 log in the dir), runs `nginx -p DIR -c conf/nginx.conf` in the foreground, and stops it by pid.
 ``lua_dir`` is one more folder of Lua modules; ``http_block`` and ``server_block`` are nginx
 config text added to the http {} and server {} blocks; ``{redis}`` in them is replaced by the
-Redis URL."""
+Redis URL. nginx's defaults are kept (lua_socket_log_errors on): the fixture (conftest.py)
+fails a test whose error log has an [error]/[alert]/[crit]/[emerg] line it did not expect."""
 
 import http.client
 import os
@@ -45,7 +46,6 @@ http {{
   uwsgi_temp_path tmp/uwsgi;
   scgi_temp_path tmp/scgi;
   lua_package_path "{lua_path}";
-  lua_socket_log_errors off;
 {http_block}
   server {{
     listen 127.0.0.1:{port} backlog=4096;
@@ -135,6 +135,15 @@ class Nginx:
 
     def reload(self) -> None:
         self.process.send_signal(signal.SIGHUP)
+
+    def quit(self, timeout: float) -> bool:
+        """Graceful shutdown (`nginx -s quit`): True when nginx exited within `timeout` s."""
+        self.process.send_signal(signal.SIGQUIT)
+        try:
+            self.process.wait(timeout)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
 
     def stop(self) -> None:
         if self.process is None:

@@ -6,12 +6,12 @@ requests; the client's id differs per worker."""
 import threading
 import time
 
-from conftest import fields
+from conftest import fields, lost
 from testkit import Raw, wait_for
 
 
 def test_lock_api_in_one_request(server, make_nginx):
-    ng = make_nginx()
+    ng = make_nginx(errors=[lost("api", "deleted")])  # the force_unlock check
     r = fields(ng.get("/api?name=api")[1])
     assert r == {
         "hold_count": "2", "held": "true", "locked": "true", "remaining_ok": "true",

@@ -5,7 +5,7 @@ import re
 import threading
 import time
 
-from conftest import fields
+from conftest import REFUSED, RESET, SUB_LOST, fields, lost
 from testkit import wait_for
 
 
@@ -17,7 +17,7 @@ def hold_in_background(ng, path):
 
 
 def test_redis_down_longer_than_the_lease(server, raw, make_nginx):
-    ng = make_nginx(watchdog=1.5)
+    ng = make_nginx(watchdog=1.5, errors=[REFUSED, lost("outage", "unreachable")])
     t, result = hold_in_background(ng, "/hold?name=outage&secs=4")
     assert wait_for(lambda: raw("EXISTS", "outage") == 1, 5)
     server.stop()
@@ -31,7 +31,7 @@ def test_redis_down_longer_than_the_lease(server, raw, make_nginx):
 
 
 def test_redis_restarted_empty(server, raw, make_nginx):
-    ng = make_nginx(watchdog=1.5)
+    ng = make_nginx(watchdog=1.5, errors=[REFUSED, RESET, lost("restart", "deleted")])
     t, result = hold_in_background(ng, "/hold?name=restart&secs=2")
     assert wait_for(lambda: raw("EXISTS", "restart") == 1, 5)
     server.stop()
@@ -64,7 +64,7 @@ PHASES_LOCATIONS = """
 
 
 def test_bad_arguments_and_phases(server, raw, make_nginx):
-    ng = make_nginx(http=PHASES_HTTP, locations=PHASES_LOCATIONS,
+    ng = make_nginx(http=PHASES_HTTP, locations=PHASES_LOCATIONS, errors=["PROBE-"],
                     init_worker_code=PHASES_INIT_WORKER)
     assert ng.get("/phases") == (200, "done\n")
     assert wait_for(lambda: "PROBE-CALL log" in ng.log(), 5)
@@ -92,7 +92,7 @@ def test_bad_arguments_and_phases(server, raw, make_nginx):
 def test_waiters_survive_a_redis_restart(server, raw, make_nginx):
     # the subscriber reconnects and resubscribes; the waiter then gets the lock its holder
     # lost with the restart
-    ng = make_nginx(watchdog=1.5)
+    ng = make_nginx(watchdog=1.5, errors=[REFUSED, RESET, SUB_LOST, lost("again", "deleted")])
     t1, holder = hold_in_background(ng, "/hold?name=again&secs=3")
     assert wait_for(lambda: raw("EXISTS", "again") == 1, 5)
     t2, waiter = hold_in_background(ng, "/hold?name=again&timeout=20")

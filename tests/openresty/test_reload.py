@@ -70,7 +70,7 @@ def test_reload_cut_short_releases_the_cut_requests_holds(server, raw, make_ngin
 
 
 def test_worker_killed_its_holds_expire_by_their_lease(server, raw, make_nginx):
-    ng = make_nginx(workers=1, watchdog=2.0)
+    ng = make_nginx(workers=1, watchdog=2.0, errors=[r"worker process \d+ exited on signal 9"])
     holder = {}
     background(ng, "/hold?name=killed&secs=30", holder)
     assert wait_for(lambda: raw("EXISTS", "killed") == 1, 5)
@@ -82,3 +82,18 @@ def test_worker_killed_its_holds_expire_by_their_lease(server, raw, make_nginx):
     assert 0.3 < expired < 2.0 + 0.5, expired  # by its lease, not before
     assert wait_for(lambda: ng.worker_pids() not in ([], [pid]), 5)  # the master starts another
     assert fields(ng.get("/hold?name=killed&timeout=0")[1])["acquired"] == "true"
+
+
+def test_first_hold_of_an_exiting_worker_is_renewed(server, raw, make_nginx):
+    # the worker never held a lock before the reload: its first hold, taken while it exits
+    # (where nginx refuses new recurring timers), is renewed all the same
+    ng = make_nginx(workers=1, watchdog=1.5)
+    raw("HSET", "late", "someone-else:1", 1)
+    raw("PEXPIRE", "late", 1000)
+    waiter = {}
+    tw = background(ng, "/hold?name=late&timeout=20&secs=2.5", waiter)
+    assert wait_for(lambda: raw("PUBSUB", "NUMSUB", "redisson_lock__channel:{late}")[1] == 1, 5)
+    ng.reload()
+    tw.join(30)
+    assert waiter["acquired"] == "true", waiter
+    assert waiter["lost"] == "false" and waiter["released"] == "true", waiter  # past its lease

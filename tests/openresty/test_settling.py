@@ -11,13 +11,13 @@ import time
 
 import pytest
 
-from conftest import fields
+from conftest import READ_TIMED_OUT, fields, lost
 from testkit import wait_for
 
 
 @pytest.mark.parametrize("kind", ["lock", "fenced", "fair", "read", "write"])
 def test_reacquire_granted_afresh_reports_the_loss(server, raw, make_nginx, kind):
-    ng = make_nginx()
+    ng = make_nginx(errors=[lost(f"afresh:{kind}", "deleted")])
     r = fields(ng.get(f"/afresh?name=afresh:{kind}&kind={kind}")[1])
     assert r == {"count": "2", "release2": "true", "afresh": "lost:deleted",
                  "lost": "true:deleted", "taken_back": "true", "release1": "lost",
@@ -28,7 +28,7 @@ def test_reacquire_granted_afresh_reports_the_loss(server, raw, make_nginx, kind
 
 
 def test_failed_release_is_settled_before_reacquiring(server, raw, make_nginx):
-    ng = make_nginx()
+    ng = make_nginx(errors=[READ_TIMED_OUT])  # the release stalled past its command timeout
     r = fields(ng.get("/settle?name=settle", 30)[1])
     assert r == {"release": "connection", "guard_open": "true", "acquired": "true",
                  "settled": "true", "count": "1", "lost": "false", "renewed": "true",
@@ -46,7 +46,7 @@ def test_stray_holds_removed_at_the_last_release(server, raw, make_nginx):
 
 def test_release_of_a_max_hold_loss_frees_the_key(server, raw, make_nginx):
     # lease 3 s: without the release the key would live until about 3 s after the acquire
-    ng = make_nginx(watchdog=3.0)
+    ng = make_nginx(watchdog=3.0, errors=[lost("capped2", "max_hold")])
     t0 = time.monotonic()
     f = fields(ng.get("/hold?name=capped2&max_hold=0.5&secs=1.5", 30)[1])
     assert f["lost"] == "true" and f["reason"] == "max_hold", f
@@ -58,7 +58,7 @@ def test_unreachable_declared_when_the_confirmed_lease_ends(server, raw, make_ng
     # Redis stopped (SIGSTOP: connections hang, nothing is refused): the renewal rounds time out
     # no later than the confirmed lease's end, and the loss is declared then, not a command
     # timeout (5 s) later
-    ng = make_nginx(watchdog=1.5)
+    ng = make_nginx(watchdog=1.5, errors=[READ_TIMED_OUT, lost("stalled", "unreachable")])
     result = {}
     t = threading.Thread(target=lambda: result.update(
         fields(ng.get("/watch_loss?name=stalled&secs=6", 60)[1])))

@@ -4,7 +4,7 @@ concurrent requests' light threads are renewed in one round trip per round."""
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from conftest import fields
+from conftest import fields, lost
 from testkit import wait_for
 
 
@@ -57,7 +57,7 @@ def test_1000_holds_one_round_trip_per_round(server, raw, make_nginx):
 
 
 def test_max_hold_stops_renewal(server, raw, make_nginx):
-    ng = make_nginx(watchdog=0.6)
+    ng = make_nginx(watchdog=0.6, errors=[lost("capped", "max_hold")])
     f = fields(ng.get("/hold?name=capped&max_hold=1&secs=2.5")[1])
     assert f["lost"] == "true" and f["reason"] == "max_hold", f
     assert f["release_err"].startswith("lost: ") and "(max_hold)" in f["release_err"], f

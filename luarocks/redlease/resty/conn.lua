@@ -19,7 +19,8 @@ end
 -- The pool name: one pool per endpoint, database and credentials.
 function conn.pool_name(ep)
   local where = ep.unix and "unix:" .. ep.path or ep.host .. ":" .. ep.port
-  return ("redlease:%s:%d:%s:%s:%s"):format(where, ep.db or 0, ep.tls and "tls" or "plain",
+  local t = ep.tls_settings
+  return ("redlease:%s:%d:%s:%s:%s"):format(where, ep.db or 0, t and "tls:" .. t.id or "plain",
     ep.user or "", ep.password and ngx.md5(ep.password) or "")
 end
 
@@ -40,9 +41,18 @@ function conn.open(c, timeout_ms)
   local self = setmetatable({ sock = sock, reader = resp.reader(sock), client = c, exchanges = 0 },
     Conn)
   if sock:getreusedtimes() == 0 then
-    if ep.tls then
-      -- false: no session object wanted back (verification and SNI as usual)
-      local session, herr = sock:sslhandshake(false, ep.host, true)
+    local t = ep.tls_settings
+    if t then
+      if t.cert then
+        local set, cerr = sock:setclientcert(t.cert, t.key)
+        if not set then
+          sock:close()
+          return fail(c, "TLS client certificate for", cerr)
+        end
+      end
+      -- false: no session object wanted back; the name is sent as SNI and, when verifying,
+      -- checked against the certificate (which nginx verifies against lua_ssl_trusted_certificate)
+      local session, herr = sock:sslhandshake(false, t.server_name, t.verify)
       if not session then
         sock:close()
         return fail(c, "TLS handshake with", herr)

@@ -3,13 +3,15 @@
 -- `require "redlease"` inside nginx returns this module; `require "redlease.resty"` names it.
 local args = require "redlease.args"
 local Client = require "redlease.resty.client"
+local tls = require "redlease.resty.tls"
 local url = require "redlease.resty.url"
 
 -- the version is generated with the scripts, from the core that this backend speaks for
 local redlease = { _VERSION = require("redlease.resty.scripts")._VERSION, backend = "resty" }
 
 -- connect(url, {watchdog_timeout=, connect_timeout=, command_timeout=, max_hold=,
--- handover_grace= in seconds})
+-- handover_grace= in seconds; tls_server_name=, tls_cert_file=, tls_key_file= strings and
+-- tls_insecure_skip_verify= a boolean, for rediss://: see resty/tls.lua})
 -- -> client. Nothing connects here (any phase, init_by_lua and init_worker_by_lua included);
 -- each worker gets its own client identity on first use.
 function redlease.connect(u, opts)
@@ -23,6 +25,9 @@ function redlease.connect(u, opts)
   end
   local ep, why = url.parse(u)
   if not ep then error(("bad argument 'url' to 'connect' (%s)"):format(why), 2) end
+  local name
+  ep.tls_settings, name, why = tls.settings(ep, o)
+  if name then error(("bad argument '%s' to 'connect' (%s)"):format(name, why), 2) end
   return Client.new(ep, o)
 end
 

@@ -56,24 +56,28 @@ end
 -- waiter's own release message (the channel's next message past `floor`, which counts our
 -- release's own) or `until_ms`. It observes: the message that woke that waiter, when it is a
 -- run of this client, stays that waiter's. -> true, or nil, err
-local function yield_to_woken(sub, entry, until_ms, floor)
-  local ok, err = sub:observe(entry, until_ms, floor)
+local function yield_to_woken(sub, entry, until_ms, floor, run)
+  local ok, err = sub:observe(entry, until_ms, floor, run)
   if ok == nil then return nil, err end
   return true -- the message came, or the grace ran out: try now
 end
 
 -- Subscribe, try again, then sleep until a release message or the holder's lease end, until
 -- acquired, the deadline, or an error. yield_until: first leave the lock to a waiter our
--- release woke until then. -> as try_once
-local function wait_and_retry(self, who, lease, window, deadline, yield_until, floor)
+-- release woke until then. The waiter counts for `run`: should nginx end the run while it waits
+-- (its coroutine is dropped, this function never returns), the subscriber removes it, and a
+-- fair waiter's place in the queue is given up.
+local function wait_and_retry(self, run, who, lease, window, deadline, yield_until, floor)
   local sub = self.client.sub
-  local entry, err = sub:join(keys.wait_channel(self.kind, self._keys, who))
+  local gone
+  if self.kind == "fair" then gone = function() calls.leave_queue(self, who, window) end end
+  local entry, err = sub:join(keys.wait_channel(self.kind, self._keys, who), run, gone)
   if not entry then return nil, err end
   if yield_until then
     local ok, yerr = yield_to_woken(sub, entry, deadline and math.min(deadline, yield_until)
-      or yield_until, floor)
+      or yield_until, floor, run)
     if not ok then
-      sub:leave(entry)
+      sub:leave(entry, run)
       return nil, yerr
     end
   end
@@ -92,7 +96,7 @@ local function wait_and_retry(self, who, lease, window, deadline, yield_until, f
       break
     end
   end
-  sub:leave(entry)
+  sub:leave(entry, run)
   return got, x, sent_at, reentered
 end
 
@@ -130,7 +134,7 @@ function Lock:_acquire(lease_ms, wait_ms, max_hold)
     got, x, sent_at, reentered = try_once(self, who, lease, wait_ms ~= 0, window)
   end
   if got == false and wait_ms ~= 0 then
-    got, x, sent_at, reentered = wait_and_retry(self, who, lease, window,
+    got, x, sent_at, reentered = wait_and_retry(self, run, who, lease, window,
       wait_ms > 0 and start + wait_ms or nil, yield_until, floor)
   end
   -- a fair waiter that did not get the lock leaves the queue, whatever stopped it
@@ -222,7 +226,7 @@ local function release_lost(self, hold, lease)
   local client, reason = self.client, hold.lost
   if not hold.freed and (reason == "max_hold" or reason == "unreachable") then
     hold.freed = true
-    hold.releasing = true
+    hold.releasing = owner.run() -- the releasing run: the mark is void once it ended
     calls.release_fully(self, hold.field, lease)
     hold.releasing = false
   end
@@ -243,7 +247,7 @@ function Lock:_release_one(hold, settling, guard)
   end
   local lease = hold.watchdog and client.watchdog_ms or hold.lease_ms
   if hold.lost then return release_lost(self, hold, lease) end
-  hold.releasing = true
+  hold.releasing = owner.run() -- (nginx may drop this run while the release is on the wire)
   local request_id = hold.retry_id or client:request_id()
   -- the messages this client's subscription of the channel has read: a re-acquire that gives
   -- way tells this release's own message from the woken waiter's (none when nobody here waits)

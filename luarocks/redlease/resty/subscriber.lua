@@ -5,7 +5,19 @@
 -- them, and so does a (re)subscription, after which each waiter tries again (no release can slip
 -- between its try and its wait). The loop stops when nothing was waited on for IDLE_S, and at
 -- once when the worker exits with no waiter left.
+--
+-- Waiters are counted per run (owner.lua): nginx can drop a waiting coroutine (a client abort
+-- under lua_check_client_abort, ngx.exit from another light thread, ngx.thread.kill) without
+-- its wait ever returning. Each slice the writer removes the waiters of runs that ended, as the
+-- watchdog releases their holds, so that a channel is not kept subscribed (nor a graceful quit
+-- kept waiting) by a waiter that is gone.
+--
+-- The reader never uses a read timeout as a clock (each expiry would be an "[error] lua tcp
+-- socket read timed out" line under nginx's default lua_socket_log_errors on): the writer stops
+-- it with ngx.thread.kill, and sends a PING when it sent nothing for PING_S, so that a read that
+-- waits longer than PING_S + SLICE_S + command_timeout means the connection is dead.
 local conn = require "redlease.resty.conn"
+local owner = require "redlease.resty.owner"
 local resp = require "redlease.resty.resp"
 local semaphore = require "ngx.semaphore"
 
@@ -13,8 +25,10 @@ local Sub = {}
 Sub.__index = Sub
 
 local IDLE_S = 10
-local SLICE_S = 1 -- how often the loops look at their stop conditions
+local SLICE_S = 1 -- how often the writer looks at its stop conditions and for ended waiters
+local PING_S = 10 -- the writer sends a PING when it sent nothing for that long
 local RECONNECT_MIN_MS, RECONNECT_MAX_MS = 50, 1000
+local PING = resp.encode({}, { "PING" })
 
 local exiting, now = ngx.worker.exiting, ngx.now
 local max = math.max
@@ -68,6 +82,10 @@ local function handle(self, reply)
       wake_all(e)
     end
   elseif kind == "subscribe" then
+    if self.outage then
+      self.outage = false
+      ngx.log(ngx.NOTICE, "redlease: subscriber connection back")
+    end
     e.inflight = false
     set_subscribed(self, e, true)
     e.unsubscribed_since = nil
@@ -81,6 +99,7 @@ local function handle(self, reply)
 end
 
 -- SUBSCRIBE/UNSUBSCRIBE what the dirty entries need; forgets entries nobody needs.
+-- -> true (and whether it sent anything) | nil, err
 local function flush(self, sock)
   local parts, n = {}, 0
   local dirty = self.dirty
@@ -99,16 +118,47 @@ local function flush(self, sock)
       end
     end
   end
-  if n == 0 then return true end
-  return sock:send(parts)
+  if n == 0 then return true, false end
+  local ok, err = sock:send(parts)
+  if not ok then return nil, err end
+  return true, true
 end
 
+local function call_gone(premature, gone)
+  if not premature then gone() end
+end
+
+-- Removes the waiters (and observers) of runs that ended without leaving: nginx dropped their
+-- coroutine. A bounded collector step first, as the watchdog does, so that a run whose request
+-- was freed is found (owner.ended). `gone`: what such a waiter must still undo (a fair lock's
+-- place in the queue), run in a timer of its own. At most once per SLICE_S.
+local function sweep(self)
+  local t = now()
+  if t - (self.swept_at or 0) < SLICE_S then return end
+  self.swept_at = t
+  collectgarbage("step", 64)
+  for _, e in pairs(self.entries) do
+    for run, w in pairs(e.runs) do
+      if owner.ended(run) then
+        e.runs[run] = nil
+        e.waiters = e.waiters - w.waits
+        e.observers = e.observers - w.observes
+        mark(self, e)
+        if w.gone then ngx.timer.at(0, call_gone, w.gone) end
+      end
+    end
+  end
+end
+
+-- Reads until the connection fails (a read timeout included: the writer's PINGs are not
+-- answered) or the writer kills this thread.
 local function read_loop(self, c)
   while self.connected do
     local reply, err = c.reader:read()
     if reply ~= nil then
       handle(self, reply)
-    elseif err ~= "timeout" then
+    else
+      if err == "timeout" then err = "no answer to PING" end
       self.last_error = "subscriber connection: " .. tostring(err)
       self.connected = false
       poke(self) -- the writer closes up at once, and the waiters hear of it
@@ -133,10 +183,11 @@ local function connection_lost(self)
   end
 end
 
-local function run(_, self) -- (_: premature; the loop looks at ngx.worker.exiting itself)
+local function loop(_, self) -- (_: premature; the loop looks at ngx.worker.exiting itself)
   local backoff = RECONNECT_MIN_MS
   local idle_since = now()
   while not self.client.shut do
+    sweep(self)
     if has_waiters(self) then
       idle_since = now()
     elseif exiting() or now() - idle_since >= IDLE_S then
@@ -152,16 +203,24 @@ local function run(_, self) -- (_: premature; the loop looks at ngx.worker.exiti
         backoff = math.min(backoff * 2, RECONNECT_MAX_MS)
       else
         backoff = RECONNECT_MIN_MS
-        c.sock:settimeouts(self.client.connect_ms, self.client.command_ms, SLICE_S * 1000)
+        local client = self.client
+        c.sock:settimeouts(client.connect_ms, client.command_ms,
+          (PING_S + SLICE_S) * 1000 + client.command_ms)
         self.connected = true
         for _, e in pairs(self.entries) do self.dirty[e] = true end
         local reader = ngx.thread.spawn(read_loop, self, c)
-        while self.connected and not self.client.shut do
-          local ok, serr = flush(self, c.sock)
+        local sent_at = now()
+        while self.connected and not client.shut do
+          sweep(self)
+          local ok, sent = flush(self, c.sock)
+          if ok and not sent and now() - sent_at >= PING_S then
+            ok, sent = c.sock:send(PING)
+          end
           if not ok then
-            self.last_error = "subscriber connection: " .. tostring(serr)
+            self.last_error = "subscriber connection: " .. tostring(sent)
             break
           end
+          if sent then sent_at = now() end
           if has_waiters(self) then
             idle_since = now()
           elseif exiting() or now() - idle_since >= IDLE_S then
@@ -170,8 +229,15 @@ local function run(_, self) -- (_: premature; the loop looks at ngx.worker.exiti
           self.wake:wait(SLICE_S)
         end
         self.connected = false
-        ngx.thread.wait(reader) -- it stops within one read slice
+        if not ngx.thread.kill(reader) then ngx.thread.wait(reader) end -- (it ended first)
         c.sock:close()
+        if not client.shut and has_waiters(self) and not self.outage then
+          -- once per outage (a stale connection from the pool fails the same way): said
+          -- again only after a subscription went through
+          self.outage = true
+          ngx.log(ngx.ERR, "redlease: ", self.last_error or "subscriber connection lost",
+            "; waiters resubscribe once Redis answers")
+        end
         connection_lost(self)
       end
     end
@@ -183,24 +249,32 @@ end
 
 local function ensure_running(self)
   if self.running then return true end
-  local ok, err = ngx.timer.at(0, run, self)
+  local ok, err = ngx.timer.at(0, loop, self)
   if not ok then return nil, "memory: cannot start the subscriber timer: " .. tostring(err) end
   self.running = true
   return true
 end
 
--- A waiter of `channel` arrives -> entry | nil, err.
-function Sub:join(channel)
+-- A waiter of `channel` arrives: run `run` (owner.run()). gone: nil, or a function to call
+-- (in a timer) if the run ends without leaving. -> entry | nil, err.
+function Sub:join(channel, run, gone)
   local e = self.entries[channel]
   if not e then
     e = { channel = channel, waiters = 0, sema = semaphore.new(0), subscribed = false,
-      inflight = false, messages = 0, observers = 0 }
+      inflight = false, messages = 0, observers = 0, runs = {} }
     self.entries[channel] = e
   end
+  local w = e.runs[run]
+  if not w then
+    w = { waits = 0, observes = 0 }
+    e.runs[run] = w
+  end
+  w.waits = w.waits + 1
+  w.gone = gone
   e.waiters = e.waiters + 1
   local ok, err = ensure_running(self)
   if not ok then
-    e.waiters = e.waiters - 1
+    Sub.leave(self, e, run)
     return nil, err
   end
   mark(self, e)
@@ -249,10 +323,13 @@ end
 -- sleeps until a message on e's channel past the `floor`-th (or past the ones read so far,
 -- when more), whoever it wakes, without taking that wake-up from a waiter of this client; or
 -- until until_ms. -> true (such a message came), false (until_ms passed) or nil, err.
-function Sub:observe(e, until_ms, floor)
+function Sub:observe(e, until_ms, floor, run)
   local seen = max(e.messages, floor or 0)
   e.watch = e.watch or semaphore.new(0)
+  local w = e.runs[run]
+  if not w then return nil, "memory: observe before join" end
   e.observers = e.observers + 1
+  w.observes = w.observes + 1
   local ok, err = true, nil
   while e.messages <= seen and not self.client.shut do
     local secs = (until_ms - now_ms()) / 1000
@@ -262,15 +339,22 @@ function Sub:observe(e, until_ms, floor)
     ok = true
     ngx.update_time()
   end
-  e.observers = e.observers - 1
+  if e.runs[run] == w then -- (else the run was found ended meanwhile, and is not counted)
+    e.observers = e.observers - 1
+    w.observes = w.observes - 1
+  end
   if not ok then return nil, "memory: " .. tostring(err) end
   if self.client.shut then return nil, "closed: the client is closed" end
   return e.messages > seen
 end
 
--- The waiter leaves: its unused wake-ups go, and the channel is unsubscribed when it was the
--- last (not awaited: the next waiter of the name finds the entry still there).
-function Sub:leave(e)
+-- The waiter of run `run` leaves: its unused wake-ups go, and the channel is unsubscribed when
+-- it was the last (not awaited: the next waiter of the name finds the entry still there).
+function Sub:leave(e, run)
+  local w = e.runs[run]
+  if not w then return end -- found ended already (cannot happen to a run that still runs)
+  w.waits = w.waits - 1
+  if w.waits == 0 then e.runs[run] = nil end
   e.waiters = e.waiters - 1
   local extra = e.sema:count() - e.waiters
   while extra > 0 and e.sema:wait(0) do extra = extra - 1 end

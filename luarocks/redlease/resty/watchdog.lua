@@ -29,6 +29,19 @@ local function release_ended(client, ended)
   end
 end
 
+-- Whether a release of h is on the wire: the run that sends it still runs (nginx can drop a run
+-- during its release, and the mark would then stay for ever, keeping the hold from being
+-- renewed or released, and an exiting worker's last watchdog call from returning).
+local function releasing(h)
+  local r = h.releasing
+  if not r then return false end
+  if owner.ended(r) then
+    h.releasing = false
+    return false
+  end
+  return true
+end
+
 -- One round. -> true when Redis answered (or nothing was to be renewed); and the earliest end of
 -- a confirmed lease among the holds still renewed (math.huge: none).
 local function round(client)
@@ -37,7 +50,7 @@ local function round(client)
   ngx.update_time()
   local start = now_ms()
   for _, h in pairs(client.holds) do
-    if not h.releasing and owner.ended(h.run) then
+    if not releasing(h) and owner.ended(h.run) then
       ended[#ended + 1] = h
     elseif h.watched and not h.releasing and not h.lost then
       if h.renew_until and start >= h.renew_until then
@@ -154,7 +167,14 @@ function watchdog.start(client)
     if ngx.worker.exiting() and not wd.busy then ngx.timer.at(0, tick, client, true) end
     return true
   end
-  local ok, err = ngx.timer.every(client.watchdog_ms / 3000, tick, client)
+  local ok, err
+  if ngx.worker.exiting() then
+    -- the worker's first hold, taken while it exits: nginx refuses a recurring timer now, and
+    -- a zero-delay call in its exiting loop renews until no hold is left
+    ok, err = ngx.timer.at(0, tick, client, true)
+  else
+    ok, err = ngx.timer.every(client.watchdog_ms / 3000, tick, client)
+  end
   if not ok then return nil, "memory: cannot start the watchdog timer: " .. tostring(err) end
   wd.started = true
   return true
