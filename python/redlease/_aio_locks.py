@@ -10,7 +10,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Optional, Set, Tuple, Union
 
 from . import _core
-from ._errors import LockTimeout
+from ._errors import LockError, LockLostError, LockTimeout
 
 if TYPE_CHECKING:
     from .asyncio import Client
@@ -163,6 +163,14 @@ class Lock:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.release()
 
+    def guarded(self) -> "_Guarded":
+        """``async with lock.guarded():`` acquires as ``async with lock:`` does, and cancels the
+        body when the hold is lost, or when its deadline passes with no renewal confirmed, so
+        that the task cannot go on writing without the lock. The block then raises
+        LockLostError (or LockInDoubtError: no longer guaranteed, not known lost) instead of
+        CancelledError."""
+        return _Guarded(self)
+
     def _state(self) -> Tuple[int, Optional[str], int]:
         return self._client._completions_now().local_state(self._core,
                                                            self._client._context())
@@ -251,3 +259,67 @@ class ReadWriteLock:
     def __init__(self, read: Lock, write: Lock) -> None:
         self.read = read
         self.write = write
+
+
+class _Guarded:
+    """``lock.guarded()``: the hold's body, cancelled when the hold stops being guaranteed.
+
+    A timer on the loop fires at the hold's deadline and moves with it while renewals come; the
+    client's state events (lost, in doubt) make it look at once. The task is cancelled when the
+    hold is lost, or when its deadline has passed."""
+
+    def __init__(self, lock: Lock) -> None:
+        self._lock = lock
+        self._task: "Optional[asyncio.Task[Any]]" = None
+        self._context = 0
+        self._timer: Optional[asyncio.TimerHandle] = None
+        self._cut: Optional[BaseException] = None  # why the body was cancelled
+
+    async def __aenter__(self) -> Lock:
+        await self._lock.__aenter__()
+        self._task = asyncio.current_task()
+        self._context = self._lock._client._context()
+        self._lock._client._guards_now().add(self)
+        self.look()
+        return self._lock
+
+    def look(self) -> None:
+        """On the loop: cancel the body if the hold is no longer guaranteed, else look again at
+        its deadline."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._cut is not None or self._task is None:
+            return
+        state, deadline = self._lock._core._validity(self._context)
+        left = deadline - time.monotonic()
+        if state == _core.HOLD_LOST or state == _core.HOLD_NONE or left <= 0:
+            try:
+                self._lock._core._check(self._context, 0.0)
+                self._cut = LockLostError(f"lock {self._lock.name!r}: its hold ended", "expired")
+            except LockError as e:
+                self._cut = e
+            self._task.cancel(f"redlease: {self._cut}")
+            return
+        loop = asyncio.get_running_loop()
+        self._timer = loop.call_later(left, self.look)
+
+    def concerns(self, name: Any) -> bool:
+        return bool(self._lock.name == name)
+
+    async def __aexit__(self, exc_type: Optional[type], exc: Optional[BaseException],
+                        tb: Any) -> bool:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._lock._client._guards_now().discard(self)
+        cut = self._cut
+        if cut is not None and self._task is not None and hasattr(self._task, "uncancel"):
+            self._task.uncancel()  # our cancellation, not the caller's
+        try:
+            await self._lock.release()
+        except LockError:
+            if cut is None:
+                raise
+        if cut is not None and (exc_type is None or issubclass(exc_type, asyncio.CancelledError)):
+            raise cut
+        return False

@@ -18,7 +18,7 @@ import weakref
 from typing import Any, Awaitable, Callable, Dict, Optional, Set, Union
 
 from . import _core
-from ._aio_locks import _UNSET, FairLock, FencedLock, Lock, ReadWriteLock, _Answer
+from ._aio_locks import _UNSET, FairLock, FencedLock, Lock, ReadWriteLock, _Answer, _Guarded
 from ._client import Client as SyncClient
 from ._errors import ClientClosedError
 from ._ops import Stats
@@ -105,8 +105,12 @@ class Client:
         if on_lost is not None and not callable(on_lost):
             raise TypeError("on_lost must be callable or None")
         self._on_lost = on_lost
+        self._user_on_state = options.pop("on_state", None)
+        if self._user_on_state is not None and not callable(self._user_on_state):
+            raise TypeError("on_state must be callable or None")
         self._sync = SyncClient(url, on_lost=self._lost_from_core if on_lost else None,
-                                **options)
+                                on_state=self._state_from_core, **options)
+        self._guards: "Set[_Guarded]" = set()  # lock.guarded() bodies running now
         # The loop and its reader are held weakly: a loop dropped unclosed is collected with its
         # tasks (then their waits are cancelled and their holds released).
         self._loop: "Optional[weakref.ref[asyncio.AbstractEventLoop]]" = None
@@ -175,6 +179,23 @@ class Client:
                 loop.call_soon_threadsafe(self._run_on_lost, name, reason)
             except RuntimeError:  # the loop closed meanwhile
                 pass
+
+    def _state_from_core(self, name: Name, state: str, why: str) -> None:  # the event thread
+        if self._user_on_state is not None:
+            self._user_on_state(name, state, why)
+        loop = self._loop() if self._loop is not None else None
+        if state != "held" and self._guards and loop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(self._look_at_guards, name)
+            except RuntimeError:  # the loop closed meanwhile
+                pass
+
+    def _look_at_guards(self, name: Name) -> None:
+        for guard in [g for g in self._guards if g.concerns(name)]:
+            guard.look()
+
+    def _guards_now(self) -> "Set[_Guarded]":
+        return self._guards
 
     def _run_on_lost(self, name: Name, reason: str) -> None:
         assert self._on_lost is not None
