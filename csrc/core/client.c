@@ -234,6 +234,7 @@ static void reset_after_fork(rl_client *c, uint64_t generation) {
         rl_workers_forget_after_fork(&c->workers);
         pthread_mutex_unlock(&c->workers.mu);
         atomic_store(&c->deferred_armed, 0); /* its timer was forgotten with the workers' */
+        c->deferred_quiet = 0;
         if (c->cfg.sentinel) rl_sentinel_forget_after_fork(c->cfg.sentinel);
         if (c->cfg.cluster) rl_cluster_forget_after_fork(c->cfg.cluster);
         atomic_store(&c->fork_generation, generation);

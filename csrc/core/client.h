@@ -40,6 +40,8 @@ struct rl_client {
     rl_workers workers; /* the async calls' threads and timers, started by the first one */
     rl_job deferred_job; /* deferred.c's timer */
     atomic_int deferred_armed;
+    atomic_int deferred_seen; /* a connection went idle with deferred commands since the look */
+    int deferred_quiet;       /* looks in a row that found none (the timer's own) */
     struct rl_client *registry_prev, *registry_next; /* fork.c's list of live clients */
 };
 
