@@ -4,6 +4,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,13 +116,28 @@ void rl_conn_abandon(rl_conn *conn) {
 
 /* ---- opening ------------------------------------------------------------------------------- */
 
-/* Waits until conn's socket is ready for `events` or the call's deadline passes; 0 when ready,
- * -1 with why ("timed out"). A socket shut down by rl_conn_interrupt is ready at once. */
-static int wait_socket(rl_conn *conn, short events) {
-    int rc = rl_poll_until(conn->fd, events, conn->deadline);
-    if (rc > 0) return 0;
-    set_why_errno(conn, rc == 0 ? ETIMEDOUT : errno);
-    return -1;
+/* How far a plain socket's timeouts may be from what is left of the deadline before they are
+ * set again: a wait ends at most this much early or late, and an exchange that starts with the
+ * command timeout of the one before costs no system call for it. */
+#define TIMEOUT_SLACK_MS 10
+
+/* Before a blocking send or recv on a plain socket: its timeouts are what is left of the call's
+ * deadline. 0, or -1 with why ("timed out") when nothing is left. */
+static int bound_by_deadline(rl_conn *conn) {
+    int64_t left = conn->deadline - rl_now_ms();
+    if (left <= 0) {
+        set_why_errno(conn, ETIMEDOUT);
+        return -1;
+    }
+    int64_t diff = conn->sock_timeout_ms - left;
+    if (conn->sock_timeout_ms == 0 || diff > TIMEOUT_SLACK_MS || diff < -TIMEOUT_SLACK_MS) {
+        struct timeval tv = {.tv_sec = (time_t)(left / 1000),
+                             .tv_usec = (suseconds_t)(left % 1000) * 1000};
+        setsockopt(conn->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        setsockopt(conn->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        conn->sock_timeout_ms = left;
+    }
+    return 0;
 }
 
 static int wait_connected(int fd, int64_t deadline) {
@@ -187,9 +203,17 @@ static int connect_unix(rl_conn *conn, const char *path, int64_t deadline) {
     return connect_to(conn, AF_UNIX, (const struct sockaddr *)&addr, sizeof addr, deadline);
 }
 
-/* No delay, keepalive. The socket stays non-blocking: every wait is a poll() bounded by the
- * deadline of the call in progress, never a per-read timeout that a trickling peer renews. */
+/* No delay, keepalive. A TLS socket stays non-blocking: its every wait is a poll() bounded by
+ * the deadline of the call in progress. A plain one blocks in send and recv (one system call
+ * where a try, a poll and a second try take three), bounded by the same deadline through
+ * SO_SNDTIMEO/SO_RCVTIMEO (bound_by_deadline): never by a per-read timeout that a trickling
+ * peer renews. */
 static void configure(rl_conn *conn) {
+    conn->sock_timeout_ms = 0;
+    if (!conn->cfg->tls) {
+        int flags = fcntl(conn->fd, F_GETFL);
+        if (flags >= 0) fcntl(conn->fd, F_SETFL, flags & ~O_NONBLOCK);
+    }
     if (!conn->is_unix) {
         int on = 1, idle = KEEPALIVE_IDLE_S, interval = KEEPALIVE_INTERVAL_S,
             probes = KEEPALIVE_PROBES;
@@ -388,18 +412,17 @@ static int flush_counting(rl_conn *conn, size_t *sent) {
     size_t off = 0;
     int rc = 0;
     while (off < conn->out_len) {
+        if (!conn->tls && bound_by_deadline(conn) != 0) {
+            rc = -1;
+            break;
+        }
         ssize_t n = conn->tls ? rl_tls_send(conn->tls, conn->out + off, conn->out_len - off,
                                             conn->deadline, conn->why, sizeof conn->why)
-                              : send(conn->fd, conn->out + off, conn->out_len - off,
-                                     MSG_NOSIGNAL | MSG_DONTWAIT);
+                              : send(conn->fd, conn->out + off, conn->out_len - off, MSG_NOSIGNAL);
         if (n > 0) {
             off += (size_t)n;
         } else if (n < 0 && errno == EINTR && !conn->tls) {
             continue;
-        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && !conn->tls) {
-            if (wait_socket(conn, POLLOUT) == 0) continue;
-            rc = -1;
-            break;
         } else {
             if (!conn->tls) set_why_errno(conn, n < 0 ? errno : EPIPE); /* TLS wrote its why */
             rc = -1;
@@ -426,9 +449,10 @@ int rl_conn_flush(rl_conn *conn) {
 static int receive_some(rl_conn *conn, int wait) {
     char buf[READ_CHUNK];
     for (;;) {
+        if (wait && !conn->tls && bound_by_deadline(conn) != 0) return -1;
         ssize_t n = conn->tls ? rl_tls_recv(conn->tls, buf, sizeof buf, wait, conn->deadline,
                                             conn->why, sizeof conn->why)
-                              : recv(conn->fd, buf, sizeof buf, MSG_DONTWAIT);
+                              : recv(conn->fd, buf, sizeof buf, wait ? 0 : MSG_DONTWAIT);
         if (n > 0) {
             if (redisReaderFeed(conn->reader, buf, (size_t)n) == REDIS_OK) return 0;
             set_why(conn, "out of memory reading a reply");
@@ -437,10 +461,6 @@ static int receive_some(rl_conn *conn, int wait) {
         if (n < 0 && errno == EINTR && !conn->tls) continue;
         int would_block = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
         if (would_block && !wait) return 0; /* nothing */
-        if (would_block && !conn->tls) {
-            if (wait_socket(conn, POLLIN) == 0) continue;
-            return -1;
-        }
         if (n == 0)
             set_why(conn, "the server closed the connection");
         else if (!conn->tls)
