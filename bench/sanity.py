@@ -46,7 +46,12 @@ def check_step(name, step, params):
                 k in r for k in ("task_switches", "client_cpu_us", "redis_cpu_us"))):
             bad.append(f"profile {r['impl']}: {r}"[:200])
         if m == "watchdog":
-            if not (r["rounds"] >= 1 and r["full_rounds"] >= 1 and pos(r["round_ms_median"])
+            # Redisson renews in its own batches: on a loaded machine a round seen by the tap
+            # may cover only part of the holds; every hold still being live shows they were all
+            # renewed.
+            full = r["full_rounds"] >= 1 or (r["impl"] == "redisson"
+                                             and r["live_keys"] == r["holds"])
+            if not (r["rounds"] >= 1 and full and pos(r["round_ms_median"])
                     and r["round_trips_per_round"] > 0 and 0 <= r["live_keys"] <= r["holds"]
                     and (r["impl"] == "redisson"  # the core's memory figures only
                          or pos(r["bytes_per_lock_handle"], r["bytes_per_hold"]))):
