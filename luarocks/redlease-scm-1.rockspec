@@ -63,6 +63,7 @@ build = {
       ["redlease.resty.runner"] = "luarocks/redlease/resty/runner.lua",
       ["redlease.resty.scripts"] = "luarocks/redlease/resty/scripts.lua",
       ["redlease.resty.subscriber"] = "luarocks/redlease/resty/subscriber.lua",
+      ["redlease.resty.tls"] = "luarocks/redlease/resty/tls.lua",
       ["redlease.resty.url"] = "luarocks/redlease/resty/url.lua",
       ["redlease.resty.watchdog"] = "luarocks/redlease/resty/watchdog.lua",
       ["redlease.semaphore"] = "luarocks/redlease/semaphore.lua",

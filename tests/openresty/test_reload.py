@@ -93,7 +93,10 @@ def test_first_hold_of_an_exiting_worker_is_renewed(server, raw, make_nginx):
     waiter = {}
     tw = background(ng, "/hold?name=late&timeout=20&secs=2.5", waiter)
     assert wait_for(lambda: raw("PUBSUB", "NUMSUB", "redisson_lock__channel:{late}")[1] == 1, 5)
+    old = ng.worker_pids()
     ng.reload()
     tw.join(30)
     assert waiter["acquired"] == "true", waiter
     assert waiter["lost"] == "false" and waiter["released"] == "true", waiter  # past its lease
+    # its hold released, the exiting worker ends by itself (its timers and sockets with it)
+    assert wait_for(lambda: old_workers_gone(ng, old), 15)
