@@ -22,11 +22,15 @@ _COUNTERS = (
     ("redlease_renewal_rounds", "Watchdog renewal rounds that reached Redis.", "renew_rounds"),
     ("redlease_renewal_failed_rounds", "Renewal rounds that failed on the network (retried).",
      "renew_failed_rounds"),
+    ("redlease_holds_in_doubt", "Times a hold went in doubt (a renewal failed).",
+     "in_doubt_total"),
 )
 _GAUGES = (
     ("redlease_wait_seconds_max", "The longest wait for a lock so far.", "wait_seconds_max"),
     ("redlease_holds", "Locks held now ((lock, thread) holds).", "holds"),
     ("redlease_waiters", "Acquires waiting now.", "waiters"),
+    ("redlease_holds_in_doubt_now", "Holds in doubt now: a renewal failed, the lease may still "
+     "be valid.", "in_doubt"),
 )
 
 

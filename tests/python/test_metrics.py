@@ -112,6 +112,8 @@ def test_prometheus_exposition_parses(client, make_client, raw):
     assert samples[("redlease_holds_lost_total", (me, ("reason", "deleted")))] == 1
     assert samples[("redlease_holds_lost_total", (me, ("reason", "expired")))] == 0
     assert ("redlease_renewal_failed_rounds_total", (me,)) in samples
+    assert samples[("redlease_holds_in_doubt_now", (me,))] == 0
+    assert samples[("redlease_holds_in_doubt_total", (me,))] == 0
     registry.unregister(collector)
     labelled = CollectorRegistry()
     redlease.prometheus.register(client, labelled, label="billing")

@@ -163,3 +163,70 @@ def test_asyncio_deadline_bounds_the_body_with_timeout_at(server):
 
     with pytest.raises(redlease.LockLostError):  # released after its lease ran out
         asyncio.run(main())
+
+
+def test_guarded_body_is_cancelled_when_the_hold_is_lost(server, raw):
+    async def main():
+        async with redlease.asyncio.Client(server.url, watchdog_timeout=1.5) as client:
+            lock = client.lock("v:guard")
+            reached = []
+            with pytest.raises(redlease.LockLostError) as lost:
+                async with lock.guarded():
+                    raw("DEL", "v:guard")  # someone force-unlocks it
+                    for _ in range(50):  # a body that would write for 5 s
+                        await asyncio.sleep(0.1)
+                        reached.append(1)
+            return lost.value.reason, len(reached)
+
+    reason, steps = asyncio.run(main())
+    assert reason == "deleted"
+    assert steps < 15  # cut within a renewal period (0.5 s) and a margin, not after 5 s
+
+
+def test_guarded_body_is_cut_at_the_deadline_of_a_fixed_lease(server):
+    async def main():
+        async with redlease.asyncio.Client(server.url) as client:
+            lock = client.lock("v:guard:lease", lease=0.4)
+            start = time.monotonic()
+            with pytest.raises((redlease.LockInDoubtError, redlease.LockLostError)):
+                async with lock.guarded():
+                    await asyncio.sleep(5)
+            return time.monotonic() - start
+
+    took = asyncio.run(main())
+    assert 0.3 < took < 2.0
+
+
+def test_guarded_body_that_ends_in_time_releases_normally(server, raw):
+    async def main():
+        async with redlease.asyncio.Client(server.url, watchdog_timeout=1.5) as client:
+            lock = client.lock("v:guard:ok")
+            async with lock.guarded():
+                await asyncio.sleep(1.2)  # across two renewals
+                assert raw("EXISTS", "v:guard:ok") == 1
+            assert raw("EXISTS", "v:guard:ok") == 0
+            task = asyncio.current_task()
+            return task.cancelling() if hasattr(task, "cancelling") else 0
+
+    assert asyncio.run(main()) == 0
+
+
+def test_guarded_body_keeps_running_while_only_in_doubt(server):
+    states = StateRecorder()
+
+    async def main():
+        async with redlease.asyncio.Client(server.url, watchdog_timeout=3, command_timeout=1,
+                                           on_state=states) as client:
+            lock = client.lock("v:guard:doubt")
+            async with lock.guarded():
+                os.kill(server.process.pid, signal.SIGSTOP)
+                try:
+                    while "in_doubt" not in states.states():
+                        await asyncio.sleep(0.05)
+                finally:
+                    os.kill(server.process.pid, signal.SIGCONT)
+                while "held" not in states.states():
+                    await asyncio.sleep(0.05)
+            return states.states()
+
+    assert asyncio.run(main()) == ["in_doubt", "held"]

@@ -38,8 +38,8 @@ function conn.open(c, timeout_ms)
     ok, err = sock:connect(ep.host, ep.port, c.connect_opts)
   end
   if not ok then return fail(c, "cannot connect to", err) end
-  local self = setmetatable({ sock = sock, reader = resp.reader(sock), client = c, exchanges = 0 },
-    Conn)
+  local self = setmetatable({ sock = sock, reader = resp.reader(sock), client = c, exchanges = 0,
+    command_ms = command_ms }, Conn)
   if sock:getreusedtimes() == 0 then
     local t = ep.tls_settings
     if t then
@@ -89,24 +89,32 @@ function conn.open(c, timeout_ms)
   return self
 end
 
--- Sends the encoded parts, reads n replies. Closes the connection on any failure.
+-- Sends the encoded parts, reads n replies, all within the command timeout (a deadline for the
+-- whole exchange, not per read). Closes the connection on any failure.
 function Conn:raw_exchange(parts, n)
   local sock = self.sock
   self.exchanges = self.exchanges + 1 -- round trips, for the watchdog's counters
+  ngx.update_time()
+  local reader = self.reader
+  reader.deadline = ngx.now() + self.command_ms / 1000
+  sock:settimeout(self.command_ms)
   local ok, err = sock:send(parts)
   if not ok then
+    reader.deadline = nil
     sock:close()
     return fail(self.client, "lost the connection to", err)
   end
-  local replies, reader = {}, self.reader
+  local replies = {}
   for i = 1, n do
     local v, rerr = reader:read()
     if v == nil then
+      reader.deadline = nil
       sock:close()
       return fail(self.client, "no answer from", rerr)
     end
     replies[i] = v
   end
+  reader.deadline = nil
   return replies
 end
 

@@ -40,8 +40,17 @@ end
 -- Whether bytes are left unread (a connection with leftovers is not reused).
 function Reader:pending() return self.pos <= #self.buf end
 
--- Keeps the bytes from the start of the reply being read (self.mark) on.
+-- Keeps the bytes from the start of the reply being read (self.mark) on. With self.deadline
+-- (ngx.now() seconds) set, each read may wait only for what is left of it: a cosocket's read
+-- timeout starts again at every byte, so a peer that trickles bytes would hold it for ever.
 local function fill(self)
+  local deadline = self.deadline
+  if deadline then
+    ngx.update_time()
+    local left_ms = math.floor((deadline - ngx.now()) * 1000)
+    if left_ms <= 0 then return nil, "timeout" end
+    self.sock:settimeout(left_ms)
+  end
   local data, err = self.sock:receiveany(65536)
   if not data then return nil, err end
   local mark = self.mark
