@@ -37,7 +37,7 @@ struct rl_client {
     rl_subscriber sub;
     rl_events events;
     rl_metrics metrics;
-    rl_workers workers; /* the async calls' threads and timers, started by the first one */
+    rl_workers workers;  /* the async calls' threads and timers, started by the first one */
     rl_job deferred_job; /* deferred.c's timer */
     atomic_int deferred_armed;
     atomic_int deferred_seen; /* a connection went idle with deferred commands since the look */

@@ -28,8 +28,8 @@ typedef struct rl_config {
     pthread_mutex_t fd_mu; /* a connection's socket is set, closed and interrupted under it */
     atomic_int closing;    /* the client is closing: no connection opens any more */
     rl_tls_context *tls;   /* rediss://: every connection speaks TLS; NULL: plain */
-    struct rl_sentinel *sentinel; /* redis+sentinel://: who the master is; NULL: the endpoint */
-    struct rl_cluster *cluster;   /* redis+cluster://: the slot map and its nodes; NULL: none */
+    struct rl_sentinel *sentinel;   /* redis+sentinel://: who the master is; NULL: the endpoint */
+    struct rl_cluster *cluster;     /* redis+cluster://: the slot map and its nodes; NULL: none */
     void (*on_deferred)(void *arg); /* a pooled connection went idle with deferred commands */
     void *on_deferred_arg;
 } rl_config;
@@ -52,14 +52,14 @@ typedef struct rl_conn {
     redisReader *reader;
     char *out; /* formatted commands not sent yet */
     size_t out_len, out_cap;
-    int deferred;       /* commands at the start of `out` whose replies nobody waits for: they
-                           go out with the next exchange and their replies are read and dropped */
-    uint64_t exchanges; /* round trips made, for statistics */
-    int64_t timeout_ms; /* the command timeout it was opened with (rl_conn_flush, _receive) */
-    int64_t deadline;   /* rl_now_ms() by which the call in progress must end */
+    int deferred;            /* commands at the start of `out` whose replies nobody waits for: they
+                                go out with the next exchange and their replies are read and dropped */
+    uint64_t exchanges;      /* round trips made, for statistics */
+    int64_t timeout_ms;      /* the command timeout it was opened with (rl_conn_flush, _receive) */
+    int64_t deadline;        /* rl_now_ms() by which the call in progress must end */
     int64_t sock_timeout_ms; /* a plain socket's SO_RCVTIMEO/SO_SNDTIMEO now (0: not set) */
-    char why[512];      /* the last I/O failure, for messages: room for a verification error
-                           with a 253-character host name (never cut, the docs quote it) */
+    char why[512];           /* the last I/O failure, for messages: room for a verification error
+                                with a 253-character host name (never cut, the docs quote it) */
 } rl_conn;
 
 /* One command: argc arguments (binary-safe). */

@@ -354,7 +354,6 @@ static void drop_one(rl_client *c, rl_hold *h) {
     if (--h->count <= 0) rl_holds_remove(&c->holds, h);
 }
 
-
 /* Whether another local hold of this context counts in the same Redis field (a context using
  * the reentrant, fenced and fair kinds on one name): Redis then counts them together. */
 static int field_shared(rl_client *c, const rl_hold *h) {

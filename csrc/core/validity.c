@@ -54,7 +54,6 @@ rl_hold_state rl_hold_state_at(const rl_client *c, const rl_hold *h, int64_t now
     if (h->in_doubt) return RL_HOLD_IN_DOUBT;
     /* A watchdog hold is renewed every third of its lease: one whose renewal is half a period
      * late is in doubt before any round fails (a slow server, a stalled process). */
-    if (h->watchdog && h->watched && h->confirmed_until - now < lease / 2)
-        return RL_HOLD_IN_DOUBT;
+    if (h->watchdog && h->watched && h->confirmed_until - now < lease / 2) return RL_HOLD_IN_DOUBT;
     return RL_HOLD_HELD;
 }

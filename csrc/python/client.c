@@ -266,9 +266,8 @@ static PyObject *client_stats(rlpy_client *self, PyObject *unused) {
         (unsigned long long)s.renew_failed_rounds, "last_round_nodes",
         (Py_ssize_t)s.last_round_nodes, "cluster_refreshes",
         (unsigned long long)s.cluster_refreshes, "last_round_us",
-        (unsigned long long)s.last_round_us, "renew_round_us",
-        (unsigned long long)s.renew_round_us, "in_doubt", (Py_ssize_t)s.in_doubt,
-        "in_doubt_total", (unsigned long long)s.in_doubt_total);
+        (unsigned long long)s.last_round_us, "renew_round_us", (unsigned long long)s.renew_round_us,
+        "in_doubt", (Py_ssize_t)s.in_doubt, "in_doubt_total", (unsigned long long)s.in_doubt_total);
 }
 
 static PyMethodDef client_methods[] = {

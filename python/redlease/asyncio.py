@@ -44,7 +44,7 @@ class _Owners:
         """A context for the task, ended when it ends or when it is collected unfinished."""
         context = self._completions.new_context()
         end = weakref.finalize(task, self._ended, context)
-        end.atexit = False
+        end.atexit = False  # type: ignore[misc, unused-ignore] (3.9's typeshed)
         self._ends[context] = end
         task.add_done_callback(lambda _task: end())
         return context
@@ -132,7 +132,8 @@ class Client:
             self._owners = _Owners(self._sync, self._completions)
             reader = _Reader(self._completions)
             loop.add_reader(self._completions.fileno(), reader)
-            weakref.finalize(reader, self._owners.loop_gone).atexit = False
+            gone = weakref.finalize(reader, self._owners.loop_gone)
+            gone.atexit = False  # type: ignore[misc, unused-ignore] (3.9's typeshed)
             self._loop, self._reader = weakref.ref(loop), weakref.ref(reader)
         elif self._loop() is not loop:
             raise RuntimeError("a redlease.asyncio.Client serves the event loop it was first "

@@ -148,7 +148,7 @@ void crowd_end(crowd *c);
 typedef struct event_log {
     pthread_mutex_t mu;
 #define EVENT_KINDS 16
-    int counts[EVENT_KINDS];      /* by rl_event_kind */
+    int counts[EVENT_KINDS];       /* by rl_event_kind */
     int64_t first_at[EVENT_KINDS]; /* now_ms() when the first and the latest event of each kind */
     int64_t last_at[EVENT_KINDS];  /* arrived (0: none yet) */
     rl_lost_reason reason;

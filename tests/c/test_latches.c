@@ -106,7 +106,7 @@ TEST(one_thread_cycle_sends_no_extra_round_trip_for_its_latches) {
     /* 200, plus at most one timer's send if the machine stalled this loop for 0.1 s. */
     CHECK_MSG(made >= 200 && made <= 202, "%llu round trips for 100 cycles",
               (unsigned long long)made);
-    CHECK_INT(latches(), 1); /* the last one still rides with the next exchange... */
+    CHECK_INT(latches(), 1);          /* the last one still rides with the next exchange... */
     CHECK_SOON(latches() == 0, 1000); /* ...or goes by itself */
     rl_lock_free(l);
     rl_client_free(c);

@@ -88,8 +88,8 @@ TEST(valid_until_never_exceeds_the_lease_redis_keeps) {
     stall_end(stall);
     long long pttl = raw_int(g_raw, "PTTL v:truth");
     expires = now_ms() + pttl;
-    CHECK_MSG(st != RL_HOLD_NONE && until <= expires, "during the stall: valid until %lld, expires at %lld",
-              (long long)until, expires);
+    CHECK_MSG(st != RL_HOLD_NONE && until <= expires,
+              "during the stall: valid until %lld, expires at %lld", (long long)until, expires);
     CHECK_OK(rl_lock_release(l, 1, err));
     rl_lock_free(l);
     rl_client_free(c);

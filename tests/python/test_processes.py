@@ -208,8 +208,8 @@ CTRL_C_AT_ONCE_CHILD = textwrap.dedent("""
     client = redlease.Client(sys.argv[1])
     lock = client.lock("interrupted")
     for _ in range(int(sys.argv[2])):
-        print("waiting", flush=True)
-        try:
+        try:  # (the signal may land as soon as "waiting" is out)
+            print("waiting", flush=True)
             lock.acquire()
             print("acquired", flush=True)
         except KeyboardInterrupt:
