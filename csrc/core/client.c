@@ -131,7 +131,11 @@ rl_status rl_client_new(const char *url, const rl_options *options, rl_client **
         discard(c);
         return st;
     }
-    if (c->cfg.sentinel) rl_sentinel_on_moved(c->cfg.sentinel, master_moved, c);
+    if (c->cfg.sentinel) {
+        rl_sentinel_on_moved(c->cfg.sentinel, master_moved, c);
+        c->cfg.resolver = &rl_sentinel_resolver;
+        c->cfg.resolver_state = c->cfg.sentinel;
+    }
     c->cfg.options = o;
     rl_random_uuid(c->id);
     atomic_init(&c->refs, 1);
