@@ -49,8 +49,6 @@ typedef struct rl_config {
     rl_tls_context *tls;         /* rediss://: every connection speaks TLS; NULL: plain */
     const rl_resolver *resolver; /* where connections go; NULL: the endpoint */
     void *resolver_state;
-    struct rl_sentinel *sentinel;   /* redis+sentinel://: who the master is; NULL: the endpoint */
-    struct rl_cluster *cluster;     /* redis+cluster://: the slot map and its nodes; NULL: none */
     void (*on_deferred)(void *arg); /* a pooled connection went idle with deferred commands */
     void *on_deferred_arg;
 } rl_config;

@@ -4,7 +4,6 @@
 
 #include "client.h"
 #include "clock.h"
-#include "cluster.h"
 
 static rl_client *client_of(rl_job *job) {
     return (rl_client *)((char *)job - offsetof(rl_client, deferred_job));
@@ -32,12 +31,8 @@ static void send_deferred(rl_job *job) {
     atomic_store(&c->deferred_armed, 0); /* before the look: a later deferral arms again */
     int64_t timeout = c->cfg.options.command_timeout_ms;
     int64_t next = rl_pool_send_deferred(&c->pool, RL_DEFERRED_IDLE_MS, timeout);
-    if (c->cfg.cluster) {
-        for (rl_cluster_node *n = rl_cluster_nodes(c->cfg.cluster); n; n = n->next) {
-            int64_t due = rl_pool_send_deferred(&n->pool, RL_DEFERRED_IDLE_MS, timeout);
-            if (due && (!next || due < next)) next = due;
-        }
-    }
+    int64_t due = c->deploy->send_deferred(c, RL_DEFERRED_IDLE_MS, timeout); /* its pools */
+    if (due && (!next || due < next)) next = due;
     if (!next) return;
     /* Moves a timer a pool armed meanwhile, if any: it was set for later than `next`. */
     atomic_store(&c->deferred_armed, 1);
