@@ -40,7 +40,7 @@ define flavour
 $(B)/$(1)/core/%.o: csrc/core/%.c csrc/core/*.h include/*.h
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(ALL_CFLAGS) $$(FLAGS_$(1)) -c $$< -o $$@
-$(B)/$(1)/tests/%.o: tests/c/%.c tests/c/*.h include/*.h
+$(B)/$(1)/tests/%.o: tests/c/%.c tests/c/*.h csrc/core/*.h include/*.h
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(ALL_CFLAGS) $$(FLAGS_$(1)) -c $$< -o $$@
 $(B)/$(1)/librlcore.a: $(patsubst csrc/core/%.c,$(B)/$(1)/core/%.o,$(CORE_SRC))

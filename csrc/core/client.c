@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "clock.h"
-#include "cluster.h"
 #include "deferred.h"
 #include "error.h"
 #include "fork.h"
@@ -83,21 +82,18 @@ static void discard(rl_client *c) {
     for (size_t i = 0; i < RL_CLIENT_STRINGS; i++)
         free(c->strings[i]);
     free(c->shown_url);
-    rl_sentinel_free(c->cfg.sentinel);
-    rl_cluster_free(c->cfg.cluster);
+    if (c->deploy) c->deploy->destroy(c);
     rl_tls_context_free(c->cfg.tls);
     rl_endpoint_free(&c->cfg.endpoint);
     rl_config_destroy(&c->cfg);
     free(c);
 }
 
-/* Sentinel named a new master: cut short every call in progress on the old one (the pool's idle
- * connections notice at their next use). */
-static void master_moved(void *userdata) {
-    rl_client *c = userdata;
-    rl_pool_interrupt(&c->pool);
-    rl_conn_interrupt(&c->watchdog.conn);
-    rl_conn_interrupt(&c->sub.conn);
+/* The one place that knows the deployments: the one the URL's scheme names. */
+static const rl_deploy *deployment_of(const rl_endpoint *ep) {
+    if (ep->cluster) return &rl_deploy_cluster;
+    if (ep->sentinels) return &rl_deploy_sentinel;
+    return &rl_deploy_standalone;
 }
 
 rl_status rl_client_new(const char *url, const rl_options *options, rl_client **out,
@@ -121,9 +117,10 @@ rl_status rl_client_new(const char *url, const rl_options *options, rl_client **
         st = rl_fail(err, RL_ERR_ARGUMENT, "the tls_* options need a rediss:// URL");
     if (st == RL_OK && c->cfg.endpoint.tls)
         st = rl_tls_context_new(&o, c->cfg.endpoint.host, &c->cfg.tls, err);
-    if (st == RL_OK && c->cfg.endpoint.sentinels)
-        st = rl_sentinel_new(&c->cfg, &c->cfg.sentinel, err);
-    if (st == RL_OK && c->cfg.endpoint.cluster) st = rl_cluster_new(&c->cfg, &c->cfg.cluster, err);
+    if (st == RL_OK) {
+        c->deploy = deployment_of(&c->cfg.endpoint);
+        st = c->deploy->create(c, err);
+    }
     if (st == RL_OK && (!(c->shown_url = rl_url_redacted(url)) || copy_strings(c, &o) != 0 ||
                         rl_pool_init(&c->pool, o.pool_size, &c->cfg) != 0))
         st = rl_fail(err, RL_ERR_MEMORY, "out of memory");
@@ -131,7 +128,6 @@ rl_status rl_client_new(const char *url, const rl_options *options, rl_client **
         discard(c);
         return st;
     }
-    if (c->cfg.sentinel) rl_sentinel_on_moved(c->cfg.sentinel, master_moved, c);
     c->cfg.options = o;
     rl_random_uuid(c->id);
     atomic_init(&c->refs, 1);
@@ -161,8 +157,7 @@ static void destroy(rl_client *c) {
     rl_workers_destroy(&c->workers);
     rl_events_destroy(&c->events);
     rl_endpoint_free(&c->cfg.endpoint);
-    rl_sentinel_free(c->cfg.sentinel);
-    rl_cluster_free(c->cfg.cluster);
+    c->deploy->destroy(c);
     rl_tls_context_free(c->cfg.tls);
     rl_config_destroy(&c->cfg);
     pthread_mutex_destroy(&c->mu);
@@ -200,11 +195,10 @@ void rl_client_free(rl_client *c) {
          * progress on a socket is cut short and every waiter is woken (they answer "closed"),
          * and only then are the threads joined. */
         atomic_store(&c->cfg.closing, 1);
-        rl_sentinel_stop(c->cfg.sentinel); /* no more moves reported */
+        c->deploy->stop(c); /* its threads, asks and pools: nothing of it calls back */
         rl_pool_close(&c->pool);
         rl_pool_interrupt(&c->pool);
         rl_sub_stop(&c->sub); /* async waiters are told: they end on the workers */
-        rl_cluster_stop(c->cfg.cluster);
         rl_workers_stop(&c->workers);
         rl_watchdog_stop(c);
         rl_events_stop(&c->events);
@@ -235,8 +229,7 @@ static void reset_after_fork(rl_client *c, uint64_t generation) {
         pthread_mutex_unlock(&c->workers.mu);
         atomic_store(&c->deferred_armed, 0); /* its timer was forgotten with the workers' */
         c->deferred_quiet = 0;
-        if (c->cfg.sentinel) rl_sentinel_forget_after_fork(c->cfg.sentinel);
-        if (c->cfg.cluster) rl_cluster_forget_after_fork(c->cfg.cluster);
+        c->deploy->forget_after_fork(c);
         atomic_store(&c->fork_generation, generation);
     }
     pthread_mutex_unlock(&c->mu);
@@ -344,22 +337,11 @@ static rl_status run_script(rl_pool *pool, int asking, void *arg, rl_redirect *r
     return st;
 }
 
-/* The slot of a command's first key (argv[first_key]); every lock script has one. */
-static int first_key_slot(int argc, const char **argv, const size_t *lens, int first_key) {
-    return argc > first_key ? rl_key_slot(argv[first_key], lens[first_key]) : 0;
-}
-
 rl_status rl_client_script(rl_client *c, rl_script_id id, int argc, const char **argv, size_t *lens,
                            redisReply **reply, int idempotent, const rl_cmd *then_send,
                            rl_reply_test wrote, rl_error *err) {
     script_call call = {c, id, {argc, argv, lens}, reply, idempotent, then_send, wrote};
-    rl_redirect ignored;
-    int repeatable;
-    if (!c->cfg.cluster) return run_script(&c->pool, 0, &call, &ignored, &repeatable, err);
-    for (int i = RL_SCRIPT_ARGV_HEAD; i < argc; i++) /* sharded pub/sub on a cluster */
-        if (argv[i] == rl_publish_command) argv[i] = "spublish", lens[i] = 8;
-    return rl_cluster_call(c->cfg.cluster, first_key_slot(argc, argv, lens, RL_SCRIPT_ARGV_HEAD),
-                           run_script, &call, err);
+    return c->deploy->call(c, &call.cmd, RL_SCRIPT_ARGV_HEAD, run_script, &call, err);
 }
 
 typedef struct plain_call {
@@ -390,21 +372,12 @@ static rl_status run_command(rl_pool *pool, int asking, void *arg, rl_redirect *
 rl_status rl_client_command(rl_client *c, int argc, const char **argv, size_t *lens,
                             redisReply **reply, rl_error *err) {
     plain_call call = {c, {argc, argv, lens}, reply};
-    rl_redirect ignored;
-    int repeatable;
-    if (!c->cfg.cluster) return run_command(&c->pool, 0, &call, &ignored, &repeatable, err);
-    return rl_cluster_call(c->cfg.cluster, first_key_slot(argc, argv, lens, 1), run_command, &call,
-                           err);
+    return c->deploy->call(c, &call.cmd, 1, run_command, &call, err);
 }
 
 rl_status rl_client_commands(rl_client *c, size_t n, const rl_cmd *cmds, redisReply **replies,
                              rl_error *err) {
-    rl_conn *conn = rl_pool_take(&c->pool);
-    if (!conn) return rl_fail(err, RL_ERR_CLOSED, "the client is closed");
-    rl_status st =
-        rl_conn_exchange(conn, c->cfg.options.command_timeout_ms, n, cmds, replies, 1, err);
-    rl_pool_give(&c->pool, conn);
-    return st;
+    return c->deploy->commands(c, n, cmds, replies, err);
 }
 
 void rl_client_stats(rl_client *c, rl_stats *out) {
@@ -429,37 +402,37 @@ void rl_client_stats(rl_client *c, rl_stats *out) {
     out->last_round_nodes = c->watchdog.last_round_nodes;
     pthread_mutex_unlock(&c->mu);
     rl_metrics_read(&c->metrics, out);
-    if (c->cfg.cluster) out->cluster_refreshes = rl_cluster_refreshes(c->cfg.cluster);
+    c->deploy->stats(c, out);
     out->subscriptions = rl_wait_subscriptions(c);
     rl_client_leave(c);
 }
 
-/* Lock order, here and everywhere: c->mu before events.mu; the cluster's map mutex before any
- * pool's or subscriber's (a node made while closing closes its pool under it); a subscriber's mu
- * before workers.mu (its notified tickets schedule jobs); cfg.fd_mu then the sentinel's last (a
- * connection's socket changes under fd_mu, inside a pool's or a subscriber's mu); the others are
- * never nested. fork() takes them all, on every deployment (each cluster node's pool and
- * subscriber too), so that the child inherits no state midway through a change. */
+/* Lock order, here and everywhere: c->mu before events.mu; the client's pool, scripts and
+ * subscriber mutexes before the deployment's (a connection asks the resolver, a Sentinel's
+ * mutex, under a pool's mu); the deployment's before workers.mu and cfg.fd_mu (a cluster's map
+ * mutex comes before its nodes' pool and subscriber mutexes, a subscriber's mu before workers.mu
+ * as its notified tickets schedule jobs, and a connection's socket changes under fd_mu inside a
+ * pool's or a subscriber's mu); the others are never nested. fork() takes them all, on every
+ * deployment (each cluster node's pool and subscriber too), so that the child inherits no state
+ * midway through a change. */
 void rl_client_before_fork(rl_client *c) {
     pthread_mutex_lock(&c->mu);
     pthread_mutex_lock(&c->events.mu);
-    rl_cluster_lock(c->cfg.cluster);
     pthread_mutex_lock(&c->pool.mu);
     pthread_mutex_lock(&c->scripts.mu);
     pthread_mutex_lock(&c->sub.mu);
+    c->deploy->fork_lock(c);
     pthread_mutex_lock(&c->workers.mu);
     pthread_mutex_lock(&c->cfg.fd_mu);
-    rl_sentinel_lock(c->cfg.sentinel);
 }
 
 void rl_client_after_fork_parent(rl_client *c) {
-    rl_sentinel_unlock(c->cfg.sentinel);
     pthread_mutex_unlock(&c->cfg.fd_mu);
     pthread_mutex_unlock(&c->workers.mu);
+    c->deploy->fork_unlock(c);
     pthread_mutex_unlock(&c->sub.mu);
     pthread_mutex_unlock(&c->scripts.mu);
     pthread_mutex_unlock(&c->pool.mu);
-    rl_cluster_unlock(c->cfg.cluster);
     pthread_mutex_unlock(&c->events.mu);
     pthread_mutex_unlock(&c->mu);
 }
@@ -473,6 +446,6 @@ void rl_client_after_fork_child(rl_client *c) {
     rl_cond_init(&c->workers.more);
     rl_pool_after_fork_child(&c->pool);
     rl_sub_after_fork_child(&c->sub);
-    rl_cluster_after_fork_child(c->cfg.cluster);
+    c->deploy->after_fork_child(c);
     rl_client_after_fork_parent(c);
 }

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 
 #include "conn.h"
+#include "deploy.h"
 #include "events.h"
 #include "handover.h"
 #include "holds.h"
@@ -14,15 +15,16 @@
 #include "pool.h"
 #include "redlease.h"
 #include "scripts.h"
-#include "sentinel.h"
 #include "subscriber.h"
 #include "watchdog.h"
 #include "workers.h"
 
 struct rl_client {
     rl_config cfg;
-    char id[37];     /* UUID; replaced in a forked child */
-    char *shown_url; /* the URL without its password */
+    const rl_deploy *deploy; /* standalone, Sentinel or Cluster: chosen once by the URL */
+    void *deploy_state;      /* the deployment's own (deploy.h) */
+    char id[37];             /* UUID; replaced in a forked child */
+    char *shown_url;         /* the URL without its password */
 #define RL_CLIENT_STRINGS 7
     char *strings[RL_CLIENT_STRINGS]; /* copies of the options' strings */
     atomic_int refs;                  /* the owner's reference, each lock, each call in progress */
@@ -71,12 +73,12 @@ rl_status rl_client_script(rl_client *c, rl_script_id id, int argc, const char *
                            redisReply **reply, int idempotent, const rl_cmd *then_send,
                            rl_reply_test wrote, rl_error *err);
 
-/* Runs one plain read-only command on a pooled connection. */
+/* Runs one plain read-only command on a pooled connection (at its first key's server). */
 rl_status rl_client_command(rl_client *c, int argc, const char **argv, size_t *lens,
                             redisReply **reply, rl_error *err);
 
-/* Runs n plain read-only commands pipelined on one pooled connection (one round trip); error
- * replies come back as replies. */
+/* Runs n plain read-only commands pipelined: one round trip per server (each command at its
+ * key's); error replies come back as replies. */
 rl_status rl_client_commands(rl_client *c, size_t n, const rl_cmd *cmds, redisReply **replies,
                              rl_error *err);
 

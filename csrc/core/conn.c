@@ -15,7 +15,6 @@
 
 #include "clock.h"
 #include "error.h"
-#include "sentinel.h"
 
 #define READ_CHUNK 16384
 #define OUT_BUFFER_KEPT 65536 /* a bigger output buffer is freed once sent */
@@ -46,6 +45,12 @@ void rl_conn_init(rl_conn *conn, rl_config *cfg) {
     memset(conn, 0, sizeof *conn);
     conn->cfg = cfg;
     conn->fd = -1;
+}
+
+/* A connection to the server the resolver named in `epoch` saw it fail. */
+static void doubt(const rl_conn *conn, uint64_t epoch) {
+    const rl_config *cfg = conn->cfg;
+    if (cfg->resolver) cfg->resolver->doubt(cfg->resolver_state, epoch);
 }
 
 static void set_why(rl_conn *conn, const char *text) {
@@ -234,8 +239,7 @@ static rl_status failure(rl_conn *conn, rl_error *err, const char *what) {
     rl_status st = atomic_load(&conn->cfg->closing)
                        ? rl_fail(err, RL_ERR_CLOSED, "the client is closed")
                        : rl_fail(err, RL_ERR_CONNECTION, "%s %s: %s", what, where, conn->why);
-    if (conn->cfg->sentinel && conn->must_be_master)
-        rl_sentinel_doubt(conn->cfg->sentinel, conn->epoch);
+    if (conn->must_be_master) doubt(conn, conn->epoch);
     rl_conn_close(conn);
     return st;
 }
@@ -295,8 +299,7 @@ static rl_status handshake(rl_conn *conn, const rl_target *t, rl_error *err) {
     for (size_t i = 0; i < n; i++)
         freeReplyObject(replies[i]);
     if (st != RL_OK) {
-        if (conn->cfg->sentinel && t->must_be_master)
-            rl_sentinel_doubt(conn->cfg->sentinel, t->epoch);
+        if (t->must_be_master) doubt(conn, t->epoch);
         rl_conn_close(conn);
     }
     return st;
@@ -345,15 +348,13 @@ rl_status rl_conn_open(rl_conn *conn, int64_t timeout_ms, rl_error *err) {
     if (conn->node_host) { /* a cluster node: the URL's credentials, db 0 */
         t.host = conn->node_host;
         t.port = conn->node_port;
-    } else if (conn->cfg->sentinel) {
+    } else if (conn->cfg->resolver) {
         rl_status st =
-            rl_sentinel_master(conn->cfg->sentinel, master, sizeof master, &t.port, &t.epoch, err);
+            conn->cfg->resolver->resolve(conn->cfg->resolver_state, &t, master, sizeof master, err);
         if (st != RL_OK) {
             rl_conn_close(conn);
             return st;
         }
-        t.host = master;
-        t.must_be_master = 1;
     }
     return rl_conn_open_to(conn, &t, timeout_ms, err);
 }
@@ -500,9 +501,10 @@ static int read_reply(rl_conn *conn, redisReply **reply) {
  * bytes nobody asked for) means it is not fit; nothing has been written then. */
 static int fit_for_writing(rl_conn *conn) {
     if (rl_conn_buffered(conn) > 0) return 0;
-    /* Opened to a master that is no more (Sentinel): reopen to the new one. */
-    if (conn->cfg->sentinel && conn->must_be_master &&
-        conn->epoch != rl_sentinel_epoch(conn->cfg->sentinel))
+    /* Opened to a master that is no more (the resolver moved on): reopen to the new one. */
+    const rl_config *cfg = conn->cfg;
+    if (cfg->resolver && conn->must_be_master &&
+        conn->epoch != cfg->resolver->epoch(cfg->resolver_state))
         return 0;
     struct pollfd p = {.fd = conn->fd, .events = POLLIN};
     if (poll(&p, 1, 0) == 0) return 1;
@@ -577,7 +579,7 @@ rl_status rl_conn_receive_replies(rl_conn *conn, size_t n, redisReply **replies,
 rl_status rl_conn_lost_master(rl_conn *conn, rl_error *err) {
     rl_status st =
         rl_fail(err, RL_ERR_CONNECTION, "%s is no longer the master (READONLY)", conn->where);
-    if (conn->cfg->sentinel) rl_sentinel_doubt(conn->cfg->sentinel, conn->epoch);
+    doubt(conn, conn->epoch);
     rl_conn_close(conn);
     conn->readonly = 1;
     return st;

@@ -21,15 +21,34 @@
 /* "[host]:port" with the longest host name a URL can carry (255), or a socket path. */
 #define RL_WHERE_MAX 272
 
+struct rl_target;
+
+/* Where a client's connections go when the URL alone does not say (a Sentinel's master): the
+ * deployment hands the connection layer a resolver, which conn.c asks without knowing who
+ * answers. Its calls come from any thread opening or using a connection, possibly with a pool's
+ * or a subscriber's mutex held (never fd_mu): they take only the resolver's own leaf locks. */
+typedef struct rl_resolver {
+    /* The server a new connection goes to: sets t->host (written into host[host_size]),
+     * t->port, t->epoch and t->must_be_master; the URL's credentials and db are set already.
+     * May ask the network (a Sentinel's ask), within the command timeout. */
+    rl_status (*resolve)(void *state, struct rl_target *t, char *host, size_t host_size,
+                         rl_error *err);
+    /* A connection to the server resolved in `epoch` saw it fail (error, READONLY, ROLE): the
+     * next resolve asks again. */
+    void (*doubt)(void *state, uint64_t epoch);
+    /* The epoch now: a connection resolved in an older one is reopened before it writes. */
+    uint64_t (*epoch)(void *state);
+} rl_resolver;
+
 /* What every connection of one client shares: where to connect, the options, and closing. */
 typedef struct rl_config {
     rl_endpoint endpoint;
     rl_options options;
-    pthread_mutex_t fd_mu; /* a connection's socket is set, closed and interrupted under it */
-    atomic_int closing;    /* the client is closing: no connection opens any more */
-    rl_tls_context *tls;   /* rediss://: every connection speaks TLS; NULL: plain */
-    struct rl_sentinel *sentinel;   /* redis+sentinel://: who the master is; NULL: the endpoint */
-    struct rl_cluster *cluster;     /* redis+cluster://: the slot map and its nodes; NULL: none */
+    pthread_mutex_t fd_mu;       /* a connection's socket is set, closed and interrupted under it */
+    atomic_int closing;          /* the client is closing: no connection opens any more */
+    rl_tls_context *tls;         /* rediss://: every connection speaks TLS; NULL: plain */
+    const rl_resolver *resolver; /* where connections go; NULL: the endpoint */
+    void *resolver_state;
     void (*on_deferred)(void *arg); /* a pooled connection went idle with deferred commands */
     void *on_deferred_arg;
 } rl_config;
@@ -39,8 +58,8 @@ typedef struct rl_conn {
     int fd;      /* -1 when closed */
     rl_tls *tls; /* the TLS session on fd, or NULL */
     int is_unix;
-    int must_be_master;       /* opened to the master a Sentinel named */
-    uint64_t epoch;           /* ... in this Sentinel epoch */
+    int must_be_master;       /* opened to a master the resolver named */
+    uint64_t epoch;           /* ... in this resolver epoch */
     char where[RL_WHERE_MAX]; /* host:port or the socket path, for messages */
     int readonly;             /* the last call met READONLY (rl_conn_lost_master) */
     int replicas_seen;        /* replicas ROLE last listed on this socket + 1; 0: not asked yet
@@ -76,7 +95,7 @@ void rl_config_destroy(rl_config *cfg);
 void rl_conn_init(rl_conn *conn, rl_config *cfg);
 
 /* Where a connection goes: a host and port (or a unix socket path in host), its AUTH and SELECT;
- * the master a Sentinel named must also answer ROLE as master. */
+ * a master the resolver named must also answer ROLE as master. */
 typedef struct rl_target {
     const char *host;
     int port;
@@ -84,12 +103,12 @@ typedef struct rl_target {
     const char *user, *password;
     int db;
     int must_be_master;
-    uint64_t epoch; /* the Sentinel epoch that named this master */
+    uint64_t epoch; /* the resolver's epoch that named this master */
 } rl_target;
 
-/* (Re)opens conn to the client's server (for Sentinel: the master now): the connect and the TLS
- * handshake (when the URL says so) within the connect timeout, TCP keepalive and no-delay, then
- * AUTH and SELECT as the URL says within timeout_ms. RL_ERR_CLOSED once the client is closing.
+/* (Re)opens conn to the client's server (the resolver's answer when there is one): the connect and
+ * the TLS handshake (when the URL says so) within the connect timeout, TCP keepalive and no-delay,
+ * then AUTH and SELECT as the URL says within timeout_ms. RL_ERR_CLOSED once the client is closing.
  *
  * Every timeout is a deadline for a whole call: the socket is non-blocking and each wait for it
  * is a poll() until the call's deadline, so a peer that trickles bytes cannot stretch a call. */
@@ -142,7 +161,7 @@ int rl_conn_next_reply(rl_conn *conn, redisReply **reply);
 size_t rl_conn_buffered(rl_conn *conn);
 
 /* The server answered READONLY: it is no longer the master (nothing was written). The connection
- * is closed, a Sentinel client asks its sentinels again, and `readonly` is set so that the caller
+ * is closed, the resolver (a Sentinel) is asked again, and `readonly` is set so that the caller
  * may try once more on a fresh connection. Returns RL_ERR_CONNECTION. */
 rl_status rl_conn_lost_master(rl_conn *conn, rl_error *err);
 

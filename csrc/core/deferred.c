@@ -4,7 +4,6 @@
 
 #include "client.h"
 #include "clock.h"
-#include "cluster.h"
 
 static rl_client *client_of(rl_job *job) {
     return (rl_client *)((char *)job - offsetof(rl_client, deferred_job));
@@ -36,12 +35,8 @@ static void send_deferred(rl_job *job) {
     int seen = atomic_exchange(&c->deferred_seen, 0);
     int64_t timeout = c->cfg.options.command_timeout_ms;
     int64_t next = rl_pool_send_deferred(&c->pool, RL_DEFERRED_IDLE_MS, timeout);
-    if (c->cfg.cluster) {
-        for (rl_cluster_node *n = rl_cluster_nodes(c->cfg.cluster); n; n = n->next) {
-            int64_t due = rl_pool_send_deferred(&n->pool, RL_DEFERRED_IDLE_MS, timeout);
-            if (due && (!next || due < next)) next = due;
-        }
-    }
+    int64_t due = c->deploy->send_deferred(c, RL_DEFERRED_IDLE_MS, timeout); /* its pools */
+    if (due && (!next || due < next)) next = due;
     c->deferred_quiet = seen || next ? 0 : c->deferred_quiet + 1; /* jobs run one at a time */
     if (next || c->deferred_quiet < QUIET_LOOKS) {
         int64_t at = next ? next : rl_now_ms() + RL_DEFERRED_IDLE_MS;

@@ -19,7 +19,7 @@ rl_status rl_named_init(rl_named *o, rl_client *c, const char *what, const void 
         return rl_fail(err, RL_ERR_ARGUMENT, "a %s name must not be empty", what);
     rl_status st = rl_client_enter(c, err);
     if (st != RL_OK) return st;
-    if (c->cfg.cluster && (st = rl_name_check_cluster(name, name_len, what, err)) != RL_OK) {
+    if ((st = c->deploy->check_name(name, name_len, what, err)) != RL_OK) {
         rl_client_leave(c);
         return st;
     }

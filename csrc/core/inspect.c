@@ -283,7 +283,7 @@ static rl_status inspect(rl_client *c, const char *name, size_t len, rl_inspecti
     /* A hash kind is only known after HGETALL: a read/write lock's channel is asked too (last). */
     int ask_rw = is_hash && in->kind != RL_KEY_OTHER;
     if (ask_rw) channels[nch] = n.rw_channel, channel_lens[nch++] = n.rw_channel_len;
-    const char *numsub = c->cfg.cluster ? "SHARDNUMSUB" : "NUMSUB";
+    const char *numsub = c->deploy->numsub;
     size_t numsub_at = b2.n;
     for (size_t i = 0; i < nch; i++) {
         const char *argv[3] = {"PUBSUB", numsub, channels[i]};

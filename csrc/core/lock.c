@@ -81,7 +81,7 @@ rl_status rl_lock_new_kind(rl_client *c, rl_lock_kind kind, const void *name, si
         return rl_fail(err, RL_ERR_ARGUMENT, "unknown lock kind %d", (int)kind);
     rl_status st = rl_client_enter(c, err);
     if (st != RL_OK) return st;
-    if (c->cfg.cluster && (st = rl_name_check_cluster(name, name_len, "lock", err)) != RL_OK) {
+    if ((st = c->deploy->check_name(name, name_len, "lock", err)) != RL_OK) {
         rl_client_leave(c);
         return st;
     }

@@ -3,7 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster.h"
 #include "error.h"
 #include "redirect.h"
 #include "renew_calls.h"
@@ -84,9 +83,9 @@ static void redo_per_key(rl_client *c, const rl_renew_calls *b, size_t k, const 
     }
 }
 
-rl_status rl_renew_on_cluster(rl_client *c, rl_hold **batch, size_t n, int64_t lease,
-                              int64_t timeout_ms, long long *answers, rl_renew_outcome *out,
-                              rl_error *err) {
+rl_status rl_renew_on_cluster(rl_client *c, rl_cluster *cl, rl_hold **batch, size_t n,
+                              int64_t lease, int64_t timeout_ms, long long *answers,
+                              rl_renew_outcome *out, rl_error *err) {
     memset(out, 0, sizeof *out);
     for (size_t i = 0; i < n; i++)
         answers[i] = -1;
@@ -100,7 +99,6 @@ rl_status rl_renew_on_cluster(rl_client *c, rl_hold **batch, size_t n, int64_t l
         st = rl_fail(err, RL_ERR_MEMORY, "out of memory building a renewal round");
         goto done;
     }
-    rl_cluster *cl = c->cfg.cluster;
     for (size_t i = 0; i < n; i++) {
         size_t len;
         const char *key = rl_renew_key(batch[i], &len);

@@ -11,18 +11,13 @@
 #define RL_RENEW_CLUSTER_H
 
 #include "client.h"
+#include "cluster.h"
 
-typedef struct rl_renew_outcome {
-    uint64_t round_trips; /* network round trips of the round */
-    uint64_t calls;       /* script calls */
-    size_t nodes;         /* nodes the round went to */
-    size_t failed_nodes;  /* nodes that could not be reached */
-} rl_renew_outcome;
-
-/* answers[i] for batch[i]: the renewal script's answer (1 renewed, 0 gone, 2 held by others), or
- * -1 when none came. RL_OK when every node answered; else the first failure, in *err. */
-rl_status rl_renew_on_cluster(rl_client *c, rl_hold **batch, size_t n, int64_t lease,
-                              int64_t timeout_ms, long long *answers, rl_renew_outcome *out,
-                              rl_error *err);
+/* The cluster's renew operation (deploy.h) on cl, the client's cluster: answers[i] for
+ * batch[i], the renewal script's answer (1 renewed, 0 gone, 2 held by others), or -1 when none
+ * came. RL_OK when every node answered; else the first failure, in *err. */
+rl_status rl_renew_on_cluster(rl_client *c, rl_cluster *cl, rl_hold **batch, size_t n,
+                              int64_t lease, int64_t timeout_ms, long long *answers,
+                              rl_renew_outcome *out, rl_error *err);
 
 #endif

@@ -2,13 +2,12 @@
  * Each step is one SCAN ... TYPE hash (the server skips every other type) and one pipelined
  * HLEN + HRANDFIELD of what it returned: a hash is lock-shaped when it is small and its sampled
  * fields are owners ("<id>:<context>...") or a read/write lock's "mode". On a Redis Cluster the
- * walk covers every master in turn (the cursor names the master, see scan_cluster). */
+ * walk covers every master in turn (the cursor names the master: deploy_cluster.c's scan). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "batch.h"
-#include "cluster.h"
 #include "error.h"
 
 #define MAX_COUNT 10000
@@ -74,53 +73,6 @@ static rl_status sift(rl_client *c, const redisReply *keys, rl_scan_page *p, rl_
     return st;
 }
 
-/* ---- on a Redis Cluster: every master in turn --------------------------------------------- */
-
-/* A cluster's cursor: the master's index (in rl_cluster_masters' order) above NODE_CURSOR_BITS,
- * that master's SCAN cursor below (under 2^52 in all: exact in a Lua number too). */
-#define NODE_CURSOR_BITS 42
-#define NODE_CURSOR_MASK ((UINT64_C(1) << NODE_CURSOR_BITS) - 1)
-#define MOST_MASTERS 1024
-
-/* SCAN at the master the cursor names; *next_out: the cluster cursor that follows. */
-static rl_status scan_cluster(rl_client *c, uint64_t cursor, rl_cmd *cmd, redisReply **reply,
-                              uint64_t *next_out, rl_error *err) {
-    rl_cluster_node **masters;
-    size_t n;
-    rl_status st = rl_cluster_masters(c->cfg.cluster, &masters, &n, err);
-    if (st != RL_OK) return st;
-    uint64_t index = cursor >> NODE_CURSOR_BITS;
-    char node_cursor[24];
-    snprintf(node_cursor, sizeof node_cursor, "%llu",
-             (unsigned long long)(cursor & NODE_CURSOR_MASK));
-    if (n > MOST_MASTERS)
-        st = rl_fail(err, RL_ERR_ARGUMENT, "a cluster of more than %d masters", MOST_MASTERS);
-    else if (index >= n)
-        st = rl_fail(err, RL_ERR_ARGUMENT,
-                     "scan cursor %llu names master %llu of a cluster of %zu masters",
-                     (unsigned long long)cursor, (unsigned long long)index, n);
-    rl_conn *conn = st == RL_OK ? rl_pool_take(&masters[index]->pool) : NULL;
-    if (st == RL_OK && !conn) st = rl_fail(err, RL_ERR_CLOSED, "the client is closed");
-    if (conn) {
-        cmd->argv[1] = node_cursor, cmd->lens[1] = strlen(node_cursor);
-        st = rl_conn_exchange(conn, c->cfg.options.command_timeout_ms, 1, cmd, reply, 1, err);
-        rl_pool_give(&masters[index]->pool, conn);
-    }
-    if (st == RL_OK && (*reply)->type == REDIS_REPLY_ARRAY && (*reply)->elements == 2 &&
-        (*reply)->element[0]->type == REDIS_REPLY_STRING) {
-        uint64_t next = strtoull((*reply)->element[0]->str, NULL, 10);
-        if (next > NODE_CURSOR_MASK)
-            st = rl_fail(err, RL_ERR_SERVER, "SCAN at %s:%d answered a cursor over 2^%d",
-                         masters[index]->host, masters[index]->port, NODE_CURSOR_BITS);
-        else if (next != 0)
-            *next_out = index << NODE_CURSOR_BITS | next;
-        else
-            *next_out = index + 1 < n ? (index + 1) << NODE_CURSOR_BITS : 0;
-    }
-    free(masters);
-    return st;
-}
-
 rl_status rl_scan_locks(rl_client *c, uint64_t cursor, const char *pattern, size_t count,
                         rl_scan_page **out, rl_error *err) {
     rl_error_clear(err);
@@ -143,10 +95,8 @@ rl_status rl_scan_locks(rl_client *c, uint64_t cursor, const char *pattern, size
     uint64_t next = 0;
     if (!p)
         st = rl_fail(err, RL_ERR_MEMORY, "out of memory");
-    else if (c->cfg.cluster)
-        st = scan_cluster(c, cursor, &cmd, &reply, &next, err);
     else
-        st = rl_client_command(c, cmd.argc, argv, lens, &reply, err);
+        st = c->deploy->scan(c, cursor, &cmd, &reply, &next, err);
     if (st == RL_OK) {
         if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
             reply->element[0]->type != REDIS_REPLY_STRING ||
@@ -155,7 +105,7 @@ rl_status rl_scan_locks(rl_client *c, uint64_t cursor, const char *pattern, size
                      ? rl_fail_reply(err, "SCAN", reply)
                      : rl_fail(err, RL_ERR_SERVER, "unexpected answer to SCAN");
         } else {
-            p->next = c->cfg.cluster ? next : strtoull(reply->element[0]->str, NULL, 10);
+            p->next = next;
             st = sift(c, reply->element[1], p, err);
         }
     }

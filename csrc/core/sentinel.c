@@ -249,6 +249,23 @@ rl_status rl_sentinel_master(rl_sentinel *s, char *host, size_t host_size, int *
     return RL_OK;
 }
 
+static rl_status resolve(void *state, rl_target *t, char *host, size_t host_size, rl_error *err) {
+    rl_status st = rl_sentinel_master(state, host, host_size, &t->port, &t->epoch, err);
+    t->host = host;
+    t->must_be_master = 1;
+    return st;
+}
+
+static void doubt(void *state, uint64_t epoch) {
+    rl_sentinel_doubt(state, epoch);
+}
+
+static uint64_t epoch_now(void *state) {
+    return rl_sentinel_epoch(state);
+}
+
+const rl_resolver rl_sentinel_resolver = {resolve, doubt, epoch_now};
+
 /* ---- the watcher ---------------------------------------------------------------------------- */
 
 /* "<master name> <old ip> <old port> <new ip> <new port>" for our master: takes the new one. */

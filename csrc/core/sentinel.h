@@ -40,6 +40,9 @@ rl_status rl_sentinel_master(rl_sentinel *s, char *host, size_t host_size, int *
 void rl_sentinel_doubt(rl_sentinel *s, uint64_t epoch);
 uint64_t rl_sentinel_epoch(rl_sentinel *s);
 
+/* The three above as the connection layer's resolver (its state: the rl_sentinel). */
+extern const rl_resolver rl_sentinel_resolver;
+
 /* fork(): its mutex is held across, as every client mutex (taken last). */
 void rl_sentinel_lock(rl_sentinel *s);
 void rl_sentinel_unlock(rl_sentinel *s);

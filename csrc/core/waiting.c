@@ -3,13 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster.h"
 #include "error.h"
 
 static rl_subscriber *serving(rl_client *c, const char *channel, size_t len, rl_error *err) {
-    if (!c->cfg.cluster) return &c->sub;
-    rl_cluster_node *node = rl_cluster_owner(c->cfg.cluster, rl_key_slot(channel, len), err);
-    return node ? &node->sub : NULL;
+    return c->deploy->subscriber(c, channel, len, err);
 }
 
 rl_status rl_wait_join(rl_client *c, const char *channel, size_t len, int every, rl_sub_ticket *t,
@@ -31,7 +28,7 @@ static rl_status rejoin(rl_client *c, rl_sub_ticket *t, void (*notify)(void *), 
     if (!channel) return rl_fail(err, RL_ERR_MEMORY, "out of memory");
     memcpy(channel, t->entry->channel, len);
     rl_wait_leave(t);
-    rl_cluster_unreachable(c->cfg.cluster, rl_key_slot(channel, len), NULL); /* the map */
+    c->deploy->channel_moved(c, channel, len);
     rl_status st = notify ? rl_wait_join_notified(c, channel, len, t, notify, userdata, err)
                           : rl_wait_join(c, channel, len, every, t, err);
     free(channel);
@@ -82,9 +79,5 @@ void rl_wait_leave(rl_sub_ticket *t) {
 }
 
 size_t rl_wait_subscriptions(rl_client *c) {
-    if (!c->cfg.cluster) return rl_sub_count(&c->sub);
-    size_t n = 0;
-    for (rl_cluster_node *node = rl_cluster_nodes(c->cfg.cluster); node; node = node->next)
-        n += rl_sub_count(&node->sub);
-    return n;
+    return c->deploy->subscriptions(c);
 }

@@ -8,8 +8,6 @@
 #include "clock.h"
 #include "error.h"
 #include "renew_calls.h"
-#include "renew_cluster.h"
-#include "replicas.h"
 #include "threads.h"
 #include "validity.h"
 
@@ -99,38 +97,6 @@ static int64_t min64(int64_t a, int64_t b) {
     return a < b ? a : b;
 }
 
-/* One server: every call of the round pipelined on the watchdog's connection, then replica
- * sync. answers[i] as rl_renew_on_cluster's. */
-static rl_status renew_on_server(rl_client *c, rl_hold **batch, size_t n, int64_t lease,
-                                 int64_t timeout, long long *answers, rl_renew_outcome *out,
-                                 rl_error *err) {
-    rl_watchdog *wd = &c->watchdog;
-    rl_renew_calls b;
-    uint64_t exchanges_before = wd->conn.exchanges;
-    memset(out, 0, sizeof *out);
-    for (size_t i = 0; i < n; i++)
-        answers[i] = -1;
-    rl_status st = RL_ERR_MEMORY;
-    if (rl_renew_calls_build(&b, batch, n, NULL, lease) == 0) {
-        st = rl_scripts_run(&c->scripts, &wd->conn, timeout, RL_SCRIPT_RENEW, b.ncalls, b.cmds,
-                            b.replies, 1, err);
-        rl_error sync_err;
-        if (st == RL_OK && rl_replicas_sync(&wd->conn, &sync_err) != RL_OK) {
-            char message[RL_QUOTING_MESSAGE_SIZE];
-            snprintf(message, sizeof message, "renewal of %zu hold(s): %s", n, sync_err.message);
-            rl_events_push(&c->events, RL_EVENT_SYNC_FAILED, NULL, 0, 0, RL_LOST_NONE, n, message);
-        }
-        for (size_t k = 0; st == RL_OK && k < b.ncalls; k++)
-            for (size_t j = 0; j < b.count[k]; j++)
-                answers[b.first[k] + j] = rl_renew_calls_answer(&b, k, j);
-        out->calls = b.ncalls;
-        out->nodes = 1;
-    }
-    rl_renew_calls_free(&b);
-    out->round_trips = wd->conn.exchanges - exchanges_before;
-    return st;
-}
-
 /* Declares lost every watched hold whose confirmed lease has run out (Redis was not reached in
  * time: another owner may hold the lock from now on) or that reached its max_hold. Returns the
  * earliest end of a confirmed lease among the holds left, or INT64_MAX. Client mutex held. */
@@ -181,9 +147,7 @@ static int renew_round(rl_client *c, int64_t *earliest) {
     if (n > 0 && answers) {
         atomic_store(&wd->in_io, 1);
         net_us = rl_now_us();
-        st = c->cfg.cluster
-                 ? rl_renew_on_cluster(c, batch, n, lease, timeout, answers, &outcome, &err)
-                 : renew_on_server(c, batch, n, lease, timeout, answers, &outcome, &err);
+        st = c->deploy->renew(c, batch, n, lease, timeout, answers, &outcome, &err);
         net_us = rl_now_us() - net_us;
         atomic_store(&wd->in_io, 0);
     }
