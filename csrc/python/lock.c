@@ -392,9 +392,11 @@ static PyMethodDef lock_methods[] = {
      "Raises LockInDoubtError when it is in doubt or less is left, LockLostError when it was "
      "lost or its lease ran out, NotOwnedError when the calling thread does not hold it."},
     {"_validity", (PyCFunction)lock_validity_of, METH_O,
-     "_validity(context) -> (state, deadline)\n--\n\nredlease.asyncio's: a task's hold."},
+     "_validity($self, context, /) -> (state, deadline)\n--\n\n"
+     "redlease.asyncio's: a task's hold."},
     {"_check", (PyCFunction)lock_check_of, METH_VARARGS,
-     "_check(context, min_left) -> float\n--\n\nredlease.asyncio's: check() of a task's hold."},
+     "_check($self, context, min_left, /) -> float\n--\n\n"
+     "redlease.asyncio's: check() of a task's hold."},
     {"force_unlock", (PyCFunction)lock_force_unlock, METH_NOARGS,
      "force_unlock() -> bool\n--\n\nDeletes the lock whoever holds it and wakes a waiter; True "
      "if it was held. The holder finds its hold lost."},
