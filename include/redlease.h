@@ -182,6 +182,8 @@ typedef struct rl_option_info {
 const rl_option_info *rl_option_at(int index);
 /* The row named `name` (len bytes), or NULL. */
 const rl_option_info *rl_option_find(const char *name, size_t len);
+/* "ms", "count", "ppm", "text", "path" or "flag": a kind as the Lua side names it. */
+const char *rl_option_kind_name(rl_option_kind kind);
 /* What a number of `option` must be, as rl_client_new says it ("must be from 0 to 1000 ms"),
  * written to buf as snprintf does; "" for strings and flags. */
 int rl_option_bounds(const rl_option_info *option, char *buf, size_t size);

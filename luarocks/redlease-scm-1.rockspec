@@ -79,6 +79,7 @@ build = {
             "csrc/lua/module.c",
             "csrc/lua/multilock.c",
             "csrc/lua/ops.c",
+            "csrc/lua/options.c",
             "csrc/lua/semaphore.c",
             "csrc/core/batch.c",
             "csrc/core/client.c",

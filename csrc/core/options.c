@@ -49,6 +49,14 @@ const rl_option_info *rl_option_find(const char *name, size_t len) {
     return NULL;
 }
 
+const char *rl_option_kind_name(rl_option_kind kind) {
+    static const char *const names[] = {
+        [RL_OPTION_MS] = "ms",     [RL_OPTION_COUNT] = "count", [RL_OPTION_PPM] = "ppm",
+        [RL_OPTION_TEXT] = "text", [RL_OPTION_PATH] = "path",   [RL_OPTION_FLAG] = "flag",
+    };
+    return (unsigned)kind < sizeof names / sizeof *names ? names[kind] : "?";
+}
+
 static int is_number(const rl_option_info *row) {
     return row->kind == RL_OPTION_MS || row->kind == RL_OPTION_COUNT || row->kind == RL_OPTION_PPM;
 }
