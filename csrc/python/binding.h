@@ -58,12 +58,15 @@ PyObject *rlpy_error_class(rl_status status);
 int rlpy_timeout_ms(PyObject *value, const char *what, int64_t *out);
 int rlpy_lease_ms(PyObject *value, int64_t *out);
 int rlpy_positive_ms(PyObject *value, const char *what, int64_t *out);
-/* None leaves *out as it is (the core's default), else as rlpy_positive_ms. */
-int rlpy_optional_ms(PyObject *value, const char *what, int64_t *out);
-/* As rlpy_optional_ms, and 0 is allowed. */
-int rlpy_optional_nonnegative_ms(PyObject *value, const char *what, int64_t *out);
+/* As rlpy_positive_ms, and 0 is allowed. */
+int rlpy_nonnegative_ms(PyObject *value, const char *what, int64_t *out);
 /* None -> RL_MAX_HOLD_NONE (no cap), else seconds > 0. */
 int rlpy_max_hold_ms(PyObject *value, int64_t *out);
+
+/* The options in `kwargs` (keywords named as the core's catalogue names them; None: the default)
+ * into `o`; `keep` (a list) takes the strings `o` points to. 0, or -1 with TypeError/ValueError
+ * naming the option (`fname`: the callable, for an unknown keyword). */
+int rlpy_read_options(PyObject *kwargs, rl_options *o, PyObject *keep, const char *fname);
 
 /* Closes the core client with the GIL released; safe from the event thread too. */
 void rlpy_client_close(rlpy_client *self);

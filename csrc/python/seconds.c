@@ -87,12 +87,7 @@ int rlpy_max_hold_ms(PyObject *value, int64_t *out) {
     return rlpy_positive_ms(value, "max_hold", out);
 }
 
-int rlpy_optional_ms(PyObject *value, const char *what, int64_t *out) {
-    return value == Py_None ? 0 : rlpy_positive_ms(value, what, out);
-}
-
-int rlpy_optional_nonnegative_ms(PyObject *value, const char *what, int64_t *out) {
-    if (value == Py_None) return 0;
+int rlpy_nonnegative_ms(PyObject *value, const char *what, int64_t *out) {
     double s;
     if (to_seconds(value, what, &s) < 0) return -1;
     if (!(s >= 0) || isinf(s)) {

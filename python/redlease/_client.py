@@ -4,7 +4,7 @@ import atexit
 import enum
 import os
 import weakref
-from typing import Callable, Iterator, Optional, TypeVar, Union, cast
+from typing import TYPE_CHECKING, Callable, Iterator, Optional, TypedDict, TypeVar, Union, cast
 
 from . import _core, _green
 from ._core import CountDownLatch, Lock, MultiLock, Semaphore
@@ -13,12 +13,33 @@ from ._family import PermitExpirableSemaphore
 from ._locks import KINDS, FairLock, FencedLock, ReadLock, ReadWriteLock, WriteLock
 from ._ops import Inspection, Stats
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 L = TypeVar("L", bound=Lock)
 _Path = Union[str, "os.PathLike[str]"]
 
 
-def _path(value: Optional[_Path]) -> Optional[str]:
-    return None if value is None else os.fspath(value)
+class ClientOptions(TypedDict, total=False):
+    """The options ``Client`` takes by keyword, as the core's catalogue names them
+    (csrc/core/options.c); None leaves one at its default. For type checkers only: the keywords
+    go to the core as they are."""
+    watchdog_timeout: Optional[float]
+    connect_timeout: Optional[float]
+    command_timeout: Optional[float]
+    max_hold: Optional[float]
+    sync_replicas: Optional[int]
+    sync_timeout: Optional[float]
+    handover_grace: Optional[float]
+    drift_factor: Optional[float]
+    tls_ca_file: Optional[_Path]
+    tls_ca_dir: Optional[_Path]
+    tls_cert_file: Optional[_Path]
+    tls_key_file: Optional[_Path]
+    tls_server_name: Optional[str]
+    tls_insecure_skip_verify: Optional[bool]
+    sentinel_user: Optional[str]
+    sentinel_password: Optional[str]
 
 # Clients still open when the interpreter exits are closed first, while calling into Python from
 # their event threads is still safe.
@@ -83,29 +104,15 @@ class Client:
     """
 
     def __init__(self, url: str = "redis://127.0.0.1:6379/0", *,
-                 watchdog_timeout: Optional[float] = None,
-                 connect_timeout: Optional[float] = None, command_timeout: Optional[float] = None,
-                 on_lost: Optional[OnLost] = None, max_hold: Optional[float] = None,
-                 sync_replicas: int = 0, sync_timeout: Optional[float] = None,
-                 tls_ca_file: Optional[_Path] = None, tls_ca_dir: Optional[_Path] = None,
-                 tls_cert_file: Optional[_Path] = None, tls_key_file: Optional[_Path] = None,
-                 tls_server_name: Optional[str] = None,
-                 tls_insecure_skip_verify: bool = False, sentinel_user: Optional[str] = None,
-                 sentinel_password: Optional[str] = None,
-                 handover_grace: Optional[float] = None,
-                 on_state: Optional[OnState] = None,
-                 drift_factor: Optional[float] = None) -> None:
+                 on_lost: Optional[OnLost] = None, on_state: Optional[OnState] = None,
+                 **options: "Unpack[ClientOptions]") -> None:
         if on_lost is not None and not callable(on_lost):
             raise TypeError("on_lost must be callable or None")
         if on_state is not None and not callable(on_state):
             raise TypeError("on_state must be callable or None")
         _green.check()  # under gevent's patching: owners are greenlets, waits yield to the hub
-        self._core = _core.Client(url, watchdog_timeout, connect_timeout, command_timeout,
-                                  EventDispatcher(on_lost, on_state), max_hold, sync_replicas,
-                                  sync_timeout, _path(tls_ca_file), _path(tls_ca_dir),
-                                  _path(tls_cert_file), _path(tls_key_file), tls_server_name,
-                                  tls_insecure_skip_verify, sentinel_user, sentinel_password,
-                                  handover_grace, drift_factor)
+        # the options go through as they are: the core's catalogue names, converts and checks them
+        self._core = _core.Client(url, on_event=EventDispatcher(on_lost, on_state), **options)
         self._url = self._core.url
         self.watchdog_timeout: float = self._core.watchdog_timeout
         _open_clients.add(self)

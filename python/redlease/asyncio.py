@@ -15,13 +15,17 @@ pub/sub subscriber: no thread per waiter, no polling, no executor. See docs/asyn
 import asyncio
 import inspect
 import weakref
-from typing import Any, Awaitable, Callable, Dict, Optional, Set, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, Optional, Set, Union
 
 from . import _core
 from ._aio_locks import _UNSET, FairLock, FencedLock, Lock, ReadWriteLock, _Answer
 from ._client import Client as SyncClient
+from ._client import ClientOptions
 from ._errors import ClientClosedError
 from ._ops import Stats
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["Client", "Lock", "FencedLock", "FairLock", "ReadWriteLock"]
 
@@ -101,7 +105,8 @@ class Client:
     """
 
     def __init__(self, url: str = "redis://127.0.0.1:6379/0", *,
-                 on_lost: Optional[OnLost] = None, **options: Any) -> None:
+                 on_lost: Optional[OnLost] = None,
+                 **options: "Unpack[ClientOptions]") -> None:
         if on_lost is not None and not callable(on_lost):
             raise TypeError("on_lost must be callable or None")
         self._on_lost = on_lost
