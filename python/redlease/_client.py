@@ -1,7 +1,6 @@
 """redlease.Client: one connection set, watchdog and subscriber per process (or per Redis)."""
 
 import atexit
-import enum
 import os
 import weakref
 from typing import TYPE_CHECKING, Callable, Iterator, Optional, TypedDict, TypeVar, Union, cast
@@ -12,6 +11,7 @@ from ._events import EventDispatcher, OnLost, OnState
 from ._family import PermitExpirableSemaphore
 from ._locks import KINDS, FairLock, FencedLock, ReadLock, ReadWriteLock, WriteLock
 from ._ops import Inspection, Stats
+from ._unset import UNSET, MaxHold
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -44,11 +44,6 @@ class ClientOptions(TypedDict, total=False):
 # Clients still open when the interpreter exits are closed first, while calling into Python from
 # their event threads is still safe.
 _open_clients: "weakref.WeakSet[Client]" = weakref.WeakSet()
-
-
-class _Default(enum.Enum):
-    """max_hold left out: the client's cap applies."""
-    CLIENT = "the client's max_hold"
 
 
 @atexit.register
@@ -119,7 +114,7 @@ class Client:
 
     def lock(self, name: Union[str, bytes], *, timeout: float = -1,
              lease: Optional[float] = None,
-             max_hold: Union[float, None, _Default] = _Default.CLIENT) -> Lock:
+             max_hold: MaxHold = UNSET) -> Lock:
         """A Redisson RLock on ``name`` (str, UTF-8 encoded, or bytes).
 
         ``timeout`` (seconds; -1 forever, 0 one try) and ``lease`` (None: watchdog; seconds: a
@@ -130,21 +125,21 @@ class Client:
 
     def fenced_lock(self, name: Union[str, bytes], *, timeout: float = -1,
                     lease: Optional[float] = None,
-                    max_hold: Union[float, None, _Default] = _Default.CLIENT) -> FencedLock:
+                    max_hold: MaxHold = UNSET) -> FencedLock:
         """A Redisson RFencedLock on ``name``: as ``lock()``, and every acquisition takes a
         strictly increasing fencing token (``lock.token``, ``lock.acquire_token()``)."""
         return self._make(FencedLock, name, timeout, lease, max_hold)
 
     def fair_lock(self, name: Union[str, bytes], *, timeout: float = -1,
                   lease: Optional[float] = None,
-                  max_hold: Union[float, None, _Default] = _Default.CLIENT) -> FairLock:
+                  max_hold: MaxHold = UNSET) -> FairLock:
         """A Redisson RFairLock on ``name``: as ``lock()``, and waiters acquire in arrival
         order."""
         return self._make(FairLock, name, timeout, lease, max_hold)
 
     def rw_lock(self, name: Union[str, bytes], *, timeout: float = -1,
                 lease: Optional[float] = None,
-                max_hold: Union[float, None, _Default] = _Default.CLIENT) -> ReadWriteLock:
+                max_hold: MaxHold = UNSET) -> ReadWriteLock:
         """A Redisson RReadWriteLock on ``name``: ``.read`` (shared) and ``.write`` (exclusive)
         are locks with the full lock API; the options apply to both."""
         return ReadWriteLock(self._make(ReadLock, name, timeout, lease, max_hold),
@@ -170,18 +165,18 @@ class Client:
         return CountDownLatch(self._core, name)
 
     def multi_lock(self, *locks: Lock, timeout: float = -1, lease: Optional[float] = None,
-                   max_hold: Union[float, None, _Default] = _Default.CLIENT) -> MultiLock:
+                   max_hold: MaxHold = UNSET) -> MultiLock:
         """The ``locks`` (any kinds, of any clients) taken as one by the calling thread, all or
         none, with Redisson's RedissonMultiLock rules: one ``timeout`` for them all, and a fixed
         ``lease`` set on each once all are taken. ``with`` releases them all."""
-        if max_hold is _Default.CLIENT:
+        if max_hold is UNSET:
             return MultiLock(locks, timeout=timeout, lease=lease)
         return MultiLock(locks, timeout=timeout, lease=lease, max_hold=max_hold)
 
     def _make(self, cls: "type[L]", name: Union[str, bytes], timeout: float,
-              lease: Optional[float], max_hold: Union[float, None, _Default]) -> "L":
+              lease: Optional[float], max_hold: MaxHold) -> "L":
         kind = KINDS.get(cls, 0)
-        if max_hold is _Default.CLIENT:
+        if max_hold is UNSET:
             return cls(self._core, name, timeout=timeout, lease=lease, _kind=kind)
         return cls(self._core, name, timeout=timeout, lease=lease, max_hold=max_hold, _kind=kind)
 
