@@ -93,6 +93,24 @@ int rlpy_wait_hook(void *userdata);
 int rlpy_name_bytes(PyObject *name, const char **bytes, Py_ssize_t *len);
 /* The core client of a redlease._core.Client, or NULL with ClientClosedError set. */
 rl_client *rlpy_open_client(PyObject *client);
+
+/* What the family's types made from (client, name) keep besides their core object. */
+typedef struct {
+    PyObject *client; /* the redlease._core.Client, kept alive while the object is */
+    PyObject *name;
+} rlpy_named;
+/* __init__ once (client, name) are parsed: refuses a second __init__ (`made`: the core object
+ * exists), and gives the name's bytes and the client's open core. 0, or -1 with an exception. */
+int rlpy_named_open(const char *type, int made, PyObject *client, PyObject *name, rl_client **core,
+                    const char **bytes, size_t *len);
+/* __init__'s end, `st` the core constructor's: keeps client and name in `named` (0), or raises
+ * `err` (-1). */
+int rlpy_named_made(rlpy_named *named, PyObject *client, PyObject *name, rl_status st,
+                    const rl_error *err);
+/* tp_dealloc's end, once the core object is freed. */
+void rlpy_named_dealloc(PyObject *self, rlpy_named *named);
+/* 1 when __init__ made the core object, else 0 with RuntimeError naming `type`. */
+int rlpy_named_ready(int made, const char *type);
 /* The core lock of a redlease.Lock (any kind), or NULL with TypeError set. */
 rl_lock *rlpy_lock_core(PyObject *lock);
 
