@@ -58,6 +58,11 @@ PyObject *rlpy_error_class(rl_status status);
 int rlpy_timeout_ms(PyObject *value, const char *what, int64_t *out);
 int rlpy_lease_ms(PyObject *value, int64_t *out);
 int rlpy_positive_ms(PyObject *value, const char *what, int64_t *out);
+/* acquire(blocking=True, timeout=, lease=, *, max_hold=) of a lock or multi-lock: the arguments
+ * given replace the defaults the outs hold; blocking=False is one try (a timeout then is a
+ * ValueError). 0, or -1 with an exception set. */
+int rlpy_acquire_args(PyObject *args, PyObject *kwargs, int64_t *wait_ms, int64_t *lease_ms,
+                      int64_t *max_hold_ms);
 /* As rlpy_positive_ms, and 0 is allowed. */
 int rlpy_nonnegative_ms(PyObject *value, const char *what, int64_t *out);
 /* None -> RL_MAX_HOLD_NONE (no cap), else seconds > 0. */
