@@ -67,6 +67,7 @@ build = {
       ["redlease.resty.url"] = "luarocks/redlease/resty/url.lua",
       ["redlease.resty.watchdog"] = "luarocks/redlease/resty/watchdog.lua",
       ["redlease.semaphore"] = "luarocks/redlease/semaphore.lua",
+      ["redlease.with"] = "luarocks/redlease/with.lua",
       -- END modules
       ["redlease.core"] = {
          sources = {
