@@ -108,6 +108,10 @@ typedef struct {
  * exists), and gives the name's bytes and the client's open core. 0, or -1 with an exception. */
 int rlpy_named_open(const char *type, int made, PyObject *client, PyObject *name, rl_client **core,
                     const char **bytes, size_t *len);
+/* The same for a type whose __init__ takes (client, name) and nothing else: parses them too. */
+int rlpy_named_parse(PyObject *args, PyObject *kwargs, const char *type, int made,
+                     PyObject **client, PyObject **name, rl_client **core, const char **bytes,
+                     size_t *len);
 /* __init__'s end, `st` the core constructor's: keeps client and name in `named` (0), or raises
  * `err` (-1). */
 int rlpy_named_made(rlpy_named *named, PyObject *client, PyObject *name, rl_status st,

@@ -7,16 +7,13 @@ typedef struct {
 } rlpy_countdown;
 
 static int countdown_init(rlpy_countdown *self, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"client", "name", NULL};
     PyObject *client, *name;
     rl_client *core;
     const char *bytes;
     size_t len;
     rl_error err;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O:CountDownLatch", keywords,
-                                     &rlpy_client_type, &client, &name) ||
-        rlpy_named_open("CountDownLatch", self->latch != NULL, client, name, &core, &bytes, &len) <
-            0)
+    if (rlpy_named_parse(args, kwargs, "CountDownLatch", self->latch != NULL, &client, &name, &core,
+                         &bytes, &len) < 0)
         return -1;
     return rlpy_named_made(&self->named, client, name,
                            rl_countdown_new(core, bytes, len, &self->latch, &err), &err);

@@ -8,16 +8,13 @@ typedef struct {
 } rlpy_expirable;
 
 static int expirable_init(rlpy_expirable *self, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"client", "name", NULL};
     PyObject *client, *name;
     rl_client *core;
     const char *bytes;
     size_t len;
     rl_error err;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O:PermitExpirableSemaphore", keywords,
-                                     &rlpy_client_type, &client, &name) ||
-        rlpy_named_open("PermitExpirableSemaphore", self->sem != NULL, client, name, &core, &bytes,
-                        &len) < 0)
+    if (rlpy_named_parse(args, kwargs, "PermitExpirableSemaphore", self->sem != NULL, &client,
+                         &name, &core, &bytes, &len) < 0)
         return -1;
     return rlpy_named_made(&self->named, client, name,
                            rl_expirable_new(core, bytes, len, &self->sem, &err), &err);

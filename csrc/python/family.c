@@ -68,6 +68,18 @@ int rlpy_named_open(const char *type, int made, PyObject *client, PyObject *name
     return 0;
 }
 
+int rlpy_named_parse(PyObject *args, PyObject *kwargs, const char *type, int made,
+                     PyObject **client, PyObject **name, rl_client **core, const char **bytes,
+                     size_t *len) {
+    static char *keywords[] = {"client", "name", NULL};
+    char format[64];
+    snprintf(format, sizeof format, "O!O:%s", type);
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords, &rlpy_client_type, client,
+                                     name))
+        return -1;
+    return rlpy_named_open(type, made, *client, *name, core, bytes, len);
+}
+
 int rlpy_named_made(rlpy_named *named, PyObject *client, PyObject *name, rl_status st,
                     const rl_error *err) {
     if (st != RL_OK) {
