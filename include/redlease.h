@@ -147,6 +147,53 @@ typedef struct rl_options {
 
 void rl_options_init(rl_options *options);
 
+/* ==== The options catalogue ===================================================================
+ * One row per rl_options field a user sets by name (the callback fields excepted): its name as
+ * users spell it, its kind, where it lives in rl_options, its default and its bounds. The
+ * bindings read users' options by walking it (converting each value by its kind), rl_options_init
+ * fills in the defaults from it, rl_client_new checks the bounds from it, and the OpenResty
+ * backend's generator copies it. A new option is one row in csrc/core/options.c. */
+typedef enum {
+    RL_OPTION_MS,    /* int64_t milliseconds; users give seconds (rounded up) */
+    RL_OPTION_COUNT, /* int, a whole number */
+    RL_OPTION_PPM,   /* int64_t parts per million; users give a fraction */
+    RL_OPTION_TEXT,  /* const char *, copied by rl_client_new; NULL: none */
+    RL_OPTION_PATH, /* as TEXT: the name of a file or directory (a binding may take path objects) */
+    RL_OPTION_FLAG, /* int, 0 or 1 */
+} rl_option_kind;
+
+#define RL_OPTION_NO_MAX INT64_MAX /* max of a number without an upper bound */
+
+enum {
+    RL_OPTION_ZERO_NONE = 1, /* 0 (the default) means none: users give a value > 0 or nothing */
+    RL_OPTION_INTERNAL = 2,  /* set from C only (tests, benchmarks): the bindings do not offer it */
+};
+
+typedef struct rl_option_info {
+    const char *name; /* "watchdog_timeout": the field's name without its unit */
+    rl_option_kind kind;
+    size_t offset;    /* of the field in rl_options */
+    int64_t def;      /* numbers: the default, in the field's unit (ms, ppm, ...) */
+    int64_t min, max; /* numbers: the bounds rl_client_new holds the value to */
+    int flags;        /* RL_OPTION_ZERO_NONE, RL_OPTION_INTERNAL */
+} rl_option_info;
+
+/* Row `index`, from 0; NULL past the last. */
+const rl_option_info *rl_option_at(int index);
+/* The row named `name` (len bytes), or NULL. */
+const rl_option_info *rl_option_find(const char *name, size_t len);
+/* "ms", "count", "ppm", "text", "path" or "flag": a kind as the Lua side names it. */
+const char *rl_option_kind_name(rl_option_kind kind);
+/* What a number of `option` must be, as rl_client_new says it ("must be from 0 to 1000 ms"),
+ * written to buf as snprintf does; "" for strings and flags. */
+int rl_option_bounds(const rl_option_info *option, char *buf, size_t size);
+/* A number or flag option's field in `options`, widened to 64 bits; and setting it (an int field
+ * takes the value clamped to int's range). */
+int64_t rl_option_get(const rl_options *options, const rl_option_info *option);
+void rl_option_set(rl_options *options, const rl_option_info *option, int64_t value);
+/* Sets a TEXT or PATH option's field (the string is copied by rl_client_new, not here). */
+void rl_option_set_text(rl_options *options, const rl_option_info *option, const char *value);
+
 typedef struct rl_client rl_client;
 
 /* url: redis://[user[:password]@]host[:port][/db], unix://[user[:password]@]/path[?db=N],

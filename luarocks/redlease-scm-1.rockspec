@@ -67,6 +67,7 @@ build = {
       ["redlease.resty.url"] = "luarocks/redlease/resty/url.lua",
       ["redlease.resty.watchdog"] = "luarocks/redlease/resty/watchdog.lua",
       ["redlease.semaphore"] = "luarocks/redlease/semaphore.lua",
+      ["redlease.with"] = "luarocks/redlease/with.lua",
       -- END modules
       ["redlease.core"] = {
          sources = {
@@ -79,6 +80,7 @@ build = {
             "csrc/lua/module.c",
             "csrc/lua/multilock.c",
             "csrc/lua/ops.c",
+            "csrc/lua/options.c",
             "csrc/lua/semaphore.c",
             "csrc/core/batch.c",
             "csrc/core/client.c",
@@ -111,6 +113,7 @@ build = {
             "csrc/core/metrics.c",
             "csrc/core/multilock.c",
             "csrc/core/names.c",
+            "csrc/core/options.c",
             "csrc/core/pool.c",
             "csrc/core/random.c",
             "csrc/core/redirect.c",

@@ -9,24 +9,12 @@
 #include "error.h"
 #include "fork.h"
 #include "names.h"
+#include "options.h"
 #include "random.h"
 #include "replicas.h"
 #include "waiting.h"
 
 const char rl_publish_command[] = "publish";
-
-void rl_options_init(rl_options *o) {
-    memset(o, 0, sizeof *o);
-    o->connect_timeout_ms = 5000;
-    o->command_timeout_ms = 5000;
-    o->watchdog_timeout_ms = 30000;
-    o->latch_ttl_ms = 20000;
-    o->pool_size = 16; /* opened on demand: one thread uses one connection */
-    o->sync_timeout_ms = 1000;
-    o->fair_wait_ms = 300000;
-    o->handover_grace_ms = RL_HANDOVER_GRACE_MS;
-    o->drift_factor_ppm = 10000; /* 1% of the lease (+ RL_DRIFT_FIXED_MS), as Redlock's */
-}
 
 int rl_tls_supported(void) {
     return rl_tls_available();
@@ -48,33 +36,6 @@ static int copy_strings(rl_client *c, rl_options *o) {
         *fields[i] = c->strings[i];
     }
     return 0;
-}
-
-static rl_status check_options(const rl_options *o, rl_error *err) {
-    if (o->connect_timeout_ms <= 0)
-        return rl_fail(err, RL_ERR_ARGUMENT, "connect_timeout must be > 0");
-    if (o->command_timeout_ms <= 0)
-        return rl_fail(err, RL_ERR_ARGUMENT, "command_timeout must be > 0");
-    if (o->watchdog_timeout_ms < 3 || o->watchdog_timeout_ms > RL_MAX_LEASE_MS)
-        return rl_fail(err, RL_ERR_ARGUMENT, "watchdog_timeout must be from 3 ms to 2^40 ms");
-    if (o->latch_ttl_ms <= 0) return rl_fail(err, RL_ERR_ARGUMENT, "latch_ttl must be > 0");
-    if (o->max_hold_ms < 0)
-        return rl_fail(err, RL_ERR_ARGUMENT, "max_hold must be >= 0 (0 = none)");
-    if (o->sync_replicas < 0) return rl_fail(err, RL_ERR_ARGUMENT, "sync_replicas must be >= 0");
-    if (o->sync_timeout_ms <= 0) return rl_fail(err, RL_ERR_ARGUMENT, "sync_timeout must be > 0");
-    if (o->sync_replicas > 0 && o->sync_timeout_ms >= o->watchdog_timeout_ms)
-        /* An acquire waits for the replicas before its renewal starts: a longer wait could let
-         * the hold expire before it is ever renewed. */
-        return rl_fail(err, RL_ERR_ARGUMENT, "sync_timeout must be shorter than watchdog_timeout");
-    if (o->fair_wait_ms <= 0 || o->fair_wait_ms > RL_MAX_LEASE_MS)
-        return rl_fail(err, RL_ERR_ARGUMENT, "fair_wait must be from 1 ms to 2^40 ms");
-    if (o->handover_grace_ms < 0 || o->handover_grace_ms > 1000)
-        return rl_fail(err, RL_ERR_ARGUMENT, "handover_grace must be from 0 to 1000 ms");
-    if (o->drift_factor_ppm < 0 || o->drift_factor_ppm > 500000)
-        return rl_fail(err, RL_ERR_ARGUMENT, "drift_factor must be from 0 to 0.5");
-    if (o->pool_size < 1 || o->pool_size > 256)
-        return rl_fail(err, RL_ERR_ARGUMENT, "pool_size must be from 1 to 256");
-    return RL_OK;
 }
 
 /* Frees a client whose making failed before its pool (everything else may be missing). */
@@ -106,7 +67,7 @@ rl_status rl_client_new(const char *url, const rl_options *options, rl_client **
         o = *options;
     else
         rl_options_init(&o);
-    rl_status st = check_options(&o, err);
+    rl_status st = rl_options_check(&o, err);
     if (st != RL_OK) return st;
     rl_client *c = calloc(1, sizeof *c);
     if (!c) return rl_fail(err, RL_ERR_MEMORY, "out of memory");

@@ -91,7 +91,6 @@ struct rl_expirable {
 };
 
 #define PERMIT_BYTES (RL_PERMIT_ID_LEN / 2)
-#define MAX_PERMITS (((int64_t)1) << 53)
 #define MIN_HINT_MS 5 /* an expired permit not yet taken back: look again soon, not at once */
 
 /* suffix(name, "timeout"): "{name}:timeout", or name + ":timeout" when the name has a '{'. */
@@ -170,39 +169,18 @@ static rl_status parse_id(const char *id, char hex[RL_PERMIT_ID_LEN + 1],
     return rl_fail(err, RL_ERR_ARGUMENT, "a permit id is %d hex digits", RL_PERMIT_ID_LEN);
 }
 
-static rl_status check_count(int64_t n, int64_t min, const char *what, rl_error *err) {
-    if (n < min || n > MAX_PERMITS)
-        return rl_fail(err, RL_ERR_ARGUMENT, "%s must be from %lld to 2^53", what, (long long)min);
-    return RL_OK;
-}
-
 rl_status rl_expirable_try_set_permits(rl_expirable *s, int64_t permits, int *set, rl_error *err) {
-    rl_status st = check_count(permits, 0, "permits", err);
+    rl_status st = rl_check_permits(permits, 0, "permits", err);
     if (st != RL_OK || (st = enter(s, err)) != RL_OK) return st;
-    char n[24];
-    rl_arg args[] = {rl_arg_bytes(s->o.name, s->o.name_len),
-                     rl_arg_bytes(s->o.channel, s->o.channel_len), rl_arg_num(n, permits),
-                     rl_arg_str(RL_PUBLISH)};
-    redisReply *reply = NULL;
-    st = rl_named_write(&s->o, RL_SCRIPT_SEM_TRY_SET, 2, args, 4, &reply, err);
-    if (st == RL_OK) {
-        if (set) *set = reply->type == REDIS_REPLY_INTEGER && reply->integer == 1;
-        freeReplyObject(reply);
-    }
+    st = rl_named_set_permits(&s->o, RL_SCRIPT_SEM_TRY_SET, permits, set, err);
     rl_client_leave(s->o.client);
     return st;
 }
 
 rl_status rl_expirable_add_permits(rl_expirable *s, int64_t delta, rl_error *err) {
-    rl_status st = check_count(delta, -MAX_PERMITS, "delta", err);
+    rl_status st = rl_check_permits(delta, -RL_MAX_PERMITS, "delta", err);
     if (st != RL_OK || (st = enter(s, err)) != RL_OK) return st;
-    char n[24];
-    rl_arg args[] = {rl_arg_bytes(s->o.name, s->o.name_len),
-                     rl_arg_bytes(s->o.channel, s->o.channel_len), rl_arg_num(n, delta),
-                     rl_arg_str(RL_PUBLISH)};
-    redisReply *reply = NULL;
-    st = rl_named_write(&s->o, RL_SCRIPT_PERMIT_ADD, 2, args, 4, &reply, err);
-    if (st == RL_OK) freeReplyObject(reply);
+    st = rl_named_set_permits(&s->o, RL_SCRIPT_PERMIT_ADD, delta, NULL, err);
     rl_client_leave(s->o.client);
     return st;
 }

@@ -85,6 +85,31 @@ rl_status rl_named_write(const rl_named *o, rl_script_id id, int nkeys, const rl
     return st;
 }
 
+rl_status rl_check_permits(int64_t n, int64_t min, const char *what, rl_error *err) {
+    if (n < min || n > RL_MAX_PERMITS)
+        return rl_fail(err, RL_ERR_ARGUMENT, "%s must be from %lld to 2^53", what, (long long)min);
+    return RL_OK;
+}
+
+rl_status rl_named_count_write(const rl_named *o, rl_script_id id, int64_t n, redisReply **reply,
+                               rl_error *err) {
+    char digits[24];
+    rl_arg args[] = {rl_arg_bytes(o->name, o->name_len), rl_arg_bytes(o->channel, o->channel_len),
+                     rl_arg_num(digits, n), rl_arg_str(RL_PUBLISH)};
+    return rl_named_write(o, id, 2, args, 4, reply, err);
+}
+
+rl_status rl_named_set_permits(const rl_named *o, rl_script_id id, int64_t n, int *set,
+                               rl_error *err) {
+    redisReply *reply = NULL;
+    rl_status st = rl_named_count_write(o, id, n, &reply, err);
+    if (st == RL_OK) {
+        if (set) *set = reply->type == REDIS_REPLY_INTEGER && reply->integer == 1;
+        freeReplyObject(reply);
+    }
+    return st;
+}
+
 rl_status rl_named_integer(const rl_named *o, const redisReply *r, const char *call, int64_t *out,
                            rl_error *err) {
     char shown[RL_NAME_SHOWN_MAX];

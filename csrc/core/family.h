@@ -39,6 +39,18 @@ rl_status rl_named_run(const rl_named *o, rl_script_id id, int nkeys, const rl_a
 rl_status rl_named_write(const rl_named *o, rl_script_id id, int nkeys, const rl_arg *args,
                          int nargs, redisReply **reply, rl_error *err);
 
+/* Counts of permits the scripts take: from `min` to 2^53 (exact in the scripts' Lua numbers). */
+#define RL_MAX_PERMITS (((int64_t)1) << 53)
+rl_status rl_check_permits(int64_t n, int64_t min, const char *what, rl_error *err);
+/* A semaphore's counting script `id` (try-set, add, release) with KEYS (name, channel) and ARGV
+ * (n, the publish command), as rl_named_write. */
+rl_status rl_named_count_write(const rl_named *o, rl_script_id id, int64_t n, redisReply **reply,
+                               rl_error *err);
+/* try_set_permits (*set: the script answered 1; may be NULL) and add_permits of either semaphore,
+ * with the client entered. */
+rl_status rl_named_set_permits(const rl_named *o, rl_script_id id, int64_t n, int *set,
+                               rl_error *err);
+
 /* GET of the name as an integer (0 when it does not exist). */
 rl_status rl_named_get_count(const rl_named *o, int64_t *out, rl_error *err);
 /* An integer answer (a decimal string too; nil is 0), or RL_ERR_SERVER. */

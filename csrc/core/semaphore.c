@@ -51,8 +51,6 @@ struct rl_semaphore {
     rl_named o;
 };
 
-#define MAX_PERMITS (((int64_t)1) << 53) /* exact in the scripts' Lua numbers */
-
 rl_status rl_semaphore_new(rl_client *c, const void *name, size_t name_len, rl_semaphore **out,
                            rl_error *err) {
     rl_error_clear(err);
@@ -84,12 +82,6 @@ const char *rl_semaphore_name(const rl_semaphore *s, size_t *len) {
     return s ? s->o.name : NULL;
 }
 
-static rl_status check_count(int64_t n, int64_t min, const char *what, rl_error *err) {
-    if (n < min || n > MAX_PERMITS || n < -MAX_PERMITS)
-        return rl_fail(err, RL_ERR_ARGUMENT, "%s must be from %lld to 2^53", what, (long long)min);
-    return RL_OK;
-}
-
 /* Enters the client for a call on s; every entry point that reaches Redis starts here. */
 static rl_status enter(rl_semaphore *s, rl_error *err) {
     rl_error_clear(err);
@@ -110,40 +102,21 @@ static rl_status count_held(rl_semaphore *s, int64_t n, rl_error *err) {
 }
 
 static rl_status give_back(rl_semaphore *s, int64_t permits, redisReply **reply, rl_error *err) {
-    char n[24];
-    rl_arg args[] = {rl_arg_bytes(s->o.name, s->o.name_len),
-                     rl_arg_bytes(s->o.channel, s->o.channel_len), rl_arg_num(n, permits),
-                     rl_arg_str(RL_PUBLISH)};
-    return rl_named_write(&s->o, RL_SCRIPT_SEM_RELEASE, 2, args, 4, reply, err);
+    return rl_named_count_write(&s->o, RL_SCRIPT_SEM_RELEASE, permits, reply, err);
 }
 
 rl_status rl_semaphore_try_set_permits(rl_semaphore *s, int64_t permits, int *set, rl_error *err) {
-    rl_status st = check_count(permits, 0, "permits", err);
+    rl_status st = rl_check_permits(permits, 0, "permits", err);
     if (st != RL_OK || (st = enter(s, err)) != RL_OK) return st;
-    char n[24];
-    rl_arg args[] = {rl_arg_bytes(s->o.name, s->o.name_len),
-                     rl_arg_bytes(s->o.channel, s->o.channel_len), rl_arg_num(n, permits),
-                     rl_arg_str(RL_PUBLISH)};
-    redisReply *reply = NULL;
-    st = rl_named_write(&s->o, RL_SCRIPT_SEM_TRY_SET, 2, args, 4, &reply, err);
-    if (st == RL_OK) {
-        if (set) *set = reply->type == REDIS_REPLY_INTEGER && reply->integer == 1;
-        freeReplyObject(reply);
-    }
+    st = rl_named_set_permits(&s->o, RL_SCRIPT_SEM_TRY_SET, permits, set, err);
     rl_client_leave(s->o.client);
     return st;
 }
 
 rl_status rl_semaphore_add_permits(rl_semaphore *s, int64_t delta, rl_error *err) {
-    rl_status st = check_count(delta, -MAX_PERMITS, "delta", err);
+    rl_status st = rl_check_permits(delta, -RL_MAX_PERMITS, "delta", err);
     if (st != RL_OK || (st = enter(s, err)) != RL_OK) return st;
-    char n[24];
-    rl_arg args[] = {rl_arg_bytes(s->o.name, s->o.name_len),
-                     rl_arg_bytes(s->o.channel, s->o.channel_len), rl_arg_num(n, delta),
-                     rl_arg_str(RL_PUBLISH)};
-    redisReply *reply = NULL;
-    st = rl_named_write(&s->o, RL_SCRIPT_SEM_ADD, 2, args, 4, &reply, err);
-    if (st == RL_OK) freeReplyObject(reply);
+    st = rl_named_set_permits(&s->o, RL_SCRIPT_SEM_ADD, delta, NULL, err);
     rl_client_leave(s->o.client);
     return st;
 }
@@ -183,7 +156,7 @@ static rl_status try_acquire(void *arg, int64_t *hint_ms, rl_error *err) {
 
 rl_status rl_semaphore_acquire(rl_semaphore *s, int64_t permits, int64_t wait_ms, rl_wait_hook hook,
                                void *hook_userdata, rl_error *err) {
-    rl_status st = check_count(permits, 0, "permits", err);
+    rl_status st = rl_check_permits(permits, 0, "permits", err);
     if (st == RL_OK) st = rl_check_wait(wait_ms, err);
     if (st != RL_OK || (st = enter(s, err)) != RL_OK) return st;
     if (permits > 0) {
@@ -201,7 +174,7 @@ rl_status rl_semaphore_acquire(rl_semaphore *s, int64_t permits, int64_t wait_ms
 }
 
 rl_status rl_semaphore_release(rl_semaphore *s, int64_t permits, rl_error *err) {
-    rl_status st = check_count(permits, 0, "permits", err);
+    rl_status st = rl_check_permits(permits, 0, "permits", err);
     if (st != RL_OK || (st = enter(s, err)) != RL_OK) return st;
     rl_client *c = s->o.client;
     char shown[RL_NAME_SHOWN_MAX];

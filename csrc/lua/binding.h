@@ -69,6 +69,10 @@ void rlua_client_register(lua_State *L);
 void rlua_lock_register(lua_State *L);
 void rlua_hold_register(lua_State *L);
 int rlua_client_connect(lua_State *L);
+/* The core's options catalogue as a Lua list of rows (core.options). */
+void rlua_push_options(lua_State *L);
+/* The checked options in the table at `idx` into `o` (nil: the defaults). */
+void rlua_read_options(lua_State *L, int idx, rl_options *o);
 /* Pushes a hold, not yet open, for an acquire about to be made through the lock userdata at
  * lock_idx. Made before the acquire so that no allocation can fail between the acquire and it. */
 rlua_hold *rlua_hold_new(lua_State *L, int lock_idx, rlua_shared_lock *shared);

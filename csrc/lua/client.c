@@ -26,60 +26,15 @@ static rlua_client *check_client(lua_State *L) {
     return luaL_checkudata(L, 1, RLUA_CLIENT);
 }
 
-/* An optional duration in ms; nil keeps the core's default. */
-static void opt_ms(lua_State *L, int arg, int64_t *out) {
-    if (!lua_isnoneornil(L, arg)) *out = rlua_check_ms(L, arg);
-}
-
-/* A string field of the table at `idx` (checked by the Lua side), or NULL; the table keeps it. */
-static const char *opt_string(lua_State *L, int idx, const char *name) {
-    lua_getfield(L, idx, name);
-    const char *s = lua_isstring(L, -1) ? lua_tostring(L, -1) : NULL;
-    lua_pop(L, 1);
-    return s;
-}
-
-/* The TLS, Sentinel, hand-over and drift options in the table at `idx` (nil: none; checked, and the
- * durations made ms, by the Lua side). */
-static void table_options(lua_State *L, int idx, rl_options *o) {
-    if (!lua_istable(L, idx)) return;
-    lua_getfield(L, idx, "handover_grace");
-    if (lua_isnumber(L, -1)) o->handover_grace_ms = (int64_t)lua_tonumber(L, -1);
-    lua_pop(L, 1);
-    lua_getfield(L, idx, "drift_factor"); /* parts per million */
-    if (lua_isnumber(L, -1)) o->drift_factor_ppm = (int64_t)lua_tonumber(L, -1);
-    lua_pop(L, 1);
-    o->tls_ca_file = opt_string(L, idx, "tls_ca_file");
-    o->tls_ca_dir = opt_string(L, idx, "tls_ca_dir");
-    o->tls_cert_file = opt_string(L, idx, "tls_cert_file");
-    o->tls_key_file = opt_string(L, idx, "tls_key_file");
-    o->tls_server_name = opt_string(L, idx, "tls_server_name");
-    o->sentinel_user = opt_string(L, idx, "sentinel_user");
-    o->sentinel_password = opt_string(L, idx, "sentinel_password");
-    lua_getfield(L, idx, "tls_insecure_skip_verify");
-    o->tls_insecure_skip_verify = lua_toboolean(L, -1);
-    lua_pop(L, 1);
-}
-
-/* core.connect(url, watchdog_ms, connect_ms, command_ms, max_hold_ms, sync_replicas,
- * sync_timeout_ms, {tls_*, sentinel_*, handover_grace (ms)}) -> client | nil, err (a bad URL or bad
- * TLS option is "argument: ...", raised by the Lua side). Connects lazily: the first call that
- * needs Redis opens the connection. */
+/* core.connect(url, options) -> client | nil, err. `options`: by the catalogue's names, checked
+ * and converted by redlease.args (durations in ms, fractions in parts per million); a value the
+ * core refuses is "argument: <option> must ...", named by the Lua side. Connects lazily: the first
+ * call that needs Redis opens the connection. */
 int rlua_client_connect(lua_State *L) {
     const char *url = luaL_checkstring(L, 1);
     rl_options o;
     rl_options_init(&o);
-    opt_ms(L, 2, &o.watchdog_timeout_ms);
-    opt_ms(L, 3, &o.connect_timeout_ms);
-    opt_ms(L, 4, &o.command_timeout_ms);
-    opt_ms(L, 5, &o.max_hold_ms);
-    if (!lua_isnoneornil(L, 6)) {
-        lua_Number n = luaL_checknumber(L, 6);
-        luaL_argcheck(L, n >= 0 && n <= 1000 && (lua_Number)(int)n == n, 6, "0 to 1000 expected");
-        o.sync_replicas = (int)n;
-    }
-    opt_ms(L, 7, &o.sync_timeout_ms);
-    table_options(L, 8, &o);
+    rlua_read_options(L, 2, &o);
     rlua_module *m = rlua_module_get(L);
     rlua_client *c = lua_newuserdata(L, sizeof *c);
     memset(c, 0, sizeof *c);

@@ -165,5 +165,7 @@ int luaopen_redlease_core(lua_State *L) {
     lua_setfield(L, -2, "version");
     lua_pushboolean(L, rl_tls_supported());
     lua_setfield(L, -2, "tls_supported");
+    rlua_push_options(L);
+    lua_setfield(L, -2, "options");
     return 1;
 }

@@ -58,12 +58,20 @@ PyObject *rlpy_error_class(rl_status status);
 int rlpy_timeout_ms(PyObject *value, const char *what, int64_t *out);
 int rlpy_lease_ms(PyObject *value, int64_t *out);
 int rlpy_positive_ms(PyObject *value, const char *what, int64_t *out);
-/* None leaves *out as it is (the core's default), else as rlpy_positive_ms. */
-int rlpy_optional_ms(PyObject *value, const char *what, int64_t *out);
-/* As rlpy_optional_ms, and 0 is allowed. */
-int rlpy_optional_nonnegative_ms(PyObject *value, const char *what, int64_t *out);
+/* acquire(blocking=True, timeout=, lease=, *, max_hold=) of a lock or multi-lock: the arguments
+ * given replace the defaults the outs hold; blocking=False is one try (a timeout then is a
+ * ValueError). 0, or -1 with an exception set. */
+int rlpy_acquire_args(PyObject *args, PyObject *kwargs, int64_t *wait_ms, int64_t *lease_ms,
+                      int64_t *max_hold_ms);
+/* As rlpy_positive_ms, and 0 is allowed. */
+int rlpy_nonnegative_ms(PyObject *value, const char *what, int64_t *out);
 /* None -> RL_MAX_HOLD_NONE (no cap), else seconds > 0. */
 int rlpy_max_hold_ms(PyObject *value, int64_t *out);
+
+/* The options in `kwargs` (keywords named as the core's catalogue names them; None: the default)
+ * into `o`; `keep` (a list) takes the strings `o` points to. 0, or -1 with TypeError/ValueError
+ * naming the option (`fname`: the callable, for an unknown keyword). */
+int rlpy_read_options(PyObject *kwargs, rl_options *o, PyObject *keep, const char *fname);
 
 /* Closes the core client with the GIL released; safe from the event thread too. */
 void rlpy_client_close(rlpy_client *self);
@@ -90,6 +98,28 @@ int rlpy_wait_hook(void *userdata);
 int rlpy_name_bytes(PyObject *name, const char **bytes, Py_ssize_t *len);
 /* The core client of a redlease._core.Client, or NULL with ClientClosedError set. */
 rl_client *rlpy_open_client(PyObject *client);
+
+/* What the family's types made from (client, name) keep besides their core object. */
+typedef struct {
+    PyObject *client; /* the redlease._core.Client, kept alive while the object is */
+    PyObject *name;
+} rlpy_named;
+/* __init__ once (client, name) are parsed: refuses a second __init__ (`made`: the core object
+ * exists), and gives the name's bytes and the client's open core. 0, or -1 with an exception. */
+int rlpy_named_open(const char *type, int made, PyObject *client, PyObject *name, rl_client **core,
+                    const char **bytes, size_t *len);
+/* The same for a type whose __init__ takes (client, name) and nothing else: parses them too. */
+int rlpy_named_parse(PyObject *args, PyObject *kwargs, const char *type, int made,
+                     PyObject **client, PyObject **name, rl_client **core, const char **bytes,
+                     size_t *len);
+/* __init__'s end, `st` the core constructor's: keeps client and name in `named` (0), or raises
+ * `err` (-1). */
+int rlpy_named_made(rlpy_named *named, PyObject *client, PyObject *name, rl_status st,
+                    const rl_error *err);
+/* tp_dealloc's end, once the core object is freed. */
+void rlpy_named_dealloc(PyObject *self, rlpy_named *named);
+/* 1 when __init__ made the core object, else 0 with RuntimeError naming `type`. */
+int rlpy_named_ready(int made, const char *type);
 /* The core lock of a redlease.Lock (any kind), or NULL with TypeError set. */
 rl_lock *rlpy_lock_core(PyObject *lock);
 

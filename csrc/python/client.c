@@ -111,67 +111,9 @@ static int client_clear(rlpy_client *self) {
     return 0;
 }
 
-static int client_init(rlpy_client *self, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"url",
-                               "watchdog_timeout",
-                               "connect_timeout",
-                               "command_timeout",
-                               "on_event",
-                               "max_hold",
-                               "sync_replicas",
-                               "sync_timeout",
-                               "tls_ca_file",
-                               "tls_ca_dir",
-                               "tls_cert_file",
-                               "tls_key_file",
-                               "tls_server_name",
-                               "tls_insecure_skip_verify",
-                               "sentinel_user",
-                               "sentinel_password",
-                               "handover_grace",
-                               "drift_factor",
-                               NULL};
-    const char *url;
-    PyObject *watchdog = Py_None, *connect = Py_None, *command = Py_None, *on_event = Py_None;
-    PyObject *max_hold = Py_None, *sync_timeout = Py_None, *handover_grace = Py_None;
-    PyObject *drift = Py_None;
-    int sync_replicas = 0, tls_insecure = 0;
-    rl_options options; /* the core's defaults; None leaves an option at its default */
-    rl_options_init(&options);
-    if (self->client) {
-        PyErr_SetString(PyExc_RuntimeError, "Client.__init__ called twice");
-        return -1;
-    }
-    if (!PyArg_ParseTupleAndKeywords(
-            args, kwargs, "s|OOOOOiOzzzzzpzzOO:Client", keywords, &url, &watchdog, &connect,
-            &command, &on_event, &max_hold, &sync_replicas, &sync_timeout, &options.tls_ca_file,
-            &options.tls_ca_dir, &options.tls_cert_file, &options.tls_key_file,
-            &options.tls_server_name, &tls_insecure, &options.sentinel_user,
-            &options.sentinel_password, &handover_grace, &drift))
-        return -1;
-    if (drift != Py_None) {
-        double factor = PyFloat_AsDouble(drift);
-        if (factor == -1.0 && PyErr_Occurred()) return -1;
-        if (!(factor >= 0.0 && factor <= 0.5)) {
-            PyErr_SetString(PyExc_ValueError, "drift_factor must be from 0 to 0.5");
-            return -1;
-        }
-        options.drift_factor_ppm = (int64_t)(factor * 1e6 + 0.5);
-    }
-    options.tls_insecure_skip_verify = tls_insecure;
-    if (rlpy_optional_ms(watchdog, "watchdog_timeout", &options.watchdog_timeout_ms) < 0 ||
-        rlpy_optional_ms(connect, "connect_timeout", &options.connect_timeout_ms) < 0 ||
-        rlpy_optional_ms(command, "command_timeout", &options.command_timeout_ms) < 0 ||
-        rlpy_optional_ms(max_hold, "max_hold", &options.max_hold_ms) < 0 ||
-        rlpy_optional_ms(sync_timeout, "sync_timeout", &options.sync_timeout_ms) < 0 ||
-        rlpy_optional_nonnegative_ms(handover_grace, "handover_grace", &options.handover_grace_ms) <
-            0)
-        return -1;
-    if (sync_replicas < 0) {
-        PyErr_SetString(PyExc_ValueError, "sync_replicas must be >= 0 (0 = off)");
-        return -1;
-    }
-    options.sync_replicas = sync_replicas;
+/* The core client with `options`, its events delivered to on_event (None: none). */
+static int make_client(rlpy_client *self, const char *url, PyObject *on_event,
+                       rl_options *options) {
     if (on_event != Py_None && !PyCallable_Check(on_event)) {
         PyErr_SetString(PyExc_TypeError, "on_event must be callable or None");
         return -1;
@@ -184,12 +126,12 @@ static int client_init(rlpy_client *self, PyObject *args, PyObject *kwargs) {
             return -1;
         }
         bridge->callable = Py_NewRef(on_event);
-        options.on_event = deliver_event;
-        options.event_userdata = bridge;
+        options->on_event = deliver_event;
+        options->event_userdata = bridge;
     }
     rl_error err;
     rl_client *client;
-    if (rl_client_new(url, &options, &client, &err) != RL_OK) {
+    if (rl_client_new(url, options, &client, &err) != RL_OK) {
         if (bridge) {
             Py_DECREF(bridge->callable);
             PyMem_RawFree(bridge);
@@ -200,6 +142,37 @@ static int client_init(rlpy_client *self, PyObject *args, PyObject *kwargs) {
     self->client = client;
     self->bridge = bridge;
     return 0;
+}
+
+/* Client(url, on_event=None, **options): the options as the core's catalogue names them. */
+static int client_init(rlpy_client *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"url", "on_event", NULL};
+    if (self->client) {
+        PyErr_SetString(PyExc_RuntimeError, "Client.__init__ called twice");
+        return -1;
+    }
+    /* url and on_event by the usual rules; every other keyword is an option */
+    PyObject *own = PyDict_New(), *given = kwargs ? PyDict_Copy(kwargs) : PyDict_New();
+    PyObject *keep = PyList_New(0); /* the option strings, until the core has copied them */
+    const char *url;
+    PyObject *on_event = Py_None;
+    rl_options options; /* the core's defaults; None leaves an option at its default */
+    rl_options_init(&options);
+    int result = -1;
+    if (!own || !given || !keep) goto done;
+    for (char **k = keywords; *k; k++) {
+        PyObject *v = PyDict_GetItemString(given, *k); /* borrowed */
+        if (v && (PyDict_SetItemString(own, *k, v) < 0 || PyDict_DelItemString(given, *k) < 0))
+            goto done;
+    }
+    if (PyArg_ParseTupleAndKeywords(args, own, "s|O:Client", keywords, &url, &on_event) &&
+        rlpy_read_options(given, &options, keep, "Client") == 0)
+        result = make_client(self, url, on_event, &options);
+done:
+    Py_XDECREF(own); /* after make_client: it may hold url */
+    Py_XDECREF(given);
+    Py_XDECREF(keep);
+    return result;
 }
 
 static void client_dealloc(rlpy_client *self) {
@@ -297,10 +270,9 @@ static PyGetSetDef client_getset[] = {
 
 PyTypeObject rlpy_client_type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "redlease._core.Client",
-    .tp_doc = "Client(url, watchdog_timeout=None, connect_timeout=None, command_timeout=None, "
-              "on_event=None, max_hold=None, sync_replicas=0, sync_timeout=None)\n\n"
-              "The core client; use redlease.Client. None leaves an option at the core's "
-              "default.",
+    .tp_doc = "Client(url, on_event=None, **options)\n\n"
+              "The core client; use redlease.Client. The options are the core's catalogue's "
+              "(rl_option_at); None leaves an option at the core's default.",
     .tp_basicsize = sizeof(rlpy_client),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_new = PyType_GenericNew,

@@ -3,46 +3,29 @@
 
 typedef struct {
     PyObject_HEAD rl_countdown *latch;
-    PyObject *client;
-    PyObject *name;
+    rlpy_named named;
 } rlpy_countdown;
 
 static int countdown_init(rlpy_countdown *self, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"client", "name", NULL};
     PyObject *client, *name;
-    if (self->latch) {
-        PyErr_SetString(PyExc_RuntimeError, "CountDownLatch.__init__ called twice");
-        return -1;
-    }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O:CountDownLatch", keywords,
-                                     &rlpy_client_type, &client, &name))
-        return -1;
+    rl_client *core;
     const char *bytes;
-    Py_ssize_t len;
-    if (rlpy_name_bytes(name, &bytes, &len) < 0) return -1;
-    rl_client *core = rlpy_open_client(client);
-    if (!core) return -1;
+    size_t len;
     rl_error err;
-    if (rl_countdown_new(core, bytes, (size_t)len, &self->latch, &err) != RL_OK) {
-        rlpy_raise(&err);
+    if (rlpy_named_parse(args, kwargs, "CountDownLatch", self->latch != NULL, &client, &name, &core,
+                         &bytes, &len) < 0)
         return -1;
-    }
-    self->client = Py_NewRef(client);
-    self->name = Py_NewRef(name);
-    return 0;
+    return rlpy_named_made(&self->named, client, name,
+                           rl_countdown_new(core, bytes, len, &self->latch, &err), &err);
 }
 
 static void countdown_dealloc(rlpy_countdown *self) {
     rl_countdown_free(self->latch);
-    Py_XDECREF(self->name);
-    Py_XDECREF(self->client);
-    Py_TYPE(self)->tp_free((PyObject *)self);
+    rlpy_named_dealloc((PyObject *)self, &self->named);
 }
 
 static int ready(rlpy_countdown *self) {
-    if (self->latch) return 1;
-    PyErr_SetString(PyExc_RuntimeError, "CountDownLatch.__init__ was not called");
-    return 0;
+    return rlpy_named_ready(self->latch != NULL, "CountDownLatch");
 }
 
 static PyObject *countdown_try_set_count(rlpy_countdown *self, PyObject *arg) {
@@ -107,12 +90,12 @@ static PyObject *countdown_delete(rlpy_countdown *self, PyObject *unused) {
 
 static PyObject *countdown_get_name(rlpy_countdown *self, void *unused) {
     (void)unused;
-    return ready(self) ? Py_NewRef(self->name) : NULL;
+    return ready(self) ? Py_NewRef(self->named.name) : NULL;
 }
 
 static PyObject *countdown_repr(rlpy_countdown *self) {
     if (!self->latch) return PyUnicode_FromString("<redlease.CountDownLatch (uninitialised)>");
-    return PyUnicode_FromFormat("<redlease.CountDownLatch %R>", self->name);
+    return PyUnicode_FromFormat("<redlease.CountDownLatch %R>", self->named.name);
 }
 
 static PyMethodDef countdown_methods[] = {

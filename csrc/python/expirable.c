@@ -4,46 +4,29 @@
 
 typedef struct {
     PyObject_HEAD rl_expirable *sem;
-    PyObject *client;
-    PyObject *name;
+    rlpy_named named;
 } rlpy_expirable;
 
 static int expirable_init(rlpy_expirable *self, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"client", "name", NULL};
     PyObject *client, *name;
-    if (self->sem) {
-        PyErr_SetString(PyExc_RuntimeError, "PermitExpirableSemaphore.__init__ called twice");
-        return -1;
-    }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O:PermitExpirableSemaphore", keywords,
-                                     &rlpy_client_type, &client, &name))
-        return -1;
+    rl_client *core;
     const char *bytes;
-    Py_ssize_t len;
-    if (rlpy_name_bytes(name, &bytes, &len) < 0) return -1;
-    rl_client *core = rlpy_open_client(client);
-    if (!core) return -1;
+    size_t len;
     rl_error err;
-    if (rl_expirable_new(core, bytes, (size_t)len, &self->sem, &err) != RL_OK) {
-        rlpy_raise(&err);
+    if (rlpy_named_parse(args, kwargs, "PermitExpirableSemaphore", self->sem != NULL, &client,
+                         &name, &core, &bytes, &len) < 0)
         return -1;
-    }
-    self->client = Py_NewRef(client);
-    self->name = Py_NewRef(name);
-    return 0;
+    return rlpy_named_made(&self->named, client, name,
+                           rl_expirable_new(core, bytes, len, &self->sem, &err), &err);
 }
 
 static void expirable_dealloc(rlpy_expirable *self) {
     rl_expirable_free(self->sem); /* renewed permits stay renewed until released */
-    Py_XDECREF(self->name);
-    Py_XDECREF(self->client);
-    Py_TYPE(self)->tp_free((PyObject *)self);
+    rlpy_named_dealloc((PyObject *)self, &self->named);
 }
 
 static int ready(rlpy_expirable *self) {
-    if (self->sem) return 1;
-    PyErr_SetString(PyExc_RuntimeError, "PermitExpirableSemaphore.__init__ was not called");
-    return 0;
+    return rlpy_named_ready(self->sem != NULL, "PermitExpirableSemaphore");
 }
 
 /* A permit id argument: str (hex); -1 with an exception set. */
@@ -136,7 +119,8 @@ static PyObject *expirable_available_permits(rlpy_expirable *self, PyObject *unu
 
 static PyObject *expirable_lost_reason(rlpy_expirable *self, PyObject *arg) {
     const char *id;
-    if (!ready(self) || permit_id(arg, &id) < 0 || !rlpy_open_client(self->client)) return NULL;
+    if (!ready(self) || permit_id(arg, &id) < 0 || !rlpy_open_client(self->named.client))
+        return NULL;
     rl_lost_reason reason;
     if (!rl_expirable_lost(self->sem, id, &reason)) Py_RETURN_NONE;
     return PyUnicode_FromString(rl_lost_reason_name(reason));
@@ -144,13 +128,13 @@ static PyObject *expirable_lost_reason(rlpy_expirable *self, PyObject *arg) {
 
 static PyObject *expirable_get_name(rlpy_expirable *self, void *unused) {
     (void)unused;
-    return ready(self) ? Py_NewRef(self->name) : NULL;
+    return ready(self) ? Py_NewRef(self->named.name) : NULL;
 }
 
 static PyObject *expirable_repr(rlpy_expirable *self) {
     if (!self->sem)
         return PyUnicode_FromString("<redlease.PermitExpirableSemaphore (uninitialised)>");
-    return PyUnicode_FromFormat("<redlease.PermitExpirableSemaphore %R>", self->name);
+    return PyUnicode_FromFormat("<redlease.PermitExpirableSemaphore %R>", self->named.name);
 }
 
 static PyMethodDef expirable_methods[] = {

@@ -56,6 +56,53 @@ rl_client *rlpy_open_client(PyObject *client) {
     return core;
 }
 
+int rlpy_named_open(const char *type, int made, PyObject *client, PyObject *name, rl_client **core,
+                    const char **bytes, size_t *len) {
+    if (made) {
+        PyErr_Format(PyExc_RuntimeError, "%s.__init__ called twice", type);
+        return -1;
+    }
+    Py_ssize_t n;
+    if (rlpy_name_bytes(name, bytes, &n) < 0 || !(*core = rlpy_open_client(client))) return -1;
+    *len = (size_t)n;
+    return 0;
+}
+
+int rlpy_named_parse(PyObject *args, PyObject *kwargs, const char *type, int made,
+                     PyObject **client, PyObject **name, rl_client **core, const char **bytes,
+                     size_t *len) {
+    static char *keywords[] = {"client", "name", NULL};
+    char format[64];
+    snprintf(format, sizeof format, "O!O:%s", type);
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords, &rlpy_client_type, client,
+                                     name))
+        return -1;
+    return rlpy_named_open(type, made, *client, *name, core, bytes, len);
+}
+
+int rlpy_named_made(rlpy_named *named, PyObject *client, PyObject *name, rl_status st,
+                    const rl_error *err) {
+    if (st != RL_OK) {
+        rlpy_raise(err);
+        return -1;
+    }
+    named->client = Py_NewRef(client);
+    named->name = Py_NewRef(name);
+    return 0;
+}
+
+void rlpy_named_dealloc(PyObject *self, rlpy_named *named) {
+    Py_XDECREF(named->name);
+    Py_XDECREF(named->client);
+    Py_TYPE(self)->tp_free(self);
+}
+
+int rlpy_named_ready(int made, const char *type) {
+    if (made) return 1;
+    PyErr_Format(PyExc_RuntimeError, "%s.__init__ was not called", type);
+    return 0;
+}
+
 int rlpy_family_add_types(PyObject *m) {
     static const struct {
         const char *name;

@@ -111,23 +111,9 @@ static int acquire(rlpy_lock *self, int64_t lease_ms, int64_t wait_ms, int64_t m
 }
 
 static PyObject *lock_acquire(rlpy_lock *self, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"blocking", "timeout", "lease", "max_hold", NULL};
-    int blocking = 1;
-    PyObject *timeout = NULL, *lease = NULL, *max_hold = NULL;
-    if (!ready(self) || !PyArg_ParseTupleAndKeywords(args, kwargs, "|pOO$O:acquire", keywords,
-                                                     &blocking, &timeout, &lease, &max_hold))
-        return NULL;
     int64_t wait_ms = self->timeout_ms, lease_ms = self->lease_ms, max_hold_ms = self->max_hold_ms;
-    if (timeout && rlpy_timeout_ms(timeout, "timeout", &wait_ms) < 0) return NULL;
-    if (lease && rlpy_lease_ms(lease, &lease_ms) < 0) return NULL;
-    if (max_hold && rlpy_max_hold_ms(max_hold, &max_hold_ms) < 0) return NULL;
-    if (!blocking) {
-        if (timeout && wait_ms != RL_WAIT_FOREVER) {
-            PyErr_SetString(PyExc_ValueError, "can't specify a timeout for a non-blocking call");
-            return NULL;
-        }
-        wait_ms = 0;
-    }
+    if (!ready(self) || rlpy_acquire_args(args, kwargs, &wait_ms, &lease_ms, &max_hold_ms) < 0)
+        return NULL;
     int got = acquire(self, lease_ms, wait_ms, max_hold_ms);
     return got < 0 ? NULL : PyBool_FromLong(got);
 }
@@ -392,11 +378,11 @@ static PyMethodDef lock_methods[] = {
      "Raises LockInDoubtError when it is in doubt or less is left, LockLostError when it was "
      "lost or its lease ran out, NotOwnedError when the calling thread does not hold it."},
     {"_validity", (PyCFunction)lock_validity_of, METH_O,
-     "_validity($self, context, /)\n--\n\n(state, deadline) of a task's hold, for "
-     "redlease.asyncio."},
+     "_validity($self, context, /) -> (state, deadline)\n--\n\n"
+     "redlease.asyncio's: a task's hold."},
     {"_check", (PyCFunction)lock_check_of, METH_VARARGS,
-     "_check($self, context, min_left, /)\n--\n\ncheck() of a task's hold, for "
-     "redlease.asyncio."},
+     "_check($self, context, min_left, /) -> float\n--\n\n"
+     "redlease.asyncio's: check() of a task's hold."},
     {"force_unlock", (PyCFunction)lock_force_unlock, METH_NOARGS,
      "force_unlock() -> bool\n--\n\nDeletes the lock whoever holds it and wakes a waiter; True "
      "if it was held. The holder finds its hold lost."},

@@ -95,24 +95,9 @@ static int acquire(rlpy_multilock *self, int64_t lease_ms, int64_t wait_ms, int6
 }
 
 static PyObject *multilock_acquire(rlpy_multilock *self, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"blocking", "timeout", "lease", "max_hold", NULL};
-    int blocking = 1;
-    PyObject *timeout = NULL, *lease = NULL, *max_hold = NULL;
-    if (!ready(self) || !PyArg_ParseTupleAndKeywords(args, kwargs, "|pOO$O:acquire", keywords,
-                                                     &blocking, &timeout, &lease, &max_hold))
-        return NULL;
     int64_t wait_ms = self->timeout_ms, lease_ms = self->lease_ms, max_hold_ms = self->max_hold_ms;
-    if ((timeout && rlpy_timeout_ms(timeout, "timeout", &wait_ms) < 0) ||
-        (lease && rlpy_lease_ms(lease, &lease_ms) < 0) ||
-        (max_hold && rlpy_max_hold_ms(max_hold, &max_hold_ms) < 0))
+    if (!ready(self) || rlpy_acquire_args(args, kwargs, &wait_ms, &lease_ms, &max_hold_ms) < 0)
         return NULL;
-    if (!blocking) {
-        if (timeout && wait_ms != RL_WAIT_FOREVER) {
-            PyErr_SetString(PyExc_ValueError, "can't specify a timeout for a non-blocking call");
-            return NULL;
-        }
-        wait_ms = 0;
-    }
     int got = acquire(self, lease_ms, wait_ms, max_hold_ms);
     return got < 0 ? NULL : PyBool_FromLong(got);
 }

@@ -87,12 +87,28 @@ int rlpy_max_hold_ms(PyObject *value, int64_t *out) {
     return rlpy_positive_ms(value, "max_hold", out);
 }
 
-int rlpy_optional_ms(PyObject *value, const char *what, int64_t *out) {
-    return value == Py_None ? 0 : rlpy_positive_ms(value, what, out);
+int rlpy_acquire_args(PyObject *args, PyObject *kwargs, int64_t *wait_ms, int64_t *lease_ms,
+                      int64_t *max_hold_ms) {
+    static char *keywords[] = {"blocking", "timeout", "lease", "max_hold", NULL};
+    int blocking = 1;
+    PyObject *timeout = NULL, *lease = NULL, *max_hold = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|pOO$O:acquire", keywords, &blocking, &timeout,
+                                     &lease, &max_hold) ||
+        (timeout && rlpy_timeout_ms(timeout, "timeout", wait_ms) < 0) ||
+        (lease && rlpy_lease_ms(lease, lease_ms) < 0) ||
+        (max_hold && rlpy_max_hold_ms(max_hold, max_hold_ms) < 0))
+        return -1;
+    if (!blocking) {
+        if (timeout && *wait_ms != RL_WAIT_FOREVER) {
+            PyErr_SetString(PyExc_ValueError, "can't specify a timeout for a non-blocking call");
+            return -1;
+        }
+        *wait_ms = 0;
+    }
+    return 0;
 }
 
-int rlpy_optional_nonnegative_ms(PyObject *value, const char *what, int64_t *out) {
-    if (value == Py_None) return 0;
+int rlpy_nonnegative_ms(PyObject *value, const char *what, int64_t *out) {
     double s;
     if (to_seconds(value, what, &s) < 0) return -1;
     if (!(s >= 0) || isinf(s)) {

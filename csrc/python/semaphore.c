@@ -4,51 +4,37 @@
 
 typedef struct {
     PyObject_HEAD rl_semaphore *sem;
-    PyObject *client; /* the redlease._core.Client, kept alive while the semaphore is */
-    PyObject *name;
+    rlpy_named named;
     int64_t timeout_ms; /* for `with` and acquire() without a timeout */
 } rlpy_semaphore;
 
 static int semaphore_init(rlpy_semaphore *self, PyObject *args, PyObject *kwargs) {
     static char *keywords[] = {"client", "name", "timeout", NULL};
     PyObject *client, *name, *timeout = NULL;
-    if (self->sem) {
-        PyErr_SetString(PyExc_RuntimeError, "Semaphore.__init__ called twice");
-        return -1;
-    }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O|$O:Semaphore", keywords, &rlpy_client_type,
-                                     &client, &name, &timeout))
-        return -1;
+    rl_client *core;
     const char *bytes;
-    Py_ssize_t len;
-    int64_t timeout_ms = RL_WAIT_FOREVER;
-    if (rlpy_name_bytes(name, &bytes, &len) < 0 ||
-        (timeout && rlpy_timeout_ms(timeout, "timeout", &timeout_ms) < 0))
-        return -1;
-    rl_client *core = rlpy_open_client(client);
-    if (!core) return -1;
+    size_t len;
     rl_error err;
-    if (rl_semaphore_new(core, bytes, (size_t)len, &self->sem, &err) != RL_OK) {
-        rlpy_raise(&err);
+    int64_t timeout_ms = RL_WAIT_FOREVER;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O|$O:Semaphore", keywords, &rlpy_client_type,
+                                     &client, &name, &timeout) ||
+        (timeout && rlpy_timeout_ms(timeout, "timeout", &timeout_ms) < 0) ||
+        rlpy_named_open("Semaphore", self->sem != NULL, client, name, &core, &bytes, &len) < 0)
         return -1;
-    }
-    self->client = Py_NewRef(client);
-    self->name = Py_NewRef(name);
+    if (rlpy_named_made(&self->named, client, name,
+                        rl_semaphore_new(core, bytes, len, &self->sem, &err), &err) < 0)
+        return -1;
     self->timeout_ms = timeout_ms;
     return 0;
 }
 
 static void semaphore_dealloc(rlpy_semaphore *self) {
     rl_semaphore_free(self->sem); /* permits taken stay this client's */
-    Py_XDECREF(self->name);
-    Py_XDECREF(self->client);
-    Py_TYPE(self)->tp_free((PyObject *)self);
+    rlpy_named_dealloc((PyObject *)self, &self->named);
 }
 
 static int ready(rlpy_semaphore *self) {
-    if (self->sem) return 1;
-    PyErr_SetString(PyExc_RuntimeError, "Semaphore.__init__ was not called");
-    return 0;
+    return rlpy_named_ready(self->sem != NULL, "Semaphore");
 }
 
 /* 1 acquired, 0 not within the wait, -1 exception set. */
@@ -142,9 +128,10 @@ static PyObject *semaphore_enter(rlpy_semaphore *self, PyObject *unused) {
     int got = acquire(self, 1, self->timeout_ms);
     if (got < 0) return NULL;
     if (!got)
-        return PyErr_Format(
-            rlpy_error_class(RL_NOT_ACQUIRED), "semaphore %R: no permit free within %lld.%03lld s",
-            self->name, (long long)(self->timeout_ms / 1000), (long long)(self->timeout_ms % 1000));
+        return PyErr_Format(rlpy_error_class(RL_NOT_ACQUIRED),
+                            "semaphore %R: no permit free within %lld.%03lld s", self->named.name,
+                            (long long)(self->timeout_ms / 1000),
+                            (long long)(self->timeout_ms % 1000));
     return Py_NewRef(self);
 }
 
@@ -159,18 +146,18 @@ static PyObject *semaphore_exit(rlpy_semaphore *self, PyObject *args) {
 
 static PyObject *semaphore_get_held(rlpy_semaphore *self, void *unused) {
     (void)unused;
-    if (!ready(self) || !rlpy_open_client(self->client)) return NULL;
+    if (!ready(self) || !rlpy_open_client(self->named.client)) return NULL;
     return PyLong_FromLongLong(rl_semaphore_held(self->sem));
 }
 
 static PyObject *semaphore_get_name(rlpy_semaphore *self, void *unused) {
     (void)unused;
-    return ready(self) ? Py_NewRef(self->name) : NULL;
+    return ready(self) ? Py_NewRef(self->named.name) : NULL;
 }
 
 static PyObject *semaphore_repr(rlpy_semaphore *self) {
     if (!self->sem) return PyUnicode_FromString("<redlease.Semaphore (uninitialised)>");
-    return PyUnicode_FromFormat("<redlease.Semaphore %R held=%lld>", self->name,
+    return PyUnicode_FromFormat("<redlease.Semaphore %R held=%lld>", self->named.name,
                                 (long long)rl_semaphore_held(self->sem));
 }
 

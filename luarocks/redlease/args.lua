@@ -96,31 +96,50 @@ local function raise(fname, name, why)
   error(("bad argument '%s' to '%s' (%s)"):format(name, fname, why), 4)
 end
 
-local CONNECT = {
-  watchdog_timeout = { positive = true, min_ms = 3 },
-  connect_timeout = { positive = true },
-  command_timeout = { positive = true },
-  max_hold = { positive = true },
-  sync_timeout = { positive = true },
-  sync_replicas = { count = true },
-  tls_ca_file = { text = true },
-  tls_ca_dir = { text = true },
-  tls_cert_file = { text = true },
-  tls_key_file = { text = true },
-  tls_server_name = { text = true },
-  tls_insecure_skip_verify = { flag = true },
-  sentinel_user = { text = true },
-  sentinel_password = { text = true },
-  handover_grace = {},
-  drift_factor = { fraction = 0.5 },
-}
+-- The spec of connect's options, from the core's options catalogue (rows of name, kind,
+-- default, min, max, ...: core.options, or its copy generated for the OpenResty backend): each
+-- kind is checked and converted here, its bounds beyond that by the core (or the backend).
+local function connect_spec(catalogue)
+  local spec = {}
+  for _, row in ipairs(catalogue) do
+    if not row.internal then
+      local s = {}
+      if row.kind == "ms" then
+        s.positive = row.min > 0 or row.zero_none -- 0 as "none" is the default, not a value
+        if row.min > 1 then s.min_ms = row.min end
+      elseif row.kind == "count" then
+        s.count = true
+      elseif row.kind == "ppm" then
+        s.fraction = row.max / 1e6
+      elseif row.kind == "text" or row.kind == "path" then
+        s.text = true
+      elseif row.kind == "flag" then
+        s.flag = true
+      end
+      spec[row.name] = s
+    end
+  end
+  return spec
+end
 
--- connect(url, opts): returns the options (durations in ms).
-function args.connect(url, opts)
+local specs = setmetatable({}, { __mode = "k" })
+
+-- connect(url, opts, catalogue): returns the options (durations in ms, fractions in ppm).
+function args.connect(url, opts, catalogue)
   if type(url) ~= "string" then raise("connect", "url", "string expected, got " .. type(url)) end
-  local o, name, why = options(opts, CONNECT)
+  specs[catalogue] = specs[catalogue] or connect_spec(catalogue)
+  local o, name, why = options(opts, specs[catalogue])
   if not o then raise("connect", name, why) end
   return o
+end
+
+-- The option a refusal of connect's options names ("watchdog_timeout must be ..."): its first
+-- word when that is an option of the catalogue; else nil.
+function args.refused_option(why, catalogue)
+  local first = why:match("^([%w_]+)[ :]")
+  for _, row in ipairs(catalogue) do
+    if row.name == first then return first end
+  end
 end
 
 -- lock:check(opts): returns min_left in ms.

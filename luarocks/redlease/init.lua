@@ -26,14 +26,11 @@ local clients_made = 0
 -- kept as the validity margin, default 0.01)
 -- -> client | nil, err. Connections open on first use.
 function redlease.connect(url, opts)
-  local o = args.connect(url, opts)
-  local c, err = core.connect(url, o.watchdog_timeout, o.connect_timeout, o.command_timeout,
-    o.max_hold, o.sync_replicas, o.sync_timeout, o)
+  local c, err = core.connect(url, args.connect(url, opts, core.options))
   if not c then
     local why = err:match("^argument: (.*)")
-    if why then -- the URL, or the TLS option the core names first
-      local name = why:match("^(tls_[%w_]+)") or why:match("^(handover_grace) ")
-        or why:match("^(drift_factor) ")
+    if why then -- the URL, or the option the core names first
+      local name = args.refused_option(why, core.options)
         or (why:find("tls_*", 1, true) and "options")
       error(("bad argument '%s' to 'connect' (%s)"):format(name or "url", why), 2)
     end

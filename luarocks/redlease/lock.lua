@@ -4,6 +4,7 @@
 local args = require "redlease.args"
 local Guard = require "redlease.guard"
 local holds = require "redlease.holds"
+local with = require "redlease.with"
 
 local Lock = {}
 Lock.__index = Lock
@@ -25,8 +26,12 @@ end
 --         max_hold = seconds (nil: the client's, false: none)}
 -- -> guard | nil, err ("timeout: ...", "lost: ...", "connection: ...", ...).
 function Lock:acquire(opts)
-  local lease, wait, max_hold = args.acquire("acquire", opts)
-  local hold, err = self._core:acquire(lease, wait, max_hold)
+  return self:_acquire(args.acquire("acquire", opts))
+end
+
+-- acquire with its options read: -> guard | nil, err.
+function Lock:_acquire(lease_ms, wait_ms, max_hold)
+  local hold, err = self._core:acquire(lease_ms, wait_ms, max_hold)
   if not hold then return nil, err end
   return self:_guard(hold)
 end
@@ -38,23 +43,8 @@ function Lock:release()
   return self._core:release() -- no guard here: the core answers ("not_owned: ...")
 end
 
-local function finish(g, ok, ...)
-  local released, err = g:release()
-  if not ok then error((...), 0) end -- the body's error, after the release
-  if not released then error(err, 0) end
-  return ...
-end
-
--- Acquires, calls fn(...), releases; returns fn's results. Raises when the lock cannot be
--- acquired, re-raises fn's error after releasing, and raises when the hold was lost meanwhile.
--- Written in Lua so that fn may yield wherever the host allows it.
-function Lock:with(fn, opts, ...)
-  args.callable("with", fn)
-  local lease, wait, max_hold = args.acquire("with", opts)
-  local hold, err = self._core:acquire(lease, wait, max_hold)
-  if not hold then error(err, 0) end
-  return finish(self:_guard(hold), pcall(fn, ...))
-end
+-- Acquires, calls fn(...), releases; returns fn's results (redlease/with.lua).
+Lock.with = with.lock
 
 -- Server-side queries, one round trip each: value, or nil and an error.
 function Lock:locked() return self._core:locked() end

@@ -4,6 +4,7 @@
 local args = require "redlease.args"
 local Guard = require "redlease.guard"
 local holds = require "redlease.holds"
+local with = require "redlease.with"
 
 local MultiLock = {}
 MultiLock.__index = MultiLock
@@ -37,13 +38,7 @@ function MultiLock:with(fn, opts, ...)
   local lease, wait, max_hold = args.acquire("with", opts)
   local hold, err = self._core:acquire(lease, wait, max_hold)
   if not hold then error(err, 0) end
-  local g = Guard.new(hold, self._key)
-  return (function(done, ...)
-    local released, why = g:release()
-    if not done then error((...), 0) end
-    if not released then error(why, 0) end
-    return ...
-  end)(pcall(fn, ...))
+  return with.finish(Guard.new(hold, self._key), pcall(fn, ...))
 end
 
 -- Local, no round trip: how many of its locks the running coroutine holds.

@@ -3,6 +3,7 @@
 -- (RPermitExpirableSemaphore: each permit has an id and a lease, and comes back by itself when
 -- the lease runs out). The C core (redlease.core) does the work; this gives it Lua's habits.
 local args = require "redlease.args"
+local with = require "redlease.with"
 
 local M = {}
 
@@ -61,12 +62,7 @@ function Semaphore:with(fn, opts, ...)
   local ok, err = self._core:acquire(permits, wait)
   if not ok then error(err, 0) end
   local guard = setmetatable({ _sem = self, permits = permits, _released = false }, Permits)
-  return (function(done, ...)
-    local released, why = guard:release()
-    if not done then error((...), 0) end
-    if not released then error(why, 0) end
-    return ...
-  end)(pcall(fn, ...))
+  return with.finish(guard, pcall(fn, ...))
 end
 
 -- Sets the number of permits when the semaphore does not exist yet: true, or false when it
@@ -121,12 +117,8 @@ function PermitSemaphore:with(fn, opts, ...)
   local lease, wait = args.permit("with", opts)
   local id, err = self._core:acquire(lease, wait)
   if not id then error(err, 0) end
-  return (function(done, ...)
-    local released, why = self._core:release(id)
-    if not done then error((...), 0) end
-    if not released then error(why, 0) end
-    return ...
-  end)(pcall(fn, id, ...))
+  local core = self._core
+  return with.finish({ release = function() return core:release(id) end }, pcall(fn, id, ...))
 end
 
 function PermitSemaphore:try_set_permits(n)

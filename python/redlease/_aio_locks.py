@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any, Optional, Set, Tuple, Union
 
 from . import _core
 from ._errors import LockError, LockLostError, LockTimeout
+from ._unset import UNSET, MaxHold, Unset
 
 if TYPE_CHECKING:
     from .asyncio import Client
 
 _QUERY_LOCKED, _QUERY_HELD, _QUERY_HOLD_COUNT, _QUERY_REMAINING = 1, 2, 3, 4
-_UNSET: Any = object()  # an argument left out: the lock's default applies
 
 
 class _Answer:
@@ -88,7 +88,7 @@ class Lock:
     """A lock owned by the current asyncio Task (see docs/asyncio.md). Made by Client.lock()."""
 
     def __init__(self, client: "Client", core: _core.Lock, timeout: float, lease: Optional[float],
-                 max_hold: Any) -> None:
+                 max_hold: MaxHold) -> None:
         self._client = client
         self._core = core
         self._timeout = timeout
@@ -100,7 +100,8 @@ class Lock:
         return self._core.name
 
     async def acquire(self, blocking: bool = True, timeout: Optional[float] = None,
-                      lease: Optional[float] = _UNSET, *, max_hold: Any = _UNSET) -> bool:
+                      lease: Union[float, None, Unset] = UNSET, *,
+                      max_hold: MaxHold = UNSET) -> bool:
         """Takes one hold for the current task: True, or False when not acquired in time.
         ``timeout`` (seconds; -1 forever, 0 or ``blocking=False`` one try) and ``lease`` (None:
         watchdog) default to the lock's. Cancelled, it leaves nothing held."""
@@ -109,9 +110,9 @@ class Lock:
                 raise ValueError("can't specify a timeout for a non-blocking call")
             timeout = 0
         wait = self._timeout if timeout is None else timeout
-        hold = self._lease if lease is _UNSET else lease
-        cap = self._max_hold if max_hold is _UNSET else max_hold
-        extra = {} if cap is _UNSET else {"max_hold": cap}
+        hold = self._lease if lease is UNSET else lease
+        cap = self._max_hold if max_hold is UNSET else max_hold
+        extra = {} if cap is UNSET else {"max_hold": cap}
         context = self._client._context()
         comp = self._client._completions_now()
         answer = self._client._answer()

@@ -1,10 +1,9 @@
 """redlease.Client: one connection set, watchdog and subscriber per process (or per Redis)."""
 
 import atexit
-import enum
 import os
 import weakref
-from typing import Callable, Iterator, Optional, TypeVar, Union, cast
+from typing import TYPE_CHECKING, Callable, Iterator, Optional, TypedDict, TypeVar, Union, cast
 
 from . import _core, _green
 from ._core import CountDownLatch, Lock, MultiLock, Semaphore
@@ -12,22 +11,39 @@ from ._events import EventDispatcher, OnLost, OnState
 from ._family import PermitExpirableSemaphore
 from ._locks import KINDS, FairLock, FencedLock, ReadLock, ReadWriteLock, WriteLock
 from ._ops import Inspection, Stats
+from ._unset import UNSET, MaxHold
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 L = TypeVar("L", bound=Lock)
 _Path = Union[str, "os.PathLike[str]"]
 
 
-def _path(value: Optional[_Path]) -> Optional[str]:
-    return None if value is None else os.fspath(value)
+class ClientOptions(TypedDict, total=False):
+    """The options ``Client`` takes by keyword, as the core's catalogue names them
+    (csrc/core/options.c); None leaves one at its default. For type checkers only: the keywords
+    go to the core as they are."""
+    watchdog_timeout: Optional[float]
+    connect_timeout: Optional[float]
+    command_timeout: Optional[float]
+    max_hold: Optional[float]
+    sync_replicas: Optional[int]
+    sync_timeout: Optional[float]
+    handover_grace: Optional[float]
+    drift_factor: Optional[float]
+    tls_ca_file: Optional[_Path]
+    tls_ca_dir: Optional[_Path]
+    tls_cert_file: Optional[_Path]
+    tls_key_file: Optional[_Path]
+    tls_server_name: Optional[str]
+    tls_insecure_skip_verify: Optional[bool]
+    sentinel_user: Optional[str]
+    sentinel_password: Optional[str]
 
 # Clients still open when the interpreter exits are closed first, while calling into Python from
 # their event threads is still safe.
 _open_clients: "weakref.WeakSet[Client]" = weakref.WeakSet()
-
-
-class _Default(enum.Enum):
-    """max_hold left out: the client's cap applies."""
-    CLIENT = "the client's max_hold"
 
 
 @atexit.register
@@ -83,36 +99,22 @@ class Client:
     """
 
     def __init__(self, url: str = "redis://127.0.0.1:6379/0", *,
-                 watchdog_timeout: Optional[float] = None,
-                 connect_timeout: Optional[float] = None, command_timeout: Optional[float] = None,
-                 on_lost: Optional[OnLost] = None, max_hold: Optional[float] = None,
-                 sync_replicas: int = 0, sync_timeout: Optional[float] = None,
-                 tls_ca_file: Optional[_Path] = None, tls_ca_dir: Optional[_Path] = None,
-                 tls_cert_file: Optional[_Path] = None, tls_key_file: Optional[_Path] = None,
-                 tls_server_name: Optional[str] = None,
-                 tls_insecure_skip_verify: bool = False, sentinel_user: Optional[str] = None,
-                 sentinel_password: Optional[str] = None,
-                 handover_grace: Optional[float] = None,
-                 on_state: Optional[OnState] = None,
-                 drift_factor: Optional[float] = None) -> None:
+                 on_lost: Optional[OnLost] = None, on_state: Optional[OnState] = None,
+                 **options: "Unpack[ClientOptions]") -> None:
         if on_lost is not None and not callable(on_lost):
             raise TypeError("on_lost must be callable or None")
         if on_state is not None and not callable(on_state):
             raise TypeError("on_state must be callable or None")
         _green.check()  # under gevent's patching: owners are greenlets, waits yield to the hub
-        self._core = _core.Client(url, watchdog_timeout, connect_timeout, command_timeout,
-                                  EventDispatcher(on_lost, on_state), max_hold, sync_replicas,
-                                  sync_timeout, _path(tls_ca_file), _path(tls_ca_dir),
-                                  _path(tls_cert_file), _path(tls_key_file), tls_server_name,
-                                  tls_insecure_skip_verify, sentinel_user, sentinel_password,
-                                  handover_grace, drift_factor)
+        # the options go through as they are: the core's catalogue names, converts and checks them
+        self._core = _core.Client(url, on_event=EventDispatcher(on_lost, on_state), **options)
         self._url = self._core.url
         self.watchdog_timeout: float = self._core.watchdog_timeout
         _open_clients.add(self)
 
     def lock(self, name: Union[str, bytes], *, timeout: float = -1,
              lease: Optional[float] = None,
-             max_hold: Union[float, None, _Default] = _Default.CLIENT) -> Lock:
+             max_hold: MaxHold = UNSET) -> Lock:
         """A Redisson RLock on ``name`` (str, UTF-8 encoded, or bytes).
 
         ``timeout`` (seconds; -1 forever, 0 one try) and ``lease`` (None: watchdog; seconds: a
@@ -123,21 +125,21 @@ class Client:
 
     def fenced_lock(self, name: Union[str, bytes], *, timeout: float = -1,
                     lease: Optional[float] = None,
-                    max_hold: Union[float, None, _Default] = _Default.CLIENT) -> FencedLock:
+                    max_hold: MaxHold = UNSET) -> FencedLock:
         """A Redisson RFencedLock on ``name``: as ``lock()``, and every acquisition takes a
         strictly increasing fencing token (``lock.token``, ``lock.acquire_token()``)."""
         return self._make(FencedLock, name, timeout, lease, max_hold)
 
     def fair_lock(self, name: Union[str, bytes], *, timeout: float = -1,
                   lease: Optional[float] = None,
-                  max_hold: Union[float, None, _Default] = _Default.CLIENT) -> FairLock:
+                  max_hold: MaxHold = UNSET) -> FairLock:
         """A Redisson RFairLock on ``name``: as ``lock()``, and waiters acquire in arrival
         order."""
         return self._make(FairLock, name, timeout, lease, max_hold)
 
     def rw_lock(self, name: Union[str, bytes], *, timeout: float = -1,
                 lease: Optional[float] = None,
-                max_hold: Union[float, None, _Default] = _Default.CLIENT) -> ReadWriteLock:
+                max_hold: MaxHold = UNSET) -> ReadWriteLock:
         """A Redisson RReadWriteLock on ``name``: ``.read`` (shared) and ``.write`` (exclusive)
         are locks with the full lock API; the options apply to both."""
         return ReadWriteLock(self._make(ReadLock, name, timeout, lease, max_hold),
@@ -163,18 +165,18 @@ class Client:
         return CountDownLatch(self._core, name)
 
     def multi_lock(self, *locks: Lock, timeout: float = -1, lease: Optional[float] = None,
-                   max_hold: Union[float, None, _Default] = _Default.CLIENT) -> MultiLock:
+                   max_hold: MaxHold = UNSET) -> MultiLock:
         """The ``locks`` (any kinds, of any clients) taken as one by the calling thread, all or
         none, with Redisson's RedissonMultiLock rules: one ``timeout`` for them all, and a fixed
         ``lease`` set on each once all are taken. ``with`` releases them all."""
-        if max_hold is _Default.CLIENT:
+        if max_hold is UNSET:
             return MultiLock(locks, timeout=timeout, lease=lease)
         return MultiLock(locks, timeout=timeout, lease=lease, max_hold=max_hold)
 
     def _make(self, cls: "type[L]", name: Union[str, bytes], timeout: float,
-              lease: Optional[float], max_hold: Union[float, None, _Default]) -> "L":
+              lease: Optional[float], max_hold: MaxHold) -> "L":
         kind = KINDS.get(cls, 0)
-        if max_hold is _Default.CLIENT:
+        if max_hold is UNSET:
             return cls(self._core, name, timeout=timeout, lease=lease, _kind=kind)
         return cls(self._core, name, timeout=timeout, lease=lease, max_hold=max_hold, _kind=kind)
 

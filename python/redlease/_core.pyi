@@ -40,17 +40,9 @@ HOLD_LOST: int
 
 @final
 class Client:
-    def __init__(self, url: str, watchdog_timeout: Optional[float] = ...,
-                 connect_timeout: Optional[float] = ..., command_timeout: Optional[float] = ...,
+    def __init__(self, url: str,
                  on_event: Optional[Callable[[int, Optional[bytes], int, str, int, str], object]]
-                 = ..., max_hold: Optional[float] = ..., sync_replicas: int = ...,
-                 sync_timeout: Optional[float] = ..., tls_ca_file: Optional[str] = ...,
-                 tls_ca_dir: Optional[str] = ..., tls_cert_file: Optional[str] = ...,
-                 tls_key_file: Optional[str] = ..., tls_server_name: Optional[str] = ...,
-                 tls_insecure_skip_verify: bool = ..., sentinel_user: Optional[str] = ...,
-                 sentinel_password: Optional[str] = ...,
-                 handover_grace: Optional[float] = ...,
-                 drift_factor: Optional[float] = ...) -> None: ...
+                 = ..., **options: Any) -> None: ...
     @property
     def watchdog_timeout(self) -> float: ...
     @property

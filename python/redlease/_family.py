@@ -7,20 +7,15 @@ Java services on Redisson and redlease's Python and Lua workers share them (docs
 """
 
 import contextlib
-import enum
 from collections.abc import Iterator
-from typing import Optional, Union
+from typing import Optional
 
 from . import _core
 from ._core import CountDownLatch, Lock, MultiLock, Semaphore
 from ._errors import LockTimeout
+from ._unset import UNSET, MaxHold
 
 __all__ = ["Semaphore", "PermitExpirableSemaphore", "CountDownLatch", "MultiLock", "red_lock"]
-
-
-class _Default(enum.Enum):
-    """max_hold left out: each lock's client's cap applies."""
-    CLIENT = "the client's max_hold"
 
 
 class PermitExpirableSemaphore(_core.PermitExpirableSemaphore):
@@ -48,7 +43,7 @@ class PermitExpirableSemaphore(_core.PermitExpirableSemaphore):
 
 
 def red_lock(*locks: Lock, timeout: float = -1, lease: Optional[float] = None,
-             max_hold: Union[float, None, _Default] = _Default.CLIENT) -> MultiLock:
+             max_hold: MaxHold = UNSET) -> MultiLock:
     """A RedLock over ``locks``, each made by a client of its own independent Redis server: held
     once a majority of them is taken within the lease's validity, released on every server.
 
@@ -56,6 +51,6 @@ def red_lock(*locks: Lock, timeout: float = -1, lease: Optional[float] = None,
     token checked by the storage is what protects data against a holder that paused past its
     lease (see docs/semantics.md, "RedLock").
     """
-    if max_hold is _Default.CLIENT:
+    if max_hold is UNSET:
         return MultiLock(locks, redlock=True, timeout=timeout, lease=lease)
     return MultiLock(locks, redlock=True, timeout=timeout, lease=lease, max_hold=max_hold)

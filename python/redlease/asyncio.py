@@ -15,13 +15,18 @@ pub/sub subscriber: no thread per waiter, no polling, no executor. See docs/asyn
 import asyncio
 import inspect
 import weakref
-from typing import Any, Awaitable, Callable, Dict, Optional, Set, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, Optional, Set, Union
 
 from . import _core
-from ._aio_locks import _UNSET, FairLock, FencedLock, Lock, ReadWriteLock, _Answer, _Guarded
+from ._aio_locks import FairLock, FencedLock, Lock, ReadWriteLock, _Answer, _Guarded
 from ._client import Client as SyncClient
+from ._client import ClientOptions
 from ._errors import ClientClosedError
 from ._ops import Stats
+from ._unset import UNSET, MaxHold
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["Client", "Lock", "FencedLock", "FairLock", "ReadWriteLock"]
 
@@ -101,7 +106,8 @@ class Client:
     """
 
     def __init__(self, url: str = "redis://127.0.0.1:6379/0", *,
-                 on_lost: Optional[OnLost] = None, **options: Any) -> None:
+                 on_lost: Optional[OnLost] = None,
+                 **options: "Unpack[ClientOptions]") -> None:
         if on_lost is not None and not callable(on_lost):
             raise TypeError("on_lost must be callable or None")
         self._on_lost = on_lost
@@ -211,23 +217,23 @@ class Client:
     # ---- locks ----------------------------------------------------------------------------
 
     def lock(self, name: Name, *, timeout: float = -1, lease: Optional[float] = None,
-             max_hold: Any = _UNSET) -> Lock:
+             max_hold: MaxHold = UNSET) -> Lock:
         """A Redisson RLock on ``name``; ``timeout`` (-1 forever, 0 one try), ``lease`` (None:
         watchdog) and ``max_hold`` as ``redlease.Client.lock``."""
         return Lock(self, self._sync.lock(name), timeout, lease, max_hold)
 
     def fenced_lock(self, name: Name, *, timeout: float = -1, lease: Optional[float] = None,
-                    max_hold: Any = _UNSET) -> FencedLock:
+                    max_hold: MaxHold = UNSET) -> FencedLock:
         """A Redisson RFencedLock: as ``lock()``, with ``lock.token``."""
         return FencedLock(self, self._sync.fenced_lock(name), timeout, lease, max_hold)
 
     def fair_lock(self, name: Name, *, timeout: float = -1, lease: Optional[float] = None,
-                  max_hold: Any = _UNSET) -> FairLock:
+                  max_hold: MaxHold = UNSET) -> FairLock:
         """A Redisson RFairLock: as ``lock()``, waiters in arrival order."""
         return FairLock(self, self._sync.fair_lock(name), timeout, lease, max_hold)
 
     def rw_lock(self, name: Name, *, timeout: float = -1, lease: Optional[float] = None,
-                max_hold: Any = _UNSET) -> ReadWriteLock:
+                max_hold: MaxHold = UNSET) -> ReadWriteLock:
         """A Redisson RReadWriteLock: ``.read`` (shared) and ``.write`` (exclusive)."""
         rw = self._sync.rw_lock(name)
         return ReadWriteLock(Lock(self, rw.read, timeout, lease, max_hold),

@@ -61,6 +61,14 @@ describe("misuse", function()
     assert.is_truthy(redlease.connect(url, { handover_grace = 0 }))
   end)
 
+  it("connect: an option the core refuses is the one named", function()
+    local url = fx.server.url
+    raises("bad argument 'watchdog_timeout' to 'connect' %(watchdog_timeout must be from 3 ms",
+      redlease.connect, url, { watchdog_timeout = 2 ^ 41 / 1000 })
+    raises("bad argument 'sync_timeout' to 'connect' %(sync_timeout must be shorter",
+      redlease.connect, url, { sync_replicas = 1, sync_timeout = 40, watchdog_timeout = 30 })
+  end)
+
   it("lock: the name is a non-empty string", function()
     local client = fx.connect()
     raises("bad argument 'name' to 'lock' %(string expected, got number%)", client.lock, client, 42)

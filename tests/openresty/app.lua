@@ -233,7 +233,7 @@ end
 
 -- /reacquire?name=&grace=: on a client of its own with that handover_grace (seconds), acquire
 -- and release, then time a waiting acquire of the same lock (took, seconds) and release it; also
--- what connect says to a grace over its bound.
+-- what connect says to a grace, and a watchdog timeout, over its bound.
 function app.reacquire()
   local client = assert(redlease.connect(app.url, { handover_grace = num("grace") }))
   local l = client:lock(ngx.unescape_uri(var.arg_name))
@@ -244,8 +244,11 @@ function app.reacquire()
   ngx.update_time()
   local took = ngx.now() - t0
   local refused, why = pcall(redlease.connect, app.url, { handover_grace = 2 })
+  local refused_lease, why_lease = pcall(redlease.connect, app.url,
+    { watchdog_timeout = 2 ^ 41 / 1000 })
   out { acquired = g ~= nil, err = err, took = took, released = g and g:release(),
-    over_bound = not refused and why:match("%((.*)%)") }
+    over_bound = not refused and why:match("%((.*)%)"),
+    lease_over_bound = not refused_lease and why_lease:match("^bad argument '(.-)'") }
   client:close()
 end
 

@@ -15,16 +15,22 @@ Client.__index = Client
 
 local LATCH_FLUSH_S = 0.1 -- latches not carried by another command by then get their own DEL
 
+-- rl_options_init's defaults, by option name (generated from the core's options catalogue)
+local DEFAULT = {}
+for _, row in ipairs(require("redlease.resty.scripts")._OPTIONS) do
+  DEFAULT[row.name] = row.default
+end
+
 function Client.new(ep, o)
   local self = setmetatable({
     ep = ep,
-    connect_ms = o.connect_timeout or 5000,
-    command_ms = o.command_timeout or 5000,
-    watchdog_ms = o.watchdog_timeout or 30000,
-    max_hold_ms = o.max_hold,
-    latch_ttl_ms = 20000,
-    fair_wait_ms = 300000,
-    handover_grace_ms = o.handover_grace or require("redlease.resty.scripts")._HANDOVER_GRACE_MS,
+    connect_ms = o.connect_timeout or DEFAULT.connect_timeout,
+    command_ms = o.command_timeout or DEFAULT.command_timeout,
+    watchdog_ms = o.watchdog_timeout or DEFAULT.watchdog_timeout,
+    max_hold_ms = o.max_hold, -- nil: none (the default, 0)
+    latch_ttl_ms = DEFAULT.latch_ttl,
+    fair_wait_ms = DEFAULT.fair_wait,
+    handover_grace_ms = o.handover_grace or DEFAULT.handover_grace,
     keepalive_ms = 60000,
     pool_size = 256,
     shut = false,

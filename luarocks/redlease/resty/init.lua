@@ -7,7 +7,11 @@ local tls = require "redlease.resty.tls"
 local url = require "redlease.resty.url"
 
 -- the version is generated with the scripts, from the core that this backend speaks for
-local redlease = { _VERSION = require("redlease.resty.scripts")._VERSION, backend = "resty" }
+-- the version and the options catalogue are generated with the scripts, from the core that this
+-- backend speaks for
+local generated = require "redlease.resty.scripts"
+local OPTIONS = generated._OPTIONS
+local redlease = { _VERSION = generated._VERSION, backend = "resty" }
 
 -- connect(url, {watchdog_timeout=, connect_timeout=, command_timeout=, max_hold=,
 -- handover_grace= in seconds; tls_server_name=, tls_cert_file=, tls_key_file= strings and
@@ -15,10 +19,12 @@ local redlease = { _VERSION = require("redlease.resty.scripts")._VERSION, backen
 -- -> client. Nothing connects here (any phase, init_by_lua and init_worker_by_lua included);
 -- each worker gets its own client identity on first use.
 function redlease.connect(u, opts)
-  local o = args.connect(u, opts)
-  if (o.handover_grace or 0) > 1000 then -- the core's bound (rl_client_new)
-    error("bad argument 'handover_grace' to 'connect' (handover_grace must be from 0 to 1000 ms)",
-      2)
+  local o = args.connect(u, opts, OPTIONS)
+  for _, row in ipairs(OPTIONS) do -- the bounds the core holds them to (rl_client_new)
+    local v = row.bounds and o[row.name]
+    if v and (v < row.min or (row.max and v > row.max)) then
+      error(("bad argument '%s' to 'connect' (%s %s)"):format(row.name, row.name, row.bounds), 2)
+    end
   end
   if (o.sync_replicas or 0) > 0 then
     return nil, "unsupported: sync_replicas is not available in the OpenResty backend"

@@ -10,6 +10,7 @@ local owner = require "redlease.resty.owner"
 local resp = require "redlease.resty.resp"
 local runner = require "redlease.resty.runner"
 local watchdog = require "redlease.resty.watchdog"
+local with = require "redlease.with"
 
 local Lock = {}
 Lock.__index = Lock
@@ -304,21 +305,8 @@ function Lock:release()
   return hold.guards[#hold.guards]:release()
 end
 
-local function finish(g, ok, ...)
-  local released, err = g:release()
-  if not ok then error((...), 0) end -- the body's error, after the release
-  if not released then error(err, 0) end
-  return ...
-end
-
--- Acquires, calls fn(...), releases; returns fn's results. Raises when the lock cannot be
--- acquired, re-raises fn's error after releasing, and raises when the hold was lost meanwhile.
-function Lock:with(fn, opts, ...)
-  args.callable("with", fn)
-  local g, err = self:_acquire(args.acquire("with", opts))
-  if not g then error(err, 0) end
-  return finish(g, pcall(fn, ...))
-end
+-- Acquires, calls fn(...), releases; returns fn's results (redlease/with.lua).
+Lock.with = with.lock
 
 -- Server-side queries, one round trip each: value, or nil and an error.
 local function query(self, what, cmd)

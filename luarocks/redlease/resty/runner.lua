@@ -9,10 +9,16 @@ local texts = require "redlease.resty.scripts"
 local runner = {}
 local encode, is_error = resp.encode, resp.is_error
 
--- The core's order (rl_script_id), for SCRIPT LOAD.
-local ORDER = { "acquire", "release", "force_unlock", "renew", "fenced_acquire", "fair_acquire",
-  "fair_cancel", "fair_release", "fair_force_unlock", "read_acquire", "write_acquire",
-  "read_release", "write_release", "rw_force_unlock" }
+-- The scripts this backend sends (the lock kinds', not the rest of the family's), for SCRIPT
+-- LOAD in the core's order (rl_script_id, generated with the texts).
+local USES = { acquire = true, release = true, force_unlock = true, renew = true,
+  fenced_acquire = true, fair_acquire = true, fair_cancel = true, fair_release = true,
+  fair_force_unlock = true, read_acquire = true, write_acquire = true, read_release = true,
+  write_release = true, rw_force_unlock = true }
+local ORDER = {}
+for _, name in ipairs(texts._ORDER) do
+  if USES[name] then ORDER[#ORDER + 1] = name end
+end
 
 local sha, head = {}, {}
 for _, name in ipairs(ORDER) do

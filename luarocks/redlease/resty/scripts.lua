@@ -4,7 +4,47 @@
 -- core's.
 return {
   _VERSION = "0.1.0", -- RL_VERSION: the backend's version is the core's
-  _HANDOVER_GRACE_MS = 2, -- rl_options_init's default handover_grace_ms
+  _OPTIONS = { -- rl_option_at: the options catalogue, rl_options_init's defaults
+    { name = "connect_timeout", kind = "ms", default = 5000, min = 1,
+      bounds = "must be > 0" },
+    { name = "command_timeout", kind = "ms", default = 5000, min = 1,
+      bounds = "must be > 0" },
+    { name = "watchdog_timeout", kind = "ms", default = 30000, min = 3, max = 1099511627776,
+      bounds = "must be from 3 ms to 2^40 ms" },
+    { name = "latch_ttl", kind = "ms", default = 20000, min = 1,
+      bounds = "must be > 0", internal = true },
+    { name = "pool_size", kind = "count", default = 16, min = 1, max = 256,
+      bounds = "must be from 1 to 256", internal = true },
+    { name = "max_hold", kind = "ms", default = 0, min = 0,
+      bounds = "must be >= 0 (0 = none)", zero_none = true },
+    { name = "sync_replicas", kind = "count", default = 0, min = 0,
+      bounds = "must be >= 0" },
+    { name = "sync_timeout", kind = "ms", default = 1000, min = 1,
+      bounds = "must be > 0" },
+    { name = "fair_wait", kind = "ms", default = 300000, min = 1, max = 1099511627776,
+      bounds = "must be from 1 ms to 2^40 ms", internal = true },
+    { name = "handover_grace", kind = "ms", default = 2, min = 0, max = 1000,
+      bounds = "must be from 0 to 1000 ms" },
+    { name = "drift_factor", kind = "ppm", default = 10000, min = 0, max = 500000,
+      bounds = "must be from 0 to 0.5" },
+    { name = "tls_ca_file", kind = "path" },
+    { name = "tls_ca_dir", kind = "path" },
+    { name = "tls_cert_file", kind = "path" },
+    { name = "tls_key_file", kind = "path" },
+    { name = "tls_server_name", kind = "text" },
+    { name = "tls_insecure_skip_verify", kind = "flag" },
+    { name = "sentinel_user", kind = "text" },
+    { name = "sentinel_password", kind = "text" },
+  },
+  _ORDER = {
+    "acquire", "release", "force_unlock", "renew",
+    "fenced_acquire", "fair_acquire", "fair_cancel", "fair_release",
+    "fair_force_unlock", "read_acquire", "write_acquire", "read_release",
+    "write_release", "rw_force_unlock", "semaphore_try_set", "semaphore_add",
+    "semaphore_acquire", "semaphore_release", "semaphore_drain", "permit_acquire",
+    "permit_release", "permit_update_lease", "permit_available", "permit_add",
+    "latch_try_set", "latch_count_down", "latch_delete",
+  },
   acquire =
     "if redis.call('exists', KEYS[1]) == 0 then\n"
     .. "  redis.call('hincrby', KEYS[1], ARGV[2], 1)\n"
