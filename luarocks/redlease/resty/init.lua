@@ -6,7 +6,6 @@ local Client = require "redlease.resty.client"
 local tls = require "redlease.resty.tls"
 local url = require "redlease.resty.url"
 
--- the version is generated with the scripts, from the core that this backend speaks for
 -- the version and the options catalogue are generated with the scripts, from the core that this
 -- backend speaks for
 local generated = require "redlease.resty.scripts"
