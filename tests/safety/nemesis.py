@@ -1,0 +1,104 @@
+"""The faults, and their schedule from a seed.
+
+Each fault starts, lasts its duration, and is healed; the run logs it as a "fault" event with
+its target and its real start and end. Faults of one case never overlap, so every overlap or
+failed acquire is attributed to one fault.
+"""
+
+import os
+import random
+import signal
+import socket
+import threading
+from typing import Callable, Dict, List, Optional, Tuple
+
+from net import Partitions
+
+KINDS = ("partition-one", "partition-half", "pause-holder", "pause-redis", "client-pause",
+         "debug-sleep")
+
+# Each kind's duration, in leases (the case's watchdog timeout): a holder is paused past its
+# lease; the others span from well inside the lease to past it.
+DURATION = {"partition-one": (0.5, 2.5), "partition-half": (0.5, 2.5),
+            "pause-holder": (1.3, 2.0), "pause-redis": (0.5, 2.0),
+            "client-pause": (0.5, 2.0), "debug-sleep": (0.5, 2.0)}
+
+
+def schedule(seed: int, case: str, kinds: List[str], duration: float,
+             lease: float) -> List[Tuple[float, str, float]]:
+    """(offset from the start in s, kind, duration in s), from the seed alone. After the last
+    fault, at least one lease and 3 s without any (the check for stuck locks)."""
+    rng = random.Random(f"{seed}:{case}")
+    out: List[Tuple[float, str, float]] = []
+    t = max(2.0, lease / 2)
+    while kinds:
+        kind = rng.choice(kinds)
+        lo, hi = DURATION[kind]
+        d = round(lease * rng.uniform(lo, hi), 3)
+        if t + d + lease + 3 > duration:
+            break
+        out.append((round(t, 3), kind, d))
+        t += d + lease * rng.uniform(1.0, 1.5) + 1
+    return out
+
+
+class Admin:
+    """A raw connection of the harness to Redis at its node address (never cut)."""
+
+    def __init__(self, address: str, port: int) -> None:
+        self.addr = (address, port)
+
+    def call(self, *args: str, timeout: float = 2.0) -> bytes:
+        with socket.create_connection(self.addr, timeout=timeout) as s:
+            s.sendall(b"*%d\r\n" % len(args) + b"".join(
+                b"$%d\r\n%s\r\n" % (len(a), a.encode()) for a in args))
+            return s.recv(65536)
+
+
+class Nemesis:
+    def __init__(self, partitions: Partitions, admin: Admin, redis_pid: int,
+                 workers: Dict[str, int], addresses: Dict[str, str],
+                 client_ids: Callable[[], Dict[str, str]], locks: List[str]) -> None:
+        self.partitions, self.admin, self.redis_pid = partitions, admin, redis_pid
+        self.workers, self.addresses, self.client_ids = workers, addresses, client_ids
+        self.locks = locks
+
+    def start(self, kind: str, d: float, rng: random.Random) -> Tuple[List[str], Callable]:
+        """Starts the fault; answers its target and the function that heals it."""
+        procs = sorted(self.workers)
+        if kind in ("partition-one", "partition-half"):
+            target = rng.sample(procs, 1 if kind == "partition-one" else max(1, len(procs) // 2))
+            self.partitions.cut([self.addresses[p] for p in target])
+            return target, self.partitions.heal
+        if kind == "pause-holder":
+            p = self.holder(rng) or rng.choice(procs)
+            os.kill(self.workers[p], signal.SIGSTOP)
+            return [p], lambda: os.kill(self.workers[p], signal.SIGCONT)
+        if kind == "pause-redis":
+            os.kill(self.redis_pid, signal.SIGSTOP)
+            return ["redis"], lambda: os.kill(self.redis_pid, signal.SIGCONT)
+        if kind == "client-pause":
+            self.admin.call("CLIENT", "PAUSE", str(int(d * 1000)), "ALL")
+            # it ends by itself after d (an UNPAUSE would wait behind the pause)
+            return ["redis"], lambda: None
+        if kind == "debug-sleep":
+            t = threading.Thread(target=self.admin.call, args=("DEBUG", "SLEEP", f"{d:.3f}"),
+                                 kwargs={"timeout": d + 10}, daemon=True)
+            t.start()
+            return ["redis"], t.join
+        raise ValueError(kind)
+
+    def holder(self, rng: random.Random) -> Optional[str]:
+        """A process that holds a lock now, from what Redis stores (hash field or value)."""
+        ids = self.client_ids()
+        for lock in rng.sample(self.locks, len(self.locks)):
+            try:
+                kind = self.admin.call("TYPE", lock, timeout=0.5)
+                reply = self.admin.call("HKEYS" if kind.startswith(b"+hash") else "GET", lock,
+                                        timeout=0.5)
+            except OSError:
+                return None
+            for proc, cid in ids.items():
+                if (cid + ":").encode() in reply:
+                    return proc
+        return None

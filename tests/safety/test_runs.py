@@ -1,0 +1,50 @@
+"""The short form of the harness: every case of cases.short() on fixed seeds, one redis-server,
+and the deliberately broken client, which the checker must flag. Results (and the report of
+this run) go to build/safety-short."""
+
+import json
+import os
+
+import cases
+import pytest
+
+import run
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+OUT = os.path.join(ROOT, "build", "safety-short")
+SEEDS = [29]
+RESULTS = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def report():
+    yield
+    if RESULTS:
+        import report as page
+        page.write(RESULTS, os.path.join(OUT, "safety.md"), os.path.join(OUT, "img"),
+                   "make test-safety")
+        with open(os.path.join(OUT, "results.json"), "w") as f:
+            json.dump(RESULTS, f)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("case", cases.short(), ids=lambda c: c.name)
+def test_redlease_keeps_its_promise(case, seed):
+    r = run.run_case(case, seed, os.path.join(OUT, str(seed), case.name))
+    RESULTS.append(r)
+    assert r["acquisitions"] > 100
+    assert r["unreported"] == 0, json.dumps(r["unreported_detail"][:3], indent=1)
+    for row, f in r["fenced"].items():
+        if f["mode"] != "unfenced":
+            assert f["lost_increments"] == 0 and f["token_order_errors"] == [], (row, f)
+    assert r["availability"]["stuck"] == []
+    if case.nemesis:
+        assert len(r["faults"]) >= 1
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_checker_flags_a_broken_client(seed):
+    r = run.run_case(cases.broken(), seed, os.path.join(OUT, str(seed), "broken"))
+    RESULTS.append(r)
+    assert r["overlaps"] > 0 and r["unreported"] + r["outside_promise"] == r["overlaps"]
+    assert r["reported"] == 0  # it never tells anyone
