@@ -15,13 +15,21 @@ from typing import Callable, Dict, List, Optional, Tuple
 from net import Partitions
 
 KINDS = ("partition-one", "partition-half", "pause-holder", "pause-redis", "client-pause",
-         "debug-sleep")
+         "debug-sleep", "busy-script")
 
 # Each kind's duration, in leases (the case's watchdog timeout): a holder is paused past its
 # lease; the others span from well inside the lease to past it.
 DURATION = {"partition-one": (0.5, 2.5), "partition-half": (0.5, 2.5),
             "pause-holder": (1.3, 2.0), "pause-redis": (0.5, 2.0),
-            "client-pause": (0.5, 2.0), "debug-sleep": (0.5, 2.0)}
+            "client-pause": (0.5, 2.0), "debug-sleep": (0.5, 2.0), "busy-script": (0.5, 2.0)}
+
+# A script that runs for ARGV[1] microseconds: past busy-reply-threshold (servers.Redis sets it
+# to 100 ms) every other client is answered BUSY until it ends.
+BUSY = """local t0 = redis.call('TIME')
+while true do
+  local t = redis.call('TIME')
+  if (t[1] - t0[1]) * 1000000 + (t[2] - t0[2]) > tonumber(ARGV[1]) then return 1 end
+end"""
 
 
 def schedule(seed: int, case: str, kinds: List[str], duration: float,
@@ -57,18 +65,24 @@ class Admin:
 
 class Nemesis:
     def __init__(self, partitions: Partitions, admin: Admin, redis_pid: int,
-                 workers: Dict[str, int], addresses: Dict[str, str],
+                 workers: Dict[str, int], gids: Dict[str, int], redis_nodes: List[str],
                  client_ids: Callable[[], Dict[str, str]], locks: List[str]) -> None:
         self.partitions, self.admin, self.redis_pid = partitions, admin, redis_pid
-        self.workers, self.addresses, self.client_ids = workers, addresses, client_ids
+        self.workers, self.gids, self.redis_nodes = workers, gids, redis_nodes
+        self.client_ids = client_ids
         self.locks = locks
 
     def start(self, kind: str, d: float, rng: random.Random) -> Tuple[List[str], Callable]:
         """Starts the fault; answers its target and the function that heals it."""
         procs = sorted(self.workers)
         if kind in ("partition-one", "partition-half"):
-            target = rng.sample(procs, 1 if kind == "partition-one" else max(1, len(procs) // 2))
-            self.partitions.cut([self.addresses[p] for p in target])
+            # a holder of a lock first, when there is one: cutting an idle client proves little
+            holder = self.holder(rng)
+            others = [p for p in procs if p != holder]
+            n = 1 if kind == "partition-one" else max(1, len(procs) // 2)
+            target = ([holder] if holder else []) + rng.sample(others, n - bool(holder))
+            self.partitions.cut(processes=[(self.gids[p], a) for p in target
+                                           for a in self.redis_nodes])
             return target, self.partitions.heal
         if kind == "pause-holder":
             p = self.holder(rng) or rng.choice(procs)
@@ -81,9 +95,11 @@ class Nemesis:
             self.admin.call("CLIENT", "PAUSE", str(int(d * 1000)), "ALL")
             # it ends by itself after d (an UNPAUSE would wait behind the pause)
             return ["redis"], lambda: None
-        if kind == "debug-sleep":
-            t = threading.Thread(target=self.admin.call, args=("DEBUG", "SLEEP", f"{d:.3f}"),
-                                 kwargs={"timeout": d + 10}, daemon=True)
+        if kind in ("debug-sleep", "busy-script"):
+            args = (("DEBUG", "SLEEP", f"{d:.3f}") if kind == "debug-sleep" else
+                    ("EVAL", BUSY, "0", str(int(d * 1e6))))
+            t = threading.Thread(target=self.admin.call, args=args, kwargs={"timeout": d + 10},
+                                 daemon=True)
             t.start()
             return ["redis"], t.join
         raise ValueError(kind)

@@ -1,7 +1,8 @@
-"""Addresses and the partition nemesis.
+"""Addresses, client labels and the partition nemesis.
 
-Every node and every client gets an address of its own in 127.0.0.0/8 (Linux routes all of it
-to lo). A partition drops packets in an nftables table of the run's own, named after the run's
+Every server gets an address of its own in 127.0.0.0/8 (Linux routes all of it to lo); every
+client process a group id of its own, which marks its connections. A partition drops packets
+in an nftables table of the run's own, named after the run's
 pid (redlease_safety_<pid>) so that runs never collide and a dead run's table can be found and
 deleted (sweep). Packets are dropped at the input hook, where they arrive, not where they leave:
 a drop at output fails the sender's send or connect at once (EPERM), which no real partition
@@ -23,9 +24,11 @@ def node_address(i: int) -> str:
     return f"127.0.1.{i + 1}"
 
 
-def client_address(k: int) -> str:
-    """Client k's own address of the Redis node (127.0.2.k+1): see README.md."""
-    return f"127.0.2.{k + 1}"
+def client_gid(k: int) -> int:
+    """Client process k runs with this group id (and root's user id): the label by which its
+    connections are marked and cut (see README.md). Unique to the run (its pid) so that two runs
+    never cut each other's clients; no group of that id needs to exist."""
+    return (1 << 31) + os.getpid() * 64 + k
 
 
 def nft(script: str) -> None:
@@ -41,8 +44,10 @@ def tables() -> List[str]:
 
 
 class Partitions:
-    """The run's table: packets from or to an address of `cut`, or between a pair of `pairs`
-    (either direction), are dropped. cut()/heal() change the sets atomically."""
+    """The run's table. Dropped: packets from or to an address of `cut`; between the two
+    addresses of a pair of `pairs` (either direction); of a connection made by a client process
+    (marked by its group id, see client_gid) to or from an address it is cut from (`procpairs`).
+    cut()/heal() change the sets atomically."""
 
     def __init__(self) -> None:
         self.table = f"{PREFIX}{os.getpid()}"
@@ -50,28 +55,48 @@ class Partitions:
 table ip {self.table} {{
   set cut {{ type ipv4_addr; }}
   set pairs {{ type ipv4_addr . ipv4_addr; }}
+  map marks {{ type gid : mark; }}
+  set procpairs {{ type mark . ipv4_addr; }}
+  chain output {{
+    type filter hook output priority -10; policy accept;
+    ct state new ct mark set meta skgid map @marks
+  }}
   chain input {{
     type filter hook input priority -10; policy accept;
     ip saddr @cut drop
     ip daddr @cut drop
     ip saddr . ip daddr @pairs drop
+    ct mark . ip daddr @procpairs drop
+    ct mark . ip saddr @procpairs drop
   }}
 }}""")
         self.closed = False
 
-    def cut(self, addresses: Iterable[str] = (), pairs: Iterable[Tuple[str, str]] = ()) -> None:
+    def label(self, gid: int) -> None:
+        """Connections that processes of this group id open from now on are marked with it
+        (the output chain, at the connection's first packet)."""
+        nft(f"add element ip {self.table} marks {{ {gid} : {gid} }}\n")
+
+    def cut(self, addresses: Iterable[str] = (), pairs: Iterable[Tuple[str, str]] = (),
+            processes: Iterable[Tuple[int, str]] = ()) -> None:
+        """Cuts addresses, pairs of addresses, and (group id, address) pairs: every connection of
+        those processes to or from that address."""
         addresses = list(addresses)
         both = [f"{a} . {b}" for a, b in pairs] + [f"{b} . {a}" for a, b in pairs]
+        marked = [f"{gid} . {a}" for gid, a in processes]
         script = ""
         if addresses:
             script += f"add element ip {self.table} cut {{ {', '.join(addresses)} }}\n"
         if both:
             script += f"add element ip {self.table} pairs {{ {', '.join(both)} }}\n"
+        if marked:
+            script += f"add element ip {self.table} procpairs {{ {', '.join(marked)} }}\n"
         if script:
             nft(script)
 
     def heal(self) -> None:
-        nft(f"flush set ip {self.table} cut\nflush set ip {self.table} pairs\n")
+        nft(f"flush set ip {self.table} cut\nflush set ip {self.table} pairs\n"
+            f"flush set ip {self.table} procpairs\n")
 
     def close(self) -> None:
         if not self.closed:

@@ -20,6 +20,8 @@ EXPLAIN = {
     "pause-redis": "redis-server stopped (SIGSTOP), then SIGCONT",
     "client-pause": "`CLIENT PAUSE ms ALL`",
     "debug-sleep": "`DEBUG SLEEP s`: the server answers nobody",
+    "busy-script": "a script that runs past `busy-reply-threshold` (100 ms): every other "
+                   "client is answered `BUSY` until it ends",
     "mixed": "every kind above, drawn one after another from the seed",
     "broken-client:pause-holder": "not redlease: SET NX PX with no renewal and a blind DEL, "
                                   "its holders paused past the lease (the checker's proof)",
@@ -97,7 +99,7 @@ def verdicts(results: List[dict]) -> str:
         + f". A holder paused past its lease overlapped {outside} times, none reported in time "
         f"(it was stopped: nothing can tell it), outside the promise's assumption; fencing kept "
         f"every increment ({lost_fenced} lost) where the same work without fencing lost "
-        f"{lost_unfenced}. Not measured yet: `BUSY` scripts, reshards, a Redis Cluster.",
+        f"{lost_unfenced}. Not measured yet: reshards, a Redis Cluster.",
         "- **Failover with asynchronous replication (Sentinel, Cluster): every overlap reported, "
         "0 lost fenced increments.** Not measured yet: the harness has one topology so far.",
         "- **A clock jump on the Redis host: measured and explained.** Not measured yet.",
@@ -224,7 +226,7 @@ lock not acquired within one lease (plus 3 s) of the last fault's end.
 
 Primary + replica + sentinels and a Redis Cluster (failover to a replica that lacks the latest
 writes, a primary partitioned from its replica and sentinels, reshards while locks are held),
-`BUSY` scripts, a clock jump on the Redis host, latency near the renewal period, Lua and
+a clock jump on the Redis host, latency near the renewal period, Lua and
 OpenResty clients: see issue 29.
 """
     with open(page, "w") as f:

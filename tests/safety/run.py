@@ -76,8 +76,8 @@ def run_case(case: casebook.Case, seed: int, out: str) -> dict:
     workers: Dict[str, subprocess.Popen] = {}
     try:
         names = [f"p{k}" for k in range(case.procs)]
-        addresses = {p: net.client_address(k) for k, p in enumerate(names)}
-        redis = servers.Redis(run, net.node_address(0), list(addresses.values()))
+        gids = {p: net.client_gid(k) for k, p in enumerate(names)}
+        redis = servers.Redis(run, net.node_address(0))
         db_rows = sorted({lock for wl, lock in case.owners if wl != "mutex"})
         pg = servers.Postgres(run, net.node_address(1)) if db_rows else None
         if pg:
@@ -85,7 +85,7 @@ def run_case(case: casebook.Case, seed: int, out: str) -> dict:
         start_at = now() + 3 * S
         stop_at = start_at + int(case.duration * S)
         for p in names:
-            cfg = {"proc": p, "url": redis.url(addresses[p]), "owners": case.owners,
+            cfg = {"proc": p, "url": redis.url(), "owners": case.owners,
                    "client": case.client, "options": case.options, "lease": case.lease,
                    "seed": seed, "start_at": start_at, "stop_at": stop_at,
                    "acquire_timeout": case.acquire_timeout, "hold_ms": case.hold_ms,
@@ -94,7 +94,9 @@ def run_case(case: casebook.Case, seed: int, out: str) -> dict:
             path = os.path.join(run.dir, f"{p}.json")
             with open(path, "w") as f:
                 json.dump(cfg, f)
+            parts.label(gids[p])
             workers[p] = run.spawn([sys.executable, os.path.join(HERE, "worker.py"), path],
+                                   gid=gids[p],
                                    stderr=open(os.path.join(out, f"{p}.stderr"), "w"))
 
         def client_ids() -> Dict[str, str]:
@@ -108,7 +110,8 @@ def run_case(case: casebook.Case, seed: int, out: str) -> dict:
 
         locks = sorted({lock for _, lock in case.owners})
         nem = Nemesis(parts, Admin(redis.address, redis.port), redis.process.pid,
-                      {p: w.pid for p, w in workers.items()}, addresses, client_ids, locks)
+                      {p: w.pid for p, w in workers.items()}, gids, [redis.address], client_ids,
+                      locks)
         faults = history.Writer(os.path.join(out, "faults.jsonl"))
         rng = random.Random(f"{seed}:{case.name}:targets")
         for offset, kind, d in plan:

@@ -7,7 +7,7 @@ import shutil
 import socket
 import subprocess
 import time
-from typing import List, Optional
+from typing import Optional, Sequence
 
 from procs import Run
 
@@ -38,9 +38,9 @@ def wait_port(address: str, port: int, p: subprocess.Popen, timeout: float, prob
 
 
 class Redis:
-    """redis-server on `address` and every address of `aliases`, one port for all."""
+    """redis-server on `address` (and every address of `aliases`), one port for all."""
 
-    def __init__(self, run: Run, address: str, aliases: List[str]) -> None:
+    def __init__(self, run: Run, address: str, aliases: Sequence[str] = ()) -> None:
         self.run, self.address, self.aliases = run, address, aliases
         self.dir = os.path.join(run.dir, f"redis-{address}")
         os.makedirs(self.dir)
@@ -49,7 +49,8 @@ class Redis:
             self.process = run.spawn(
                 ["redis-server", "--port", str(self.port), "--bind", address, *aliases,
                  "--save", "", "--appendonly", "no", "--dir", self.dir, "--daemonize", "no",
-                 "--enable-debug-command", "yes", "--logfile", os.path.join(self.dir, "log")],
+                 "--enable-debug-command", "yes", "--busy-reply-threshold", "100",
+                 "--logfile", os.path.join(self.dir, "log")],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             if wait_port(address, self.port, self.process, 10, b"PING\r\n", b"+PONG"):
                 return
