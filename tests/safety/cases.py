@@ -7,7 +7,7 @@ OWNERS; every process has the same owners, so each lock is contended by every pr
 from dataclasses import dataclass, field, replace
 from typing import Dict, List, Tuple
 
-from nemesis import KINDS
+from nemesis import FAILOVER_KINDS, KINDS
 
 OWNERS: List[Tuple[str, str]] = [
     ("mutex", "mutex:0"), ("mutex", "mutex:0"),
@@ -45,6 +45,20 @@ def short() -> List[Case]:
     cases = [replace(base, name="none")]
     cases += [replace(base, name=k, nemesis=(k,)) for k in KINDS]
     cases.append(replace(base, name="mixed", nemesis=KINDS, duration=24.0))
+    return cases
+
+
+def sentinel(duration: float = 40.0, lease: float = 2.0) -> List[Case]:
+    """Master, replica and three sentinels: failovers (the primary killed, or cut from its
+    replica and the sentinels while clients still reach it), then every kind mixed."""
+    base = Case("", (), duration, lease, procs=3, options=SHORT_OPTIONS, topology="sentinel")
+    cases = [replace(base, name=f"sentinel/{k}", nemesis=(k,)) for k in FAILOVER_KINDS]
+    # the same with every lock write acknowledged by the replica before it counts (WAIT)
+    synced = {**SHORT_OPTIONS, "sync_replicas": 1}
+    cases += [replace(base, name=f"sentinel/{k}/sync_replicas", nemesis=(k,), options=synced)
+              for k in FAILOVER_KINDS]
+    cases.append(replace(base, name="sentinel/mixed", nemesis=KINDS + FAILOVER_KINDS,
+                         duration=duration * 2))
     return cases
 
 

@@ -8,7 +8,6 @@ failed acquire is attributed to one fault.
 import os
 import random
 import signal
-import socket
 import threading
 from typing import Callable, Dict, List, Optional, Tuple
 
@@ -16,12 +15,14 @@ from net import Partitions
 
 KINDS = ("partition-one", "partition-half", "pause-holder", "pause-redis", "client-pause",
          "debug-sleep", "busy-script")
+FAILOVER_KINDS = ("kill-primary", "partition-primary")  # a deployment with a replica
 
 # Each kind's duration, in leases (the case's watchdog timeout): a holder is paused past its
 # lease; the others span from well inside the lease to past it.
 DURATION = {"partition-one": (0.5, 2.5), "partition-half": (0.5, 2.5),
             "pause-holder": (1.3, 2.0), "pause-redis": (0.5, 2.0),
-            "client-pause": (0.5, 2.0), "debug-sleep": (0.5, 2.0), "busy-script": (0.5, 2.0)}
+            "client-pause": (0.5, 2.0), "debug-sleep": (0.5, 2.0), "busy-script": (0.5, 2.0),
+            "kill-primary": (1.5, 3.0), "partition-primary": (1.5, 3.0)}
 
 # A script that runs for ARGV[1] microseconds: past busy-reply-threshold (servers.Redis sets it
 # to 100 ms) every other client is answered BUSY until it ends.
@@ -50,31 +51,17 @@ def schedule(seed: int, case: str, kinds: List[str], duration: float,
     return out
 
 
-class Admin:
-    """A raw connection of the harness to Redis at its node address (never cut)."""
-
-    def __init__(self, address: str, port: int) -> None:
-        self.addr = (address, port)
-
-    def call(self, *args: str, timeout: float = 2.0) -> bytes:
-        with socket.create_connection(self.addr, timeout=timeout) as s:
-            s.sendall(b"*%d\r\n" % len(args) + b"".join(
-                b"$%d\r\n%s\r\n" % (len(a), a.encode()) for a in args))
-            return s.recv(65536)
-
-
 class Nemesis:
-    def __init__(self, partitions: Partitions, admin: Admin, redis_pid: int,
-                 workers: Dict[str, int], gids: Dict[str, int], redis_nodes: List[str],
-                 client_ids: Callable[[], Dict[str, str]], locks: List[str]) -> None:
-        self.partitions, self.admin, self.redis_pid = partitions, admin, redis_pid
-        self.workers, self.gids, self.redis_nodes = workers, gids, redis_nodes
-        self.client_ids = client_ids
-        self.locks = locks
+    def __init__(self, partitions: Partitions, topology, workers: Dict[str, int],
+                 gids: Dict[str, int], client_ids: Callable[[], Dict[str, str]],
+                 locks: List[str]) -> None:
+        self.partitions, self.topology = partitions, topology
+        self.workers, self.gids, self.client_ids, self.locks = workers, gids, client_ids, locks
 
     def start(self, kind: str, d: float, rng: random.Random) -> Tuple[List[str], Callable]:
         """Starts the fault; answers its target and the function that heals it."""
         procs = sorted(self.workers)
+        master = self.topology.master()
         if kind in ("partition-one", "partition-half"):
             # a holder of a lock first, when there is one: cutting an idle client proves little
             holder = self.holder(rng)
@@ -82,36 +69,46 @@ class Nemesis:
             n = 1 if kind == "partition-one" else max(1, len(procs) // 2)
             target = ([holder] if holder else []) + rng.sample(others, n - bool(holder))
             self.partitions.cut(processes=[(self.gids[p], a) for p in target
-                                           for a in self.redis_nodes])
+                                           for a in self.topology.addresses])
             return target, self.partitions.heal
         if kind == "pause-holder":
             p = self.holder(rng) or rng.choice(procs)
             os.kill(self.workers[p], signal.SIGSTOP)
             return [p], lambda: os.kill(self.workers[p], signal.SIGCONT)
         if kind == "pause-redis":
-            os.kill(self.redis_pid, signal.SIGSTOP)
-            return ["redis"], lambda: os.kill(self.redis_pid, signal.SIGCONT)
+            pid = master.process.pid
+            os.kill(pid, signal.SIGSTOP)
+            return [master.address], lambda: os.kill(pid, signal.SIGCONT)
         if kind == "client-pause":
-            self.admin.call("CLIENT", "PAUSE", str(int(d * 1000)), "ALL")
+            master.call("CLIENT", "PAUSE", str(int(d * 1000)), "ALL")
             # it ends by itself after d (an UNPAUSE would wait behind the pause)
-            return ["redis"], lambda: None
+            return [master.address], lambda: None
         if kind in ("debug-sleep", "busy-script"):
             args = (("DEBUG", "SLEEP", f"{d:.3f}") if kind == "debug-sleep" else
                     ("EVAL", BUSY, "0", str(int(d * 1e6))))
-            t = threading.Thread(target=self.admin.call, args=args, kwargs={"timeout": d + 10},
+            t = threading.Thread(target=master.call, args=args, kwargs={"timeout": d + 10},
                                  daemon=True)
             t.start()
-            return ["redis"], t.join
+            return [master.address], t.join
+        if kind == "kill-primary":
+            master.kill()
+            return [master.address], lambda: self.topology.restart(master)
+        if kind == "partition-primary":
+            # the primary cut from its replica and the sentinels; clients still reach it
+            others = [a for a in self.topology.addresses if a != master.address]
+            self.partitions.cut(pairs=[(master.address, a) for a in others])
+            return [master.address], self.partitions.heal
         raise ValueError(kind)
 
     def holder(self, rng: random.Random) -> Optional[str]:
         """A process that holds a lock now, from what Redis stores (hash field or value)."""
         ids = self.client_ids()
+        master = self.topology.master()
         for lock in rng.sample(self.locks, len(self.locks)):
             try:
-                kind = self.admin.call("TYPE", lock, timeout=0.5)
-                reply = self.admin.call("HKEYS" if kind.startswith(b"+hash") else "GET", lock,
-                                        timeout=0.5)
+                kind = master.call("TYPE", lock, timeout=0.5)
+                reply = master.call("HKEYS" if kind.startswith(b"+hash") else "GET", lock,
+                                    timeout=0.5)
             except OSError:
                 return None
             for proc, cid in ids.items():
