@@ -1,6 +1,7 @@
 """The cases of the short form (make test-safety) and of the full run (make safety).
 
-Topology "one-redis": one redis-server. Each client process runs one owner (thread) per entry of
+Topology "one-redis": one redis-server; "sentinel": a master, a replica and three sentinels
+(servers.py). Each client process runs one owner (thread) per entry of
 OWNERS; every process has the same owners, so each lock is contended by every process.
 """
 
@@ -71,7 +72,8 @@ def broken() -> Case:
 
 def full() -> List[Case]:
     """Over 10,000 acquisitions per nemesis with the short lease (about 100 a second here), the
-    mix of every nemesis again with the default 30 s lease and timeouts, and the broken client."""
+    mix of every nemesis again with the default 30 s lease and timeouts, the Sentinel cases, and
+    the broken client."""
     base = Case("", (), 150.0, 2.0, procs=4, options=SHORT_OPTIONS,
                 owners=tuple(OWNERS) + (("mutex", "mutex:1"), ("mutex", "mutex:1")))
     cases = [replace(base, name="none", duration=60.0)]
@@ -79,5 +81,6 @@ def full() -> List[Case]:
     cases.append(replace(base, name="mixed", nemesis=KINDS, duration=300.0))
     cases.append(replace(base, name="mixed/lease-30s", nemesis=KINDS, lease=30.0, options={},
                          duration=600.0))
+    cases += sentinel(duration=90.0)
     cases.append(replace(broken(), duration=60.0))
     return cases

@@ -20,12 +20,29 @@ EXPLAIN = {
     "pause-redis": "redis-server stopped (SIGSTOP), then SIGCONT",
     "client-pause": "`CLIENT PAUSE ms ALL`",
     "debug-sleep": "`DEBUG SLEEP s`: the server answers nobody",
+    "kill-primary": "the master killed (SIGKILL); the sentinels promote the replica; the node "
+                    "comes back empty as a replica",
+    "partition-primary": "the master cut from its replica and the sentinels (nftables) while "
+                         "clients still reach it; the sentinels promote the replica",
     "busy-script": "a script that runs past `busy-reply-threshold` (100 ms): every other "
                    "client is answered `BUSY` until it ends",
     "mixed": "every kind above, drawn one after another from the seed",
     "broken-client:pause-holder": "not redlease: SET NX PX with no renewal and a blind DEL, "
                                   "its holders paused past the lease (the checker's proof)",
 }
+
+
+def _explain(case: str) -> str:
+    parts = case.split("/")
+    kind = parts[1] if parts[0] == "sentinel" else parts[0]
+    text = EXPLAIN.get(kind, kind)
+    if parts[0] == "sentinel":
+        text = "master, replica and three sentinels: " + text
+    if "sync_replicas" in parts:
+        text += ", every lock write acknowledged by the replica (`sync_replicas=1`)"
+    if "lease-30s" in parts:
+        text += ", with the default 30 s lease and timeouts"
+    return text
 
 
 def _version(argv: List[str]) -> str:
@@ -71,41 +88,72 @@ def table(results: List[dict]) -> str:
     return head + "\n".join(rows) + "\n"
 
 
+def _sum_fenced(rs: List[dict], fenced: bool, key: str = "lost_increments") -> int:
+    return sum(f[key] for r in rs for f in r["fenced"].values()
+               if (f["mode"] != "unfenced") == fenced)
+
+
 def verdicts(results: List[dict]) -> str:
     product = [r for r in results if r["client"] == "redlease"]
+    single = [r for r in product if r["topology"] == "one-redis"]
+    failover = [r for r in product if r["topology"] != "one-redis"]
     per_kind: Dict[str, List[dict]] = {}
-    for r in product:
-        for f in r["faults"]:
-            per_kind.setdefault(f["fault"], [])
+    for r in single:
         for k in {f["fault"] for f in r["faults"]} or {"none"}:
             per_kind.setdefault(k, []).append(r)
-    unreported = sum(r["unreported"] for r in product)
-    lost_fenced = sum(f["lost_increments"] for r in product for f in r["fenced"].values()
-                      if f["mode"] != "unfenced")
-    lost_unfenced = sum(f["lost_increments"] for r in product for f in r["fenced"].values()
-                        if f["mode"] == "unfenced")
-    outside = sum(r["outside_promise"] for r in product)
+    unreported = sum(r["unreported"] for r in single)
+    lost_fenced = _sum_fenced(single, True)
+    outside = sum(r["outside_promise"] for r in single)
     counts = {k: sum(r["acquisitions"] for r in rs) for k, rs in per_kind.items()}
     short = {k: n for k, n in counts.items() if n < GOAL_ACQUISITIONS}
     met = unreported == 0 and lost_fenced == 0
     g1 = ("**met**" if met and not short else "**met so far**" if met else "**not met**")
+    by_kind = sorted((k, sum(r["unreported"] for r in rs)) for k, rs in per_kind.items())
     lines = [
-        f"- **One Redis, no failover, under partitions, client pauses, Redis pauses: 0 unreported "
-        f"overlaps and 0 lost fenced increments.** {g1}: {unreported} unreported overlaps and "
-        f"{lost_fenced} lost fenced increments over "
-        + ", ".join(f"{n} acquisitions under {k}" for k, n in sorted(counts.items()))
+        f"- **One Redis, no failover, under partitions, client pauses, Redis pauses, `BUSY`: 0 "
+        f"unreported overlaps and 0 lost fenced increments.** {g1}: {unreported} unreported "
+        f"overlaps ("
+        + ", ".join(f"{n} under {k}" for k, n in by_kind if n) + (") " if unreported else "none) ")
+        + f"and {lost_fenced} lost fenced increments over "
+        + ", ".join(f"{n:,} acquisitions under {k}" for k, n in sorted(counts.items()))
         + (f". Short of {GOAL_ACQUISITIONS:,} acquisitions for: {', '.join(sorted(short))}"
            if short else "")
         + f". A holder paused past its lease overlapped {outside} times, none reported in time "
-        f"(it was stopped: nothing can tell it), outside the promise's assumption; fencing kept "
+        f"(it was stopped: nothing can tell it), outside the promise's assumption. Fencing kept "
         f"every increment ({lost_fenced} lost) where the same work without fencing lost "
-        f"{lost_unfenced}. Not measured yet: reshards, a Redis Cluster.",
-        "- **Failover with asynchronous replication (Sentinel, Cluster): every overlap reported, "
-        "0 lost fenced increments.** Not measured yet: the harness has one topology so far.",
+        f"{_sum_fenced(single, False)}. Not measured yet: reshards, a Redis Cluster.",
+    ]
+    if failover:
+        plain = [r for r in failover if not r["options"].get("sync_replicas")]
+        synced = [r for r in failover if r["options"].get("sync_replicas")]
+
+        def said(rs: List[dict]) -> str:
+            return (f"{sum(r['overlaps'] for r in rs)} overlaps, "
+                    f"{sum(r['reported'] for r in rs)} reported in time, "
+                    f"{sum(r['unreported'] for r in rs)} not, over "
+                    f"{sum(r['acquisitions'] for r in rs):,} acquisitions and "
+                    f"{sum(len(r['faults']) for r in rs)} faults")
+        ok = sum(r["unreported"] for r in failover) == 0 and _sum_fenced(failover, True) == 0
+        lines.append(
+            "- **Failover with asynchronous replication (Sentinel; Cluster not measured yet): "
+            "every overlap reported, 0 lost fenced increments.** "
+            + ("**met**" if ok else "**not met**") + f": without `sync_replicas`, {said(plain)}"
+            + (f"; with `sync_replicas=1`, {said(synced)}" if synced else "")
+            + f". Lost increments with fencing: {_sum_fenced(failover, True)}, without: "
+            f"{_sum_fenced(failover, False)}. Fenced writes PostgreSQL refused: "
+            f"{_sum_fenced(failover, True, 'rejected')} (a token below the greatest the row had "
+            "seen: after a failover the promoted replica may lack the latest token, so tokens "
+            "can go backwards; the store refuses them, nothing is lost, but those holders cannot "
+            "write until tokens pass the old greatest).")
+    else:
+        lines.append("- **Failover with asynchronous replication (Sentinel, Cluster): every "
+                     "overlap reported, 0 lost fenced increments.** Not measured in this run.")
+    all_unreported = sum(r["unreported"] for r in product)
+    lines += [
         "- **A clock jump on the Redis host: measured and explained.** Not measured yet.",
         "- **Any unreported overlap is a defect.** "
-        + ("None found in these runs." if unreported == 0 else
-           f"{unreported} found: see the seeds in the table and the run's results.json."),
+        + ("None found in these runs." if all_unreported == 0 else
+           f"{all_unreported} found: see \"Unreported overlaps\" below."),
     ]
     broken = [r for r in results if r["client"] == "broken"]
     if broken:
@@ -115,6 +163,33 @@ def verdicts(results: List[dict]) -> str:
                      f"{b['reported']} reported; the short form (`make test-safety`) fails "
                      f"unless the checker flags it.")
     return "\n".join(lines) + "\n"
+
+
+def unreported_section(results: List[dict]) -> str:
+    """Each unreported overlap of redlease (up to three per case): the two holds, in ms from
+    the case's start, and when the earlier holder was told."""
+    out = []
+    for r in results:
+        if r["client"] != "redlease" or not r["unreported"]:
+            continue
+        out.append(f"- `{r['case']}`, seed {r['seed']}: {r['unreported']} unreported.")
+        for d in r["unreported_detail"][:3]:
+            e, la = d["earlier"], d["later"]
+
+            def ms(t: int, start: int = r["start"]) -> str:
+                return f"{(t - start) / 1e6:.1f}"
+            told = (f"told ({e['told_by']}) at {ms(e['told'])}, "
+                    f"{d['told_after_later_began_ms']:.1f} ms after the later holder began"
+                    if e["told"] else "never told")
+            out.append(f"  - `{d['lock']}`: {e['proc']}/{e['owner']} held from {ms(e['start'])} "
+                       f"to {ms(e['end'])} ms (token {e['token']}); {la['proc']}/{la['owner']} "
+                       f"from {ms(la['start'])} to {ms(la['end'])} ms (token {la['token']}); "
+                       f"the earlier holder was {told}.")
+    if not out:
+        return "None.\n"
+    return ("Each is a defect of redlease or, under a failover without `sync_replicas`, of "
+            "asynchronous replication; the diagnosis of each is in `tests/safety/README.md` "
+            "(\"Defects found\").\n\n" + "\n".join(out) + "\n")
 
 
 def svg(r: dict) -> str:
@@ -170,7 +245,7 @@ def write(results: List[dict], page: str, img: str, command: str = "make safety"
         name = f"safety-{r['topology']}-{case}-{r['seed']}.svg"
         with open(os.path.join(img, name), "w") as f:
             f.write(svg(r))
-        explain = EXPLAIN.get(r["case"].split("/")[0], "")
+        explain = _explain(r["case"])
         pictures.append(f"### {r['case']} (seed {r['seed']})\n\n{explain}.\n\n"
                         f"![timeline of {r['case']}]({rel}/{name})\n")
     by_topology: Dict[str, List[dict]] = {}
@@ -219,15 +294,14 @@ lock not acquired within one lease (plus 3 s) of the last fault's end.
 """
     for topology, rs in by_topology.items():
         text += f"### Topology: {topology}\n\n" + table(rs) + "\n"
+    text += "## Unreported overlaps\n\n" + unreported_section(results) + "\n"
     text += "## Timelines\n\nHolds as bars per owner (process/thread), one colour per lock.\n\n"
     text += "\n".join(pictures)
     text += """
 ## Not measured yet
 
-Primary + replica + sentinels and a Redis Cluster (failover to a replica that lacks the latest
-writes, a primary partitioned from its replica and sentinels, reshards while locks are held),
-a clock jump on the Redis host, latency near the renewal period, Lua and
-OpenResty clients: see issue 29.
+A Redis Cluster (failover, reshards while locks are held), a clock jump on the Redis host,
+latency near the renewal period, Lua and OpenResty clients: see issue 29.
 """
     with open(page, "w") as f:
         f.write(text)
