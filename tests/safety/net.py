@@ -1,6 +1,7 @@
 """Addresses, client labels and the partition nemesis.
 
-Every server gets an address of its own in 127.0.0.0/8 (Linux routes all of it to lo); every
+Every server gets an address of its own in 127.0.0.0/8 (Linux routes all of it to lo), unique
+to the run; every
 client process a group id of its own, which marks its connections. A partition drops packets
 in an nftables table of the run's own, named after the run's
 pid (redlease_safety_<pid>) so that runs never collide and a dead run's table can be found and
@@ -19,9 +20,13 @@ from procs import alive
 PREFIX = "redlease_safety_"
 
 
-def node_address(i: int) -> str:
-    """Servers (Redis, PostgreSQL): 127.0.1.1, 127.0.1.2, ..."""
-    return f"127.0.1.{i + 1}"
+def node_address(i: int, pid: int = 0) -> str:
+    """Server i of the run (Redis, PostgreSQL, sentinels; i < 8): an address of the run's own in
+    127.0.0.0/8, drawn from its pid, so that a partition of one run's server never cuts
+    another run's (two runs collide with odds of about one in two million)."""
+    assert 0 <= i < 8
+    k = ((pid or os.getpid()) * 2654435761) % (255 * 256 * 31)
+    return f"127.{1 + k // (256 * 31)}.{(k // 31) % 256}.{(k % 31) * 8 + i + 1}"
 
 
 def client_gid(k: int) -> int:

@@ -18,7 +18,8 @@ import servers
 # PINGs on a new connection, "other" connects to the other address.
 CLIENT = r"""
 import socket, sys
-addr, other = ("127.0.1.1", int(sys.argv[1])), ("127.0.1.9", int(sys.argv[2]))
+addr = (sys.argv[1], int(sys.argv[2]))
+other = (sys.argv[3], int(sys.argv[4]))
 first, buf = socket.create_connection(addr, timeout=1), b""
 def reply(s, timeout):
     global buf
@@ -52,13 +53,13 @@ def setup():
     run, parts = procs.Run(), net.Partitions()
     redis = servers.Redis(run, net.node_address(0))
     other = socket.socket()
-    other.bind(("127.0.1.9", 0))
+    other.bind((net.node_address(7), 0))
     other.listen(16)
     clients = []
     for k in range(2):
         parts.label(net.client_gid(k))
-        clients.append(run.spawn([sys.executable, "-c", CLIENT, str(redis.port),
-                                  str(other.getsockname()[1])], gid=net.client_gid(k),
+        clients.append(run.spawn([sys.executable, "-c", CLIENT, redis.address, str(redis.port),
+                                  *map(str, other.getsockname())], gid=net.client_gid(k),
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
         assert clients[-1].stdout.readline().strip() == "ready"
     yield run, parts, redis, clients
