@@ -13,11 +13,14 @@ from typing import Dict, List, Optional, Tuple
 
 from history import Event, of, tells
 
-# Faults that break an assumption of redlease's promise: kind -> whom it must hit for an overlap
-# to be outside the promise (the earlier holder's process). A holder paused past its lease
-# cannot be told in time: the promise assumes pauses shorter than the lease minus a margin.
-OUTSIDE_PROMISE = {"pause-holder": "earlier holder's process"}
-
+# Faults that break an assumption of redlease's promise, and when an overlap is theirs (one
+# entry each; a clock jump on the Redis host will be the next): a holder paused past its lease
+# cannot be told in time (the promise assumes pauses shorter than the lease minus a margin), so
+# an overlap whose earlier holder's process was stopped during its hold is outside the promise.
+OUTSIDE_PROMISE = {
+    "pause-holder": lambda f, a, b: (a.proc in f["target"] and f["start"] < b.start
+                                     and f["end"] > a.start),
+}
 
 @dataclass
 class Hold:
@@ -111,8 +114,7 @@ def overlaps(hs: List[Hold], faults: List[Event]) -> List[Overlap]:
 
 def _outside_promise(a: Hold, b: Hold, faults: List[Event]) -> str:
     for f in faults:
-        if (f["fault"] in OUTSIDE_PROMISE and a.proc in f["target"]
-                and f["start"] < b.start and f["end"] > a.start):
+        if f["fault"] in OUTSIDE_PROMISE and OUTSIDE_PROMISE[f["fault"]](f, a, b):
             return f["fault"]
     return ""
 
