@@ -14,12 +14,15 @@ from typing import Dict, List, Optional, Tuple
 from history import Event, of, tells
 
 # Faults that break an assumption of redlease's promise, and when an overlap is theirs (one
-# entry each; a clock jump on the Redis host will be the next): a holder paused past its lease
-# cannot be told in time (the promise assumes pauses shorter than the lease minus a margin), so
-# an overlap whose earlier holder's process was stopped during its hold is outside the promise.
+# entry each; a clock jump on the Redis host will be the next). The promise assumes pauses
+# shorter than the lease minus a margin; a process stopped past its lease breaks it either way:
+# as the earlier holder (stopped during its hold, it cannot be told in time), or as the later
+# one (stopped in its acquire after Redis granted it, it reads the grant when its lease has run
+# out and another owner may hold the lock).
 OUTSIDE_PROMISE = {
-    "pause-holder": lambda f, a, b: (a.proc in f["target"] and f["start"] < b.start
-                                     and f["end"] > a.start),
+    "pause-holder": lambda f, a, b: f["start"] < b.start and (
+        (a.proc in f["target"] and f["end"] > a.start)
+        or (b.proc in f["target"] and f["end"] > b.asked)),
 }
 
 @dataclass

@@ -79,7 +79,17 @@ def test_a_holder_paused_past_its_lease_is_outside_the_promise():
     assert not o.reported and o.outside_promise == "pause-holder"
     (o,) = overlaps([acq("p0", "t0", 0, 1), rel("p0", "t0", 30, 31),
                      acq("p1", "t0", 5, 10), rel("p1", "t0", 20, 21)],
-                    [fault("pause-holder", ["p1"], 2, 25)])  # the later holder was paused
+                    [fault("pause-holder", ["p1"], 11, 25)])  # p1 paused after it began
+    assert not o.outside_promise
+
+
+def test_a_process_paused_in_its_acquire_past_its_lease_is_outside_the_promise():
+    # p1's acquire was granted, then p1 stopped; it reads the grant after its lease ran out
+    events = [acq("p0", "t0", 0, 1), rel("p0", "t0", 30, 31),
+              acq("p1", "t0", -5, 10), rel("p1", "t0", 20, 21)]
+    (o,) = overlaps(events, [fault("pause-holder", ["p1"], -3, 9)])
+    assert not o.reported and o.outside_promise == "pause-holder"
+    (o,) = overlaps(events, [fault("pause-holder", ["p2"], -3, 9)])
     assert not o.outside_promise
 
 
