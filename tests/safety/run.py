@@ -243,7 +243,9 @@ def _timeline(hs, ovs, faults, start_at, run_end, width_s: float = 12.0) -> dict
         centre = (faults[0]["start"] + faults[0]["end"]) // 2
     else:
         centre = start_at + int(width_s / 2 * S)
-    span = max(width_s * S, (max((f["end"] - f["start"] for f in faults), default=0) + 4 * S))
+    # the longest fault and 4 s around it, at most 20 s: a page-sized picture
+    span = min(20 * S, max(width_s * S, (max((f["end"] - f["start"] for f in faults),
+                                             default=0) + 4 * S)))
     lo = max(start_at, int(centre - span / 2))
     hi = min(run_end, int(lo + span))
     ms = lambda t: round((t - start_at) / 1e6, 1)  # noqa: E731
