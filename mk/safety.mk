@@ -1,6 +1,6 @@
 # The safety harness (tests/safety): real partitions (nftables), pauses and Redis stalls against
 # client processes doing locked work and fenced writes to PostgreSQL; checks overlaps, lost
-# increments and availability. `make safety` runs the full schedule (about 35 minutes) and writes
+# increments and availability. `make safety` runs the full schedule (about 50 minutes on 2 cores) and writes
 # docs/safety.md; `make test-safety` is the short form (a few minutes), a suite of `make test`.
 # Both need root (nftables); scripts/install-deps installs nftables and PostgreSQL.
 SUITES += safety
