@@ -12,7 +12,7 @@ $(VENV)/bin/python:
 # `make test` installs once before its suites and sets REDLEASE_INSTALLED for them.
 python-install: $(VENV)/bin/python
 ifndef REDLEASE_INSTALLED
-	REDLEASE_STRICT=1 $(VENV)/bin/pip install --quiet --disable-pip-version-check ".[test,lint]"
+	REDLEASE_STRICT=1 $(VENV)/bin/pip install --quiet --disable-pip-version-check ".[test,lint,safety]"
 endif
 
 # The binding compiled against the public header only: the compiler refuses any include of the

@@ -1,0 +1,17 @@
+# The safety harness (tests/safety): real partitions (nftables), pauses and Redis stalls against
+# client processes doing locked work and fenced writes to PostgreSQL; checks overlaps, lost
+# increments and availability. `make safety` runs the full schedule (about 50 minutes on 2 cores) and writes
+# docs/safety.md; `make test-safety` is the short form (a few minutes), a suite of `make test`.
+# Both need root (nftables); scripts/install-deps installs nftables and PostgreSQL.
+SUITES += safety
+SAFETY_SEEDS ?=
+
+.PHONY: safety test-safety
+safety: deps python-install
+	$(PY) tests/safety/run.py --full $(foreach s,$(SAFETY_SEEDS),--seed $(s)) --out $(B)/safety \
+	  --page docs/safety.md --img docs/img
+
+test-safety: python-install
+	@mkdir -p build/results
+	cd tests/safety && REDLEASE_RESULTS=$(CURDIR)/build/results/safety.txt \
+	  $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider

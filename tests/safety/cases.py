@@ -1,0 +1,86 @@
+"""The cases of the short form (make test-safety) and of the full run (make safety).
+
+Topology "one-redis": one redis-server; "sentinel": a master, a replica and three sentinels
+(servers.py). Each client process runs one owner (thread) per entry of
+OWNERS; every process has the same owners, so each lock is contended by every process.
+"""
+
+from dataclasses import dataclass, field, replace
+from typing import Dict, List, Tuple
+
+from nemesis import FAILOVER_KINDS, KINDS
+
+OWNERS: List[Tuple[str, str]] = [
+    ("mutex", "mutex:0"), ("mutex", "mutex:0"),
+    ("fenced", "fenced:0"), ("unfenced", "unfenced:0"),
+]
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    nemesis: Tuple[str, ...]          # kinds to draw from (empty: no fault)
+    duration: float                   # seconds of workload
+    lease: float                      # watchdog_timeout
+    procs: int = 4
+    owners: Tuple[Tuple[str, str], ...] = tuple(OWNERS)
+    client: str = "redlease"
+    options: Dict[str, float] = field(default_factory=dict)
+    hold_ms: Tuple[float, float] = (5, 40)
+    think_ms: Tuple[float, float] = (0, 20)
+    topology: str = "one-redis"
+
+    @property
+    def acquire_timeout(self) -> float:
+        return self.lease
+
+
+# The short form: a 2 s lease instead of the default 30 s, so that a holder paused past its lease,
+# or a partition longer than it, fits in seconds; connect and command timeouts of 0.5 s (default
+# 5 s) so that a cut-off client's calls end well inside that lease and it goes on trying.
+SHORT_OPTIONS = {"watchdog_timeout": 2.0, "connect_timeout": 0.5, "command_timeout": 0.5}
+
+
+def short() -> List[Case]:
+    base = Case("", (), 14.0, 2.0, procs=3, options=SHORT_OPTIONS)
+    cases = [replace(base, name="none")]
+    cases += [replace(base, name=k, nemesis=(k,)) for k in KINDS]
+    cases.append(replace(base, name="mixed", nemesis=KINDS, duration=24.0))
+    return cases
+
+
+def sentinel(duration: float = 40.0, lease: float = 2.0) -> List[Case]:
+    """Master, replica and three sentinels: failovers (the primary killed, or cut from its
+    replica and the sentinels while clients still reach it), then every kind mixed."""
+    base = Case("", (), duration, lease, procs=3, options=SHORT_OPTIONS, topology="sentinel")
+    cases = [replace(base, name=f"sentinel/{k}", nemesis=(k,)) for k in FAILOVER_KINDS]
+    # the same with every lock write acknowledged by the replica before it counts (WAIT)
+    synced = {**SHORT_OPTIONS, "sync_replicas": 1}
+    cases += [replace(base, name=f"sentinel/{k}/sync_replicas", nemesis=(k,), options=synced)
+              for k in FAILOVER_KINDS]
+    cases.append(replace(base, name="sentinel/mixed", nemesis=KINDS + FAILOVER_KINDS,
+                         duration=duration * 2))
+    return cases
+
+
+def broken() -> Case:
+    """The checker's proof: a lock of SET NX PX with no renewal, its holders paused past it."""
+    return Case("broken-client:pause-holder", ("pause-holder",), 14.0, 2.0, procs=3,
+                owners=(("mutex", "mutex:0"), ("mutex", "mutex:0"), ("unfenced", "unfenced:0")),
+                client="broken", options=SHORT_OPTIONS)
+
+
+def full() -> List[Case]:
+    """Over 10,000 acquisitions per nemesis with the short lease (about 100 a second here), the
+    mix of every nemesis again with the default 30 s lease and timeouts, the Sentinel cases, and
+    the broken client."""
+    base = Case("", (), 150.0, 2.0, procs=4, options=SHORT_OPTIONS,
+                owners=tuple(OWNERS) + (("mutex", "mutex:1"), ("mutex", "mutex:1")))
+    cases = [replace(base, name="none", duration=60.0)]
+    cases += [replace(base, name=k, nemesis=(k,)) for k in KINDS]
+    cases.append(replace(base, name="mixed", nemesis=KINDS, duration=300.0))
+    cases.append(replace(base, name="mixed/lease-30s", nemesis=KINDS, lease=30.0, options={},
+                         duration=600.0))
+    cases += sentinel(duration=90.0)
+    cases.append(replace(broken(), duration=60.0))
+    return cases
