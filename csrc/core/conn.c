@@ -240,6 +240,13 @@ static rl_status failure(rl_conn *conn, rl_error *err, const char *what) {
                        ? rl_fail(err, RL_ERR_CLOSED, "the client is closed")
                        : rl_fail(err, RL_ERR_CONNECTION, "%s %s: %s", what, where, conn->why);
     if (conn->must_be_master) doubt(conn, conn->epoch);
+    /* Closed abortively: the kernel drops what is still unsent. A graceful close would go on
+     * retransmitting it, and a command given up on here (a release into a partition) could
+     * reach Redis after the heal, when this owner holds the lock again. */
+    if (conn->fd >= 0) {
+        struct linger drop = {.l_onoff = 1, .l_linger = 0};
+        setsockopt(conn->fd, SOL_SOCKET, SO_LINGER, &drop, sizeof drop);
+    }
     rl_conn_close(conn);
     return st;
 }

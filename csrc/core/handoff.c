@@ -77,7 +77,7 @@ rl_status rl_lock_release_token(rl_lock *l, const char *token, rl_error *err) {
     rl_random_hex(request_id, RL_REQUEST_ID_BYTES);
     int64_t lease = c->cfg.options.watchdog_timeout_ms; /* kept only while holds remain */
     redisReply *reply = NULL;
-    st = rl_lock_call_release(l, token, len, lease, request_id, 1, &reply, err);
+    st = rl_lock_call_release(l, token, len, lease, request_id, 0, 1, &reply, err);
     if (st == RL_ERR_REPLICA) { /* released on the master all the same */
         rl_error_clear(err);
         st = RL_OK;

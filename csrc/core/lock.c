@@ -480,7 +480,8 @@ static rl_status release_one(rl_lock *l, rl_hold *h, int settling, rl_error *err
     h->releasing = 1;
     rl_watchdog_wait_out_round(c, h); /* no renewal of this hold may follow the release */
     if (h->lost) return release_lost(l, h, err);
-    if (h->retry_id)
+    int retried = h->retry_id != NULL;
+    if (retried)
         memcpy(request_id, h->retry_id, sizeof request_id);
     else
         rl_random_hex(request_id, RL_REQUEST_ID_BYTES);
@@ -491,7 +492,8 @@ static rl_status release_one(rl_lock *l, rl_hold *h, int settling, rl_error *err
 
     int64_t messages_before = messages_before_release(l, field, field_len);
     redisReply *reply = NULL;
-    rl_status st = rl_lock_call_release(l, field, field_len, lease, request_id, 1, &reply, err);
+    rl_status st =
+        rl_lock_call_release(l, field, field_len, lease, request_id, retried, 1, &reply, err);
     if (st == RL_ERR_REPLICA) { /* released on the master all the same */
         report_unsynced(l, "release", err);
         rl_error_clear(err);

@@ -86,9 +86,11 @@ void rl_lock_call_leave_queue(rl_lock *lock, const char *owner, size_t owner_len
 
 /* One release of the hold of hash field `field` under the unlock latch of `request_id`. *reply:
  * nil = not held, 0 = still held, 1 = released. RL_ERR_REPLICA with *reply when replicas did not
- * acknowledge it. */
+ * acknowledge it. `retried`: an earlier attempt under this request id failed on the network; its
+ * latch is then kept for its TTL, to answer a copy of that attempt that reaches Redis late. */
 rl_status rl_lock_call_release(rl_lock *lock, const char *field, size_t field_len, int64_t lease,
-                               const char *request_id, int sync, redisReply **reply, rl_error *err);
+                               const char *request_id, int retried, int sync, redisReply **reply,
+                               rl_error *err);
 
 /* Takes back an acquire of `owner` that must not stand (one release under a fresh latch). */
 void rl_lock_call_undo_acquire(rl_lock *lock, const char *owner, size_t owner_len, int64_t lease);

@@ -139,7 +139,8 @@ void rl_lock_call_undo_acquire(rl_lock *l, const char *owner, size_t owner_len, 
     rl_random_hex(request_id, RL_REQUEST_ID_BYTES);
     redisReply *reply = NULL;
     rl_error ignored;
-    if (rl_lock_call_release(l, field, field_len, lease, request_id, 0, &reply, &ignored) == RL_OK)
+    if (rl_lock_call_release(l, field, field_len, lease, request_id, 0, 0, &reply, &ignored) ==
+        RL_OK)
         freeReplyObject(reply);
 }
 
@@ -187,14 +188,15 @@ void rl_lock_call_leave_queue(rl_lock *l, const char *owner, size_t owner_len,
 }
 
 rl_status rl_lock_call_release(rl_lock *l, const char *field, size_t field_len, int64_t lease_ms,
-                               const char *request_id, int sync, redisReply **reply,
+                               const char *request_id, int retried, int sync, redisReply **reply,
                                rl_error *err) {
     size_t latch_len = l->latch_prefix_len + 2 * RL_REQUEST_ID_BYTES;
     char *latch = malloc(latch_len); /* per call: threads may release through one lock at once */
     if (!latch) return rl_fail(err, RL_ERR_MEMORY, "out of memory");
     memcpy(latch, l->latch_prefix, l->latch_prefix_len);
     memcpy(latch + l->latch_prefix_len, request_id, 2 * RL_REQUEST_ID_BYTES);
-    /* The latch is deleted once the answer is in; nothing waits for that reply. */
+    /* The latch is deleted once the answer is in (nothing waits for that reply), unless an
+     * earlier attempt was lost on the network: a copy of it may still reach Redis. */
     const char *del_argv[2] = {"DEL", latch};
     size_t del_lens[2] = {3, latch_len};
     rl_cmd delete_latch = {2, del_argv, del_lens};
@@ -203,7 +205,7 @@ rl_status rl_lock_call_release(rl_lock *l, const char *field, size_t field_len, 
                          lease_ms,
                          latch,
                          latch_len,
-                         &delete_latch,
+                         retried ? NULL : &delete_latch,
                          sync ? reply_is_integer : NULL};
     rl_status st = kind_of(l)->release(l, &a, reply, err);
     free(latch);
@@ -218,7 +220,7 @@ rl_status rl_lock_call_release_fully(rl_lock *l, const char *field, size_t field
         rl_random_hex(request_id, RL_REQUEST_ID_BYTES);
         redisReply *reply = NULL;
         rl_status st =
-            rl_lock_call_release(l, field, field_len, lease_ms, request_id, 0, &reply, err);
+            rl_lock_call_release(l, field, field_len, lease_ms, request_id, 0, 0, &reply, err);
         if (st != RL_OK) return st;
         int held = reply->type == REDIS_REPLY_INTEGER && reply->integer == 0;
         freeReplyObject(reply);

@@ -22,6 +22,7 @@ from ._aio_locks import FairLock, FencedLock, Lock, ReadWriteLock, _Answer, _Gua
 from ._client import Client as SyncClient
 from ._client import ClientOptions
 from ._errors import ClientClosedError
+from ._events import OnState
 from ._ops import Stats
 from ._unset import UNSET, MaxHold
 
@@ -49,7 +50,8 @@ class _Owners:
         """A context for the task, ended when it ends or when it is collected unfinished."""
         context = self._completions.new_context()
         end = weakref.finalize(task, self._ended, context)
-        end.atexit = False  # type: ignore[misc, unused-ignore] (3.9's typeshed)
+        # (3.9's typeshed has no atexit among finalize's slots)
+        end.atexit = False  # type: ignore[misc, unused-ignore]
         self._ends[context] = end
         task.add_done_callback(lambda _task: end())
         return context
@@ -106,14 +108,14 @@ class Client:
     """
 
     def __init__(self, url: str = "redis://127.0.0.1:6379/0", *,
-                 on_lost: Optional[OnLost] = None,
+                 on_lost: Optional[OnLost] = None, on_state: Optional[OnState] = None,
                  **options: "Unpack[ClientOptions]") -> None:
         if on_lost is not None and not callable(on_lost):
             raise TypeError("on_lost must be callable or None")
-        self._on_lost = on_lost
-        self._user_on_state = options.pop("on_state", None)
-        if self._user_on_state is not None and not callable(self._user_on_state):
+        if on_state is not None and not callable(on_state):
             raise TypeError("on_state must be callable or None")
+        self._on_lost = on_lost
+        self._user_on_state = on_state  # called on the client's event thread
         self._sync = SyncClient(url, on_lost=self._lost_from_core if on_lost else None,
                                 on_state=self._state_from_core, **options)
         self._guards: "Set[_Guarded]" = set()  # lock.guarded() bodies running now
@@ -139,7 +141,7 @@ class Client:
             reader = _Reader(self._completions)
             loop.add_reader(self._completions.fileno(), reader)
             gone = weakref.finalize(reader, self._owners.loop_gone)
-            gone.atexit = False  # type: ignore[misc, unused-ignore] (3.9's typeshed)
+            gone.atexit = False  # type: ignore[misc, unused-ignore]
             self._loop, self._reader = weakref.ref(loop), weakref.ref(reader)
         elif self._loop() is not loop:
             raise RuntimeError("a redlease.asyncio.Client serves the event loop it was first "

@@ -20,8 +20,6 @@ RESULTS = []
 # fault is an expected failure while the defect is open (every other check still fails it);
 # test_regressions.py reproduces each every time. Remove the entry with the fix.
 OPEN_DEFECTS = {
-    "partition-one": "a release given up in a partition lands on a later hold",
-    "partition-half": "a release given up in a partition lands on a later hold",
 }
 
 
