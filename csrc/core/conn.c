@@ -75,7 +75,6 @@ static int publish_fd(rl_conn *conn, int fd) {
     pthread_mutex_lock(&conn->cfg->fd_mu);
     int closing = atomic_load(&conn->cfg->closing);
     if (!closing) conn->fd = fd;
-    conn->replicas_seen = 0; /* maybe another server: its replicas are not known yet */
     pthread_mutex_unlock(&conn->cfg->fd_mu);
     return closing ? -1 : 0;
 }

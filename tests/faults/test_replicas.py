@@ -79,31 +79,3 @@ def test_unacknowledged_release_is_done_and_logged(server, raw, replica, make_cl
 def test_bad_sync_options(server, options, exc):
     with pytest.raises(exc):
         redlease.Client(server.url, **options)
-
-
-def test_no_replica_connected_costs_no_wait(server, raw, make_client):
-    """WAIT blocks its whole timeout when no replica is connected: redlease asks for none then
-    (it learns the count from ROLE), so a master without replicas answers at once."""
-    c = make_client(server.url, sync_replicas=1, sync_timeout=2, watchdog_timeout=5)
-    lock = c.lock("no-replicas")
-    start = time.monotonic()
-    for _ in range(5):
-        assert lock.acquire(timeout=0)
-        lock.release()
-    # each acquire and release waited the whole 2 s before: 20 s
-    assert time.monotonic() - start < 2.0
-
-
-def test_a_replica_that_connects_later_is_waited_for(server, raw, make_client):
-    c = make_client(server.url, sync_replicas=1, sync_timeout=1.5, watchdog_timeout=4.0)
-    lock = c.lock("replica-later")
-    with lock:  # no replica: learnt, nothing waited for
-        pass
-    with RedisServer(extra_args=["--replicaof", "127.0.0.1", str(server.port)]) as r:
-        assert wait_for(lambda: connected_replicas(raw) == 1, 10)
-        os.kill(r.process.pid, signal.SIGSTOP)  # connected, acknowledges nothing
-        try:
-            with pytest.raises(redlease.ReplicaSyncError, match="no replica acknowledged"):
-                lock.acquire(timeout=0)
-        finally:
-            os.kill(r.process.pid, signal.SIGCONT)
