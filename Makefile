@@ -21,10 +21,13 @@ CFLAGS ?= -O2 -g
 # csrc/core's internal headers. Bindings, benchmarks and examples compile with PUBLIC_CFLAGS, so
 # the compiler refuses any reach into the core's internals.
 PUBLIC_CFLAGS := $(WARN) $(CFLAGS) -fPIC -pthread -Iinclude $(HIREDIS_CFLAGS) $(TLS_CFLAGS)
-ALL_CFLAGS := $(PUBLIC_CFLAGS) -Icsrc/core
+# The core's rooms (docs/internals.md, "Layout"): the flat centre and each folder under it.
+CORE_DIRS := csrc/core $(patsubst %/,%,$(sort $(wildcard csrc/core/*/)))
+CORE_HDR := $(foreach d,$(CORE_DIRS),$(wildcard $(d)/*.h))
+ALL_CFLAGS := $(PUBLIC_CFLAGS) $(addprefix -I,$(CORE_DIRS))
 LIBS := $(HIREDIS_LIBS) $(TLS_LIBS) -pthread
 
-CORE_SRC := $(wildcard csrc/core/*.c)
+CORE_SRC := $(foreach d,$(CORE_DIRS),$(wildcard $(d)/*.c))
 TEST_SRC := $(wildcard tests/c/*.c)
 B := build
 
@@ -37,10 +40,10 @@ FLAGS_asan := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sani
 FLAGS_tsan := -O1 -fsanitize=thread
 
 define flavour
-$(B)/$(1)/core/%.o: csrc/core/%.c csrc/core/*.h include/*.h
+$(B)/$(1)/core/%.o: csrc/core/%.c $(CORE_HDR) include/*.h
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(ALL_CFLAGS) $$(FLAGS_$(1)) -c $$< -o $$@
-$(B)/$(1)/tests/%.o: tests/c/%.c tests/c/*.h csrc/core/*.h include/*.h
+$(B)/$(1)/tests/%.o: tests/c/%.c tests/c/*.h $(CORE_HDR) include/*.h
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(ALL_CFLAGS) $$(FLAGS_$(1)) -c $$< -o $$@
 $(B)/$(1)/librlcore.a: $(patsubst csrc/core/%.c,$(B)/$(1)/core/%.o,$(CORE_SRC))

@@ -23,6 +23,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "tools"))
 import hiredis_source  # noqa: E402  (tools/, shipped in the sdist)
 
+# The core's rooms (docs/internals.md, "Layout"): the flat centre and each folder under it; its
+# files include each other by bare name, as the Makefile and the rockspec build them.
+CORE_DIRS = ["csrc/core"] + sorted(d.rstrip("/") for d in glob.glob("csrc/core/*/"))
+
 MISSING = ("redlease: no system hiredis (pkg-config hiredis) and {why}; install libhiredis-dev "
            "(Debian/Ubuntu) or hiredis (Homebrew), or set REDLEASE_HIREDIS_SDIST to "
            f"hiredis-{hiredis_source.VERSION}.tar.gz from PyPI")
@@ -101,9 +105,10 @@ setup(
     ext_modules=[
         Extension(
             "redlease._core",
-            sources=sorted(glob.glob("csrc/core/*.c")) + sorted(glob.glob("csrc/python/*.c")),
-            include_dirs=["include", "csrc/core", "csrc/python"],
-            depends=(glob.glob("include/*.h") + glob.glob("csrc/core/*.h")
+            sources=sorted(glob.glob("csrc/core/**/*.c", recursive=True))
+            + sorted(glob.glob("csrc/python/*.c")),
+            include_dirs=["include", *CORE_DIRS, "csrc/python"],
+            depends=(glob.glob("include/*.h") + glob.glob("csrc/core/**/*.h", recursive=True)
                      + glob.glob("csrc/python/*.h")),
             extra_compile_args=extra_compile_args,
             extra_link_args=["-pthread"],

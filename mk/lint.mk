@@ -5,9 +5,9 @@
 SUITES += clang-format ruff mypy luacheck
 
 # The C files clang-format checks: every C file of csrc, tests/c, bench/c, examples/c and tools
-# (the Redis scripts' texts, in csrc/core/kind_*.c and watchdog.c, are kept as Lua lines, between
+# (the Redis scripts' texts, in csrc/core/kinds/*.c and watchdog.c, are kept as Lua lines, between
 # clang-format off/on).
-LINT_C_FILES := $(sort $(wildcard csrc/*/*.[ch] tests/c/*.[ch] bench/c/*.[ch] examples/c/*.[ch] \
+LINT_C_FILES := $(sort $(wildcard csrc/*/*.[ch] csrc/core/*/*.[ch] tests/c/*.[ch] bench/c/*.[ch] examples/c/*.[ch] \
                   tools/*.[ch]))
 LINT_PY_FILES := setup.py scripts/lint-count $(shell find python tests bench examples -name '*.py' | sort)
 LINT_MYPY_FILES := $(wildcard python/redlease/*.py python/redlease/*.pyi python/redlease/cli/*.py)

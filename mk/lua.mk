@@ -10,7 +10,7 @@ LUA_ABI_lua5.4 := 5.4
 LUA_ABI_luajit := 5.1
 LUA_INCDIR_lua5.4 := /usr/include/lua5.4
 LUA_INCDIR_luajit := /usr/include/luajit-2.1
-LUA_SOURCES := $(wildcard csrc/lua/*.c csrc/lua/*.h csrc/core/*.c csrc/core/*.h include/*.h \
+LUA_SOURCES := $(CORE_SRC) $(CORE_HDR) $(wildcard csrc/lua/*.c csrc/lua/*.h include/*.h \
                  luarocks/*.rockspec luarocks/redlease/*.lua luarocks/redlease/resty/*.lua)
 
 .PHONY: lua-rocks lua-strict lua-valgrind test-lua bench-lua demo-lua

@@ -17,7 +17,7 @@ PYTHONS ?= $(shell scripts/find-pythons)
 REDLEASE_VERSION := $(shell sed -n 's/^\#define RL_VERSION "\(.*\)"/\1/p' include/redlease.h)
 SDIST := dist/redlease-$(REDLEASE_VERSION).tar.gz
 SDIST_SOURCES := setup.py pyproject.toml MANIFEST.in README.md CHANGELOG.md LICENSE \
-  tools/hiredis_source.py $(wildcard include/*.h csrc/core/*.[ch] csrc/python/*.[ch] \
+  tools/hiredis_source.py $(CORE_SRC) $(CORE_HDR) $(wildcard include/*.h csrc/python/*.[ch] \
   python/redlease/* python/redlease/*/*)
 
 .PHONY: sdist wheel rock-src test-packaging test-pythons test-pythons-all

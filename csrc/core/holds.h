@@ -62,7 +62,7 @@ typedef struct rl_holds {
     uint64_t doubted; /* times a hold went in doubt */
 } rl_holds;
 
-/* The table's hash of a hold's identity (also used by handover.c for lock names). */
+/* The table's hash of a hold's identity (also used by wake_grace.c for lock names). */
 uint64_t rl_holds_hash(const void *name, size_t len, rl_lock_kind kind, uint64_t context);
 void rl_holds_init(rl_holds *holds);
 void rl_holds_clear(rl_holds *holds); /* frees every hold */

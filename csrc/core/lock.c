@@ -146,7 +146,7 @@ rl_status rl_acquire_try(rl_lock *l, attempt *a, int queue, int64_t *wait_hint, 
     return st;
 }
 
-/* Gives the waiter our release just woke its chance (handover.c): waits, subscribed, until that
+/* Gives the waiter our release just woke its chance (wake_grace.c): waits, subscribed, until that
  * waiter's own release message (the channel's next message past `floor`, which counts our
  * release's own) or the grace's end, whichever comes first. It observes: the message that woke
  * that waiter, when the waiter is a thread of this client, stays that waiter's. */
@@ -459,7 +459,7 @@ static rl_status apply_release(rl_lock *l, rl_hold *h, const redisReply *reply, 
 }
 
 /* Before a release that may wake a waiter of this very client: the messages this client's
- * subscription of the lock's channel has read, so that a re-acquire that gives way (handover.c)
+ * subscription of the lock's channel has read, so that a re-acquire that gives way (wake_grace.c)
  * tells this release's own message from the woken waiter's. -1 when this client waits on no
  * channel (the uncontended cycle pays one count) or not on this one. */
 static int64_t messages_before_release(rl_lock *l, const char *owner, size_t owner_len) {

@@ -105,7 +105,7 @@ static int64_t earliest(int64_t a, int64_t b) {
     return a < 0 ? b : b < 0 ? a : a < b ? a : b;
 }
 
-/* While leaving the lock to the waiter our release woke (handover.c), observing its channel as
+/* While leaving the lock to the waiter our release woke (wake_grace.c), observing its channel as
  * the blocking acquire does: RL_OK once that waiter's chance is over (the channel's next message,
  * or the grace's or the wait's end), else RL_NOT_ACQUIRED. */
 static rl_status yield_over(rl_call *k, rl_status polled, int64_t now) {

@@ -1,5 +1,5 @@
-/* The Redis calls of a lock, dispatched to its kind (kind_*.c), and what their answers mean for
- * the flow in lock.c; the helpers the kinds' calls share. */
+/* The Redis calls of a lock, dispatched to its kind (kinds/), and what their answers mean for
+ * the flow in lock.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,92 +9,14 @@
 #include "names.h"
 #include "random.h"
 
-#define MAX_ARGS 12
-
-static const rl_kind *kind_of(const rl_lock *l) {
-    switch (l->kind) {
-    case RL_LOCK_FENCED:
-        return &rl_kind_fenced;
-    case RL_LOCK_FAIR:
-        return &rl_kind_fair;
-    case RL_LOCK_READ:
-        return &rl_kind_read;
-    case RL_LOCK_WRITE:
-        return &rl_kind_write;
-    default:
-        return &rl_kind_reentrant;
-    }
-}
-
-/* ---- shared by the kinds ------------------------------------------------------------------- */
-
-rl_arg rl_arg_str(const char *s) {
-    return (rl_arg){s, strlen(s)};
-}
-
-rl_arg rl_arg_bytes(const void *p, size_t len) {
-    return (rl_arg){p, len};
-}
-
-rl_arg rl_arg_num(char buf[24], int64_t v) {
-    return (rl_arg){buf, (size_t)snprintf(buf, 24, "%lld", (long long)v)};
-}
-
-rl_status rl_kind_run(rl_lock *l, rl_script_id id, int nkeys, const rl_arg *args, int nargs,
-                      int idempotent, const rl_cmd *then_send, rl_reply_test wrote,
-                      redisReply **reply, rl_error *err) {
-    const char *argv[RL_SCRIPT_ARGV_HEAD + MAX_ARGS];
-    size_t lens[RL_SCRIPT_ARGV_HEAD + MAX_ARGS];
-    char numkeys[4];
-    argv[2] = numkeys;
-    lens[2] = (size_t)snprintf(numkeys, sizeof numkeys, "%d", nkeys);
-    for (int i = 0; i < nargs; i++) {
-        argv[RL_SCRIPT_ARGV_HEAD + i] = args[i].p;
-        lens[RL_SCRIPT_ARGV_HEAD + i] = args[i].len;
-    }
-    return rl_client_script(l->client, id, RL_SCRIPT_ARGV_HEAD + nargs, argv, lens, reply,
-                            idempotent, then_send, wrote, err);
-}
-
-char *rl_joined(const char *a, size_t a_len, const char *b, size_t b_len, const char *c,
-                size_t *len) {
-    size_t c_len = c ? strlen(c) : 0;
-    char *out = malloc(a_len + b_len + c_len + 1);
-    if (!out) return NULL;
-    memcpy(out, a, a_len);
-    memcpy(out + a_len, b, b_len);
-    if (c_len) memcpy(out + a_len + b_len, c, c_len);
-    out[a_len + b_len + c_len] = '\0';
-    *len = a_len + b_len + c_len;
-    return out;
-}
-
-int rl_reply_is_reentered(const redisReply *r) {
-    return r->type == REDIS_REPLY_STATUS && r->len == 9 && memcmp(r->str, "REENTERED", 9) == 0;
-}
-
-int rl_reply_is_acquired(const redisReply *r) {
-    return r->type == REDIS_REPLY_NIL || rl_reply_is_reentered(r);
-}
-
-int rl_reply_is_one(const redisReply *r) {
-    return r->type == REDIS_REPLY_INTEGER && r->integer == 1;
-}
-
 static int reply_is_integer(const redisReply *r) {
     return r->type == REDIS_REPLY_INTEGER;
-}
-
-static int64_t integer_of(const redisReply *r) {
-    if (r->type == REDIS_REPLY_INTEGER) return r->integer;
-    if (r->type == REDIS_REPLY_STRING) return strtoll(r->str, NULL, 10);
-    return -1;
 }
 
 /* ---- keys and fields ----------------------------------------------------------------------- */
 
 int rl_lock_make_keys(rl_lock *l) {
-    const rl_kind *k = kind_of(l);
+    const rl_kind *k = rl_kind_of(l->kind);
     l->channel = rl_name_prefixed(k->channel_prefix, l->name, l->name_len, 0, &l->channel_len);
     l->latch_prefix =
         rl_name_prefixed("redisson_unlock_latch", l->name, l->name_len, 1, &l->latch_prefix_len);
@@ -149,7 +71,7 @@ rl_status rl_lock_call_acquire(rl_lock *l, const char *owner, size_t owner_len, 
                                int64_t *token, int *reentered, rl_error *err) {
     rl_acquire_args a = {owner, owner_len, lease_ms, queue, wait_window_ms};
     redisReply *reply = NULL;
-    rl_status st = kind_of(l)->acquire(l, &a, &reply, err);
+    rl_status st = rl_kind_of(l->kind)->acquire(l, &a, &reply, err);
     if (st == RL_ERR_REPLICA) {
         freeReplyObject(reply);
         rl_lock_call_undo_acquire(l, owner, owner_len, lease_ms);
@@ -158,23 +80,18 @@ rl_status rl_lock_call_acquire(rl_lock *l, const char *owner, size_t owner_len, 
     if (st != RL_OK) return st;
     *wait_hint_ms = -1;
     *reentered = rl_reply_is_reentered(reply);
-    if (rl_reply_is_acquired(reply)) {
+    rl_acquire_answer own = {0, 0, -1, -1};
+    const rl_kind *k = rl_kind_of(l->kind);
+    if (k->read_answer && k->read_answer(&a, reply, &own)) {
+        *reentered = own.reentered;
+        *wait_hint_ms = own.wait_hint_ms;
+        if (own.acquired) *token = own.token;
+        st = own.acquired ? RL_OK : RL_NOT_ACQUIRED;
+    } else if (rl_reply_is_acquired(reply)) {
         st = RL_OK;
     } else if (reply->type == REDIS_REPLY_INTEGER) {
-        /* A fair one-try answers 1, not a time. */
-        if (!(l->kind == RL_LOCK_FAIR && !queue)) *wait_hint_ms = reply->integer;
+        *wait_hint_ms = reply->integer;
         st = RL_NOT_ACQUIRED;
-    } else if (l->kind == RL_LOCK_FENCED && reply->type == REDIS_REPLY_ARRAY &&
-               reply->elements >= 2) {
-        int64_t pttl = integer_of(reply->element[0]);
-        if (rl_reply_is_token(reply)) {
-            *token = reply->element[1]->integer;
-            *reentered = reply->elements >= 3 && integer_of(reply->element[2]) == 1;
-            st = RL_OK;
-        } else {
-            *wait_hint_ms = pttl;
-            st = RL_NOT_ACQUIRED;
-        }
     } else {
         st = rl_fail(err, RL_ERR_SERVER, "unexpected answer to acquire (type %d)", reply->type);
     }
@@ -184,7 +101,8 @@ rl_status rl_lock_call_acquire(rl_lock *l, const char *owner, size_t owner_len, 
 
 void rl_lock_call_leave_queue(rl_lock *l, const char *owner, size_t owner_len,
                               int64_t wait_window_ms) {
-    if (l->kind == RL_LOCK_FAIR) rl_fair_leave_queue(l, owner, owner_len, wait_window_ms);
+    const rl_kind *k = rl_kind_of(l->kind);
+    if (k->leave_queue) k->leave_queue(l, owner, owner_len, wait_window_ms);
 }
 
 rl_status rl_lock_call_release(rl_lock *l, const char *field, size_t field_len, int64_t lease_ms,
@@ -207,7 +125,7 @@ rl_status rl_lock_call_release(rl_lock *l, const char *field, size_t field_len, 
                          latch_len,
                          retried ? NULL : &delete_latch,
                          sync ? reply_is_integer : NULL};
-    rl_status st = kind_of(l)->release(l, &a, reply, err);
+    rl_status st = rl_kind_of(l->kind)->release(l, &a, reply, err);
     free(latch);
     return st;
 }
@@ -232,7 +150,7 @@ rl_status rl_lock_call_release_fully(rl_lock *l, const char *field, size_t field
 
 rl_status rl_lock_call_force_unlock(rl_lock *l, int *deleted, rl_error *err) {
     redisReply *reply = NULL;
-    rl_status st = kind_of(l)->force_unlock(l, &reply, err);
+    rl_status st = rl_kind_of(l->kind)->force_unlock(l, &reply, err);
     if (st == RL_OK || st == RL_ERR_REPLICA) {
         *deleted = reply->type == REDIS_REPLY_INTEGER && reply->integer == 1;
         freeReplyObject(reply);

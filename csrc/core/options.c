@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "error.h"
-#include "handover.h"
 #include "options.h"
+#include "wake_grace.h"
 
 #define AT(field) offsetof(rl_options, field)
 #define NO_MAX RL_OPTION_NO_MAX

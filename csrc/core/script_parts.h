@@ -1,4 +1,4 @@
-/* Pieces of Lua that several lock kinds' scripts share (kind_*.c). */
+/* Pieces of Lua that several lock kinds' scripts share (the files of kinds/). */
 #ifndef RL_SCRIPT_PARTS_H
 #define RL_SCRIPT_PARTS_H
 

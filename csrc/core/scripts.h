@@ -10,16 +10,16 @@
 #include "conn.h"
 
 typedef enum rl_script_id {
-    RL_SCRIPT_ACQUIRE, /* kind_reentrant.c (each script's KEYS, ARGV and answers are there) */
+    RL_SCRIPT_ACQUIRE, /* kinds/reentrant.c (each script's KEYS, ARGV and answers are there) */
     RL_SCRIPT_RELEASE,
     RL_SCRIPT_FORCE_UNLOCK,
     RL_SCRIPT_RENEW,          /* watchdog.c: every kind's renewal */
-    RL_SCRIPT_FENCED_ACQUIRE, /* kind_fenced.c */
-    RL_SCRIPT_FAIR_ACQUIRE,   /* kind_fair.c */
+    RL_SCRIPT_FENCED_ACQUIRE, /* kinds/fenced.c */
+    RL_SCRIPT_FAIR_ACQUIRE,   /* kinds/fair.c */
     RL_SCRIPT_FAIR_CANCEL,
     RL_SCRIPT_FAIR_RELEASE,
     RL_SCRIPT_FAIR_FORCE_UNLOCK,
-    RL_SCRIPT_READ_ACQUIRE, /* kind_rw.c */
+    RL_SCRIPT_READ_ACQUIRE, /* kinds/rw.c */
     RL_SCRIPT_WRITE_ACQUIRE,
     RL_SCRIPT_READ_RELEASE,
     RL_SCRIPT_WRITE_RELEASE,

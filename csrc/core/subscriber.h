@@ -108,7 +108,7 @@ rl_status rl_sub_poll(rl_subscriber *sub, rl_sub_ticket *ticket, int64_t *rechec
 /* Observing (on): the ticket's waits return RL_OK at the channel's next message after its
  * `floor`-th (or after the messages read so far, when more), whoever it wakes, without taking
  * that wake-up from a waiter of this client (an acquire that gives way to the waiter its release
- * woke, handover.c). Off: a normal waiter again. */
+ * woke, wake_grace.c). Off: a normal waiter again. */
 void rl_sub_observe(rl_subscriber *sub, rl_sub_ticket *ticket, int on, uint64_t floor);
 /* Messages read on the channel so far when it is subscribed for waiters of this client (a message
  * published from now on reaches this subscriber), else -1 (a subscription being left may miss

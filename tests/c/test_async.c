@@ -414,7 +414,7 @@ static void async_woken_waiter_first(int64_t grace_ms, int same_client, int roun
 }
 
 /* An async acquire that follows its own client's release of a lock whose message woke a waiter
- * leaves the lock to that waiter first, as the blocking acquire does (handover.c). Counted over
+ * leaves the lock to that waiter first, as the blocking acquire does (wake_grace.c). Counted over
  * rounds with a wide margin, as scheduling can delay a waiter past the grace now and then. */
 TEST(async_reacquire_after_a_release_leaves_the_lock_to_the_woken_waiter) {
     rl_options defaults;

@@ -257,7 +257,7 @@ static void woken_waiter_first(int64_t grace_ms, int same_client, int rounds, in
     *first = waiter_first;
 }
 
-/* The count a release takes before it is sent (handover.c: the giving-way acquire skips the
+/* The count a release takes before it is sent (wake_grace.c: the giving-way acquire skips the
  * release's own message) only counts while the client's waiters keep the channel subscribed: a
  * subscription being left may miss that message, and counting it, the acquire would wait out the
  * whole grace for one message too many. */
@@ -290,7 +290,7 @@ TEST(release_then_reacquire_leaves_the_lock_to_a_woken_waiter_of_the_same_client
 }
 
 /* A worker that releases and takes the lock again at once leaves it to the waiter its release
- * woke (handover.c): without that, its one round trip beats the waiter's message plus round trip
+ * woke (wake_grace.c): without that, its one round trip beats the waiter's message plus round trip
  * nearly every time. Counted over rounds with a wide margin, as scheduling can delay a waiter
  * past the grace now and then. */
 TEST(release_then_reacquire_leaves_the_lock_to_the_woken_waiter) {

@@ -6,7 +6,7 @@ local conn = require "redlease.resty.conn"
 local owner = require "redlease.resty.owner"
 local phase = require "redlease.resty.phase"
 local calls = require "redlease.resty.calls"
-local Handovers = require "redlease.resty.handover"
+local Handovers = require "redlease.resty.wake_grace"
 local Lock = require "redlease.resty.lock"
 local Sub = require "redlease.resty.subscriber"
 

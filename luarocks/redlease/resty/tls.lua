@@ -1,7 +1,7 @@
 -- The tls_* options of connect() for the OpenResty backend, read when the client is made: each
 -- is honoured through the cosocket's TLS (sslhandshake with verification and SNI,
 -- setclientcert) or refused with an error naming it, never ignored. The words are the C rock's
--- where it has the same error (csrc/core/tls.c, csrc/core/client.c).
+-- where it has the same error (csrc/core/transport/tls.c, csrc/core/client.c).
 --
 -- Not honoured, so refused: tls_ca_file and tls_ca_dir. A cosocket verifies the server against
 -- nginx's lua_ssl_trusted_certificate (one file per http, server or location block), never a

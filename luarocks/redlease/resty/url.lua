@@ -1,4 +1,4 @@
--- Parses a Redis URL the way the C core does (csrc/core/url.c): redis://[user[:password]@]host
+-- Parses a Redis URL the way the C core does (csrc/core/transport/url.c): redis://[user[:password]@]host
 -- [:port][/db], rediss://... (TLS through the cosocket's sslhandshake), unix://[user[:password]@]
 -- /path[?db=N]. Returns the endpoint table or nil and why.
 local url = {}

@@ -142,7 +142,7 @@ static rl_status acquire(rl_lock *l, const rl_acquire_args *a, redisReply **repl
                        err);
 }
 
-void rl_fair_leave_queue(rl_lock *l, const char *owner, size_t owner_len, int64_t window_ms) {
+static void leave_queue(rl_lock *l, const char *owner, size_t owner_len, int64_t window_ms) {
     char window[24];
     rl_arg args[] = {rl_arg_bytes(l->queue_key, l->queue_key_len),
                      rl_arg_bytes(l->deadlines_key, l->deadlines_key_len),
@@ -188,10 +188,19 @@ static rl_status force_unlock(rl_lock *l, redisReply **reply, rl_error *err) {
                        err);
 }
 
+/* A one-try (no queue) refusal answers 1, not a time. */
+static int read_answer(const rl_acquire_args *a, const redisReply *r, rl_acquire_answer *out) {
+    if (a->queue || r->type != REDIS_REPLY_INTEGER) return 0;
+    out->wait_hint_ms = -1;
+    return 1;
+}
+
 const rl_kind rl_kind_fair = {
     .channel_prefix = "redisson_lock__channel",
     .make_keys = make_keys,
     .acquire = acquire,
+    .read_answer = read_answer,
     .release = release,
     .force_unlock = force_unlock,
+    .leave_queue = leave_queue,
 };

@@ -1,4 +1,4 @@
-#include "handover.h"
+#include "wake_grace.h"
 
 #include "holds.h"
 

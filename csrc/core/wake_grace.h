@@ -2,8 +2,8 @@
  * reached a waiter. An acquire of such a lock by this client soon after gives the woken waiter
  * the time of a hand-off first, so that a worker that releases and re-acquires at once does not
  * keep taking the lock back from the waiter it just woke (fairness of the non-fair lock). */
-#ifndef RL_HANDOVER_H
-#define RL_HANDOVER_H
+#ifndef RL_WAKE_GRACE_H
+#define RL_WAKE_GRACE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -25,7 +25,7 @@ const char rl_lua_acquire[] =
  * gets the first answer instead of releasing twice.
  * KEYS: name, channel, latch. ARGV: message, lease, owner, latch ttl, publish command. nil =
  * not held, 0 = still held, 1 = released, 2 = released and its message reached a subscriber
- * (someone was woken: handover.c). The latch keeps 1: a retried release needs only "released". */
+ * (someone was woken: wake_grace.c). The latch keeps 1: a retried release needs only "released". */
 const char rl_lua_release[] =
     "local answered = redis.call('get', KEYS[3])\n"
     "if answered ~= false then return tonumber(answered) end\n"

@@ -1,4 +1,4 @@
--- Recent hand-overs of one client (as csrc/core/handover.c): locks it released while Redis
+-- Recent hand-overs of one client (as csrc/core/wake_grace.c): locks it released while Redis
 -- reported that the release's message reached a waiter. A waiting acquire of such a lock by
 -- this client soon after leaves it to the woken waiter first (docs/semantics.md, "Fairness of
 -- the plain lock"). A ring of the most recent ones: an older one is long past its grace.

@@ -1,5 +1,6 @@
 /* Redisson's RFencedLock: the reentrant lock, plus a fencing token per acquire from the counter
  * prefix("redisson_lock_token", name), which never expires (docs/protocol.md). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "kind.h"
@@ -24,7 +25,7 @@ const char rl_lua_fenced_acquire[] =
 
 /* {-1, token, re-entered}: acquired. A refusal is {PTTL, -1}, which reads {-1, -1} when the
  * holder's key has no TTL: only a real token (>= 1) means acquired. */
-int rl_reply_is_token(const redisReply *r) {
+static int reply_is_token(const redisReply *r) {
     return r->type == REDIS_REPLY_ARRAY && r->elements >= 2 &&
            r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer == -1 &&
            r->element[1]->type == REDIS_REPLY_INTEGER && r->element[1]->integer >= 1;
@@ -41,14 +42,35 @@ static rl_status acquire(rl_lock *l, const rl_acquire_args *a, redisReply **repl
     rl_arg args[] = {rl_arg_bytes(l->name, l->name_len),
                      rl_arg_bytes(l->token_key, l->token_key_len), rl_arg_num(lease, a->lease_ms),
                      rl_arg_bytes(a->owner, a->owner_len)};
-    return rl_kind_run(l, RL_SCRIPT_FENCED_ACQUIRE, 2, args, 4, 0, NULL, rl_reply_is_token, reply,
+    return rl_kind_run(l, RL_SCRIPT_FENCED_ACQUIRE, 2, args, 4, 0, NULL, reply_is_token, reply,
                        err);
+}
+
+static int64_t integer_of(const redisReply *r) {
+    if (r->type == REDIS_REPLY_INTEGER) return r->integer;
+    if (r->type == REDIS_REPLY_STRING) return strtoll(r->str, NULL, 10);
+    return -1;
+}
+
+/* {-1, token, re-entered} or {PTTL, -1}. */
+static int read_answer(const rl_acquire_args *a, const redisReply *r, rl_acquire_answer *out) {
+    (void)a;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 2) return 0;
+    if (reply_is_token(r)) {
+        out->acquired = 1;
+        out->token = r->element[1]->integer;
+        out->reentered = r->elements >= 3 && integer_of(r->element[2]) == 1;
+    } else {
+        out->wait_hint_ms = integer_of(r->element[0]);
+    }
+    return 1;
 }
 
 const rl_kind rl_kind_fenced = {
     .channel_prefix = "redisson_lock__channel",
     .make_keys = make_keys,
     .acquire = acquire,
+    .read_answer = read_answer,
     .release = rl_reentrant_release,
     .force_unlock = rl_reentrant_force_unlock,
 };

@@ -1,7 +1,8 @@
-/* The lock kinds of Redisson (RLock, RFencedLock, RFairLock, RReadWriteLock). Each kind_*.c file
- * holds one kind's Redis scripts (their text, written once), its keys beyond the name, and its
- * calls: which script with which keys and arguments. lock_calls.c reads the answers and dispatches
- * to the kinds; lock.c runs the flow every kind shares. */
+/* The lock kinds of Redisson (RLock, RFencedLock, RFairLock, RReadWriteLock). Each file of this
+ * folder holds one kind's Redis scripts (their text, written once), its keys beyond the name, and
+ * its calls: which script with which keys and arguments; kinds.c says which kind a lock is and
+ * holds what their calls share. lock_calls.c (above) dispatches to the kinds and reads the answers
+ * every kind gives alike; lock.c runs the flow every kind shares. */
 #ifndef RL_KIND_H
 #define RL_KIND_H
 
@@ -31,21 +32,33 @@ typedef struct rl_release_args {
     rl_reply_test wrote;
 } rl_release_args;
 
+/* An acquire's answer in a kind's own form (read_answer): acquired (with its fencing token, -1
+ * without one) and re-entered, or refused with how long to wait (-1: not known). */
+typedef struct rl_acquire_answer {
+    int acquired;
+    int reentered;
+    int64_t token;
+    int64_t wait_hint_ms;
+} rl_acquire_answer;
+
 typedef struct rl_kind {
     const char *channel_prefix;   /* the unlock channel is prefix(channel_prefix, name) */
     int (*make_keys)(rl_lock *l); /* the kind's own keys; -1 when out of memory (NULL: none) */
     rl_status (*acquire)(rl_lock *l, const rl_acquire_args *a, redisReply **reply, rl_error *err);
+    /* An answer beyond what every kind answers (nil or REENTERED: acquired; an integer: the
+     * holder's PTTL): 1 when it read it into *out, 0 for the common reading (NULL: none). */
+    int (*read_answer)(const rl_acquire_args *a, const redisReply *r, rl_acquire_answer *out);
     rl_status (*release)(rl_lock *l, const rl_release_args *a, redisReply **reply, rl_error *err);
     rl_status (*force_unlock)(rl_lock *l, redisReply **reply, rl_error *err);
+    /* Leave the wait queue (best effort; a dead waiter's place ends with its window; NULL: the
+     * kind has no queue). */
+    void (*leave_queue)(rl_lock *l, const char *owner, size_t owner_len, int64_t window_ms);
 } rl_kind;
 
 extern const rl_kind rl_kind_reentrant, rl_kind_fenced, rl_kind_fair, rl_kind_read, rl_kind_write;
 
-/* The fenced lock's acquire answer {-1, token, re-entered} (a refusal is {PTTL, -1}). */
-int rl_reply_is_token(const redisReply *r);
-
-/* Fair locks: leave the wait queue (best effort; a dead waiter's place ends with its window). */
-void rl_fair_leave_queue(rl_lock *l, const char *owner, size_t owner_len, int64_t window_ms);
+/* The kind of a lock of that kind (kinds.c). */
+const rl_kind *rl_kind_of(rl_lock_kind kind);
 
 /* The reentrant lock's release and force unlock, which the fenced lock shares. */
 rl_status rl_reentrant_release(rl_lock *l, const rl_release_args *a, redisReply **reply,
