@@ -58,9 +58,10 @@ typedef enum rl_lost_reason {
     RL_LOST_DELETED,       /* the key was deleted (force unlock, DEL, FLUSH, restart) */
     RL_LOST_OWNER_CHANGED, /* the key exists but no longer holds this owner */
     RL_LOST_UNREACHABLE,   /* Redis could not be reached before the confirmed lease ran out */
-    RL_LOST_MAX_HOLD       /* held longer than its max_hold: the watchdog stopped renewing it */
+    RL_LOST_MAX_HOLD,      /* held longer than its max_hold: the watchdog stopped renewing it */
+    RL_LOST_FAILOVER       /* its server changed (a failover, a restart) and lacks the hold */
 } rl_lost_reason;
-#define RL_LOST_REASON_COUNT 6 /* RL_LOST_NONE .. RL_LOST_MAX_HOLD */
+#define RL_LOST_REASON_COUNT 7 /* RL_LOST_NONE .. RL_LOST_FAILOVER */
 
 const char *rl_lost_reason_name(rl_lost_reason reason);
 
@@ -255,6 +256,11 @@ typedef struct rl_stats {
     size_t waiters;             /* acquires waiting now */
     size_t last_round_nodes;    /* servers the most recent round went to (a cluster's nodes) */
     uint64_t cluster_refreshes; /* redis+cluster://: slot maps fetched so far */
+    uint64_t server_changes;    /* holds the watchdog found on another server than the one that
+                                   renewed them before (a failover, a restart): each verified */
+    /* sync_replicas > 0: lock writes followed by a WAIT, the replicas' acknowledgements of them
+     * in total, and writes that stood without one (no replica was listed: none waited for). */
+    uint64_t sync_waits, sync_acks, sync_skipped;
 } rl_stats;
 
 void rl_client_stats(rl_client *client, rl_stats *out);

@@ -288,7 +288,9 @@ static rl_status run_script(rl_pool *pool, int asking, void *arg, rl_redirect *r
     *repeatable = call->idempotent || !conn->maybe_sent;
     if (st == RL_OK && call->then_send) rl_conn_defer(conn, call->then_send);
     if (st == RL_OK && call->wrote && call->wrote(*call->reply)) {
-        st = rl_replicas_sync(conn, err);
+        int acked;
+        st = rl_replicas_sync(conn, &acked, err);
+        rl_metrics_synced(&c->metrics, acked);
         if (st != RL_OK && st != RL_ERR_REPLICA) { /* the caller sees a plain failure */
             freeReplyObject(*call->reply);
             *call->reply = NULL;
@@ -360,6 +362,7 @@ void rl_client_stats(rl_client *c, rl_stats *out) {
     out->holds = c->holds.locks;
     out->in_doubt = c->holds.in_doubt;
     out->in_doubt_total = c->holds.doubted;
+    out->server_changes = c->watchdog.server_changes;
     out->last_round_nodes = c->watchdog.last_round_nodes;
     pthread_mutex_unlock(&c->mu);
     rl_metrics_read(&c->metrics, out);

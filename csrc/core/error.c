@@ -78,6 +78,8 @@ const char *rl_lost_reason_name(rl_lost_reason reason) {
         return "unreachable";
     case RL_LOST_MAX_HOLD:
         return "max_hold";
+    case RL_LOST_FAILOVER:
+        return "failover";
     }
     return "unknown";
 }

@@ -30,6 +30,7 @@ typedef struct rl_hold {
     unsigned release_failed : 1; /* its last release failed on the network: settle it first */
     unsigned freed : 1;          /* lost, and already removed from Redis by a release */
     unsigned in_doubt : 1;       /* a renewal failed since the last confirmation (validity.c) */
+    uint32_t server;             /* identity.h: the server that last renewed it (0: not known) */
     char *retry_id;              /* after a failed release: its request id (malloc'd), reused by
                                     the retry so that the unlock latch answers it; else NULL */
     const char *owner;           /* the hash field: owner, or owner:write for a write hold */

@@ -37,6 +37,15 @@ void rl_metrics_lost(rl_metrics *m, rl_lost_reason reason) {
         atomic_fetch_add_explicit(&m->lost[reason], 1, memory_order_relaxed);
 }
 
+void rl_metrics_synced(rl_metrics *m, int acked) {
+    if (acked < 0) {
+        atomic_fetch_add_explicit(&m->sync_skipped, 1, memory_order_relaxed);
+        return;
+    }
+    atomic_fetch_add_explicit(&m->sync_waits, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->sync_acks, (uint64_t)acked, memory_order_relaxed);
+}
+
 void rl_metrics_read(rl_metrics *m, rl_stats *out) {
     out->acquisitions = atomic_load_explicit(&m->acquisitions, memory_order_relaxed);
     out->waits = atomic_load_explicit(&m->waits, memory_order_relaxed);
@@ -49,4 +58,7 @@ void rl_metrics_read(rl_metrics *m, rl_stats *out) {
     }
     int64_t waiters = atomic_load_explicit(&m->waiters, memory_order_relaxed);
     out->waiters = waiters > 0 ? (size_t)waiters : 0;
+    out->sync_waits = atomic_load_explicit(&m->sync_waits, memory_order_relaxed);
+    out->sync_acks = atomic_load_explicit(&m->sync_acks, memory_order_relaxed);
+    out->sync_skipped = atomic_load_explicit(&m->sync_skipped, memory_order_relaxed);
 }

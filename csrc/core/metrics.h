@@ -15,6 +15,7 @@ typedef struct rl_metrics {
     _Atomic uint64_t wait_max_us;
     _Atomic uint64_t lost[RL_LOST_REASON_COUNT];
     _Atomic int64_t waiters;
+    _Atomic uint64_t sync_waits, sync_acks, sync_skipped;
 } rl_metrics;
 
 void rl_metrics_init(rl_metrics *m);
@@ -23,6 +24,9 @@ void rl_metrics_acquired(rl_metrics *m);
 void rl_metrics_wait_begins(rl_metrics *m);
 void rl_metrics_wait_ends(rl_metrics *m, uint64_t waited_us);
 void rl_metrics_lost(rl_metrics *m, rl_lost_reason reason);
+/* A lock write's replica sync: `acked` replicas acknowledged its WAIT; -1: none was sent (no
+ * replica listed). */
+void rl_metrics_synced(rl_metrics *m, int acked);
 /* Copies the counters into the rl_stats fields they fill. */
 void rl_metrics_read(rl_metrics *m, rl_stats *out);
 

@@ -1,5 +1,6 @@
 #include "scripts.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
@@ -105,6 +106,20 @@ static int is_noscript(const redisReply *r) {
 rl_status rl_scripts_run(rl_scripts *s, rl_conn *conn, int64_t timeout_ms, rl_script_id id,
                          size_t n, rl_cmd *cmds, redisReply **replies, int idempotent,
                          rl_error *err) {
+    return rl_scripts_run_led(s, conn, timeout_ms, id, n, cmds, replies, idempotent, NULL, NULL,
+                              err);
+}
+
+static void free_replies(redisReply **replies, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        freeReplyObject(replies[i]);
+        replies[i] = NULL;
+    }
+}
+
+rl_status rl_scripts_run_led(rl_scripts *s, rl_conn *conn, int64_t timeout_ms, rl_script_id id,
+                             size_t n, rl_cmd *cmds, redisReply **replies, int idempotent,
+                             const rl_cmd *lead, redisReply **lead_reply, rl_error *err) {
     conn->redirect.kind = RL_REDIRECT_NONE;
     if (!atomic_load(&s->known[id])) {
         rl_status st = load(s, conn, timeout_ms, err);
@@ -116,34 +131,52 @@ rl_status rl_scripts_run(rl_scripts *s, rl_conn *conn, int64_t timeout_ms, rl_sc
         cmds[i].argv[1] = s->sha[id];
         cmds[i].lens[1] = 40;
     }
+    /* The lead goes first in the same pipeline: all[0], then the calls. */
+    size_t off = lead ? 1 : 0;
+    rl_cmd *all = cmds;
+    redisReply **answers = replies;
+    if (lead) {
+        all = malloc((n + 1) * sizeof *all);
+        answers = calloc(n + 1, sizeof *answers);
+        if (!all || !answers) {
+            free(all);
+            free(answers);
+            return rl_fail(err, RL_ERR_MEMORY, "out of memory");
+        }
+        all[0] = *lead;
+        memcpy(all + 1, cmds, n * sizeof *cmds);
+    }
+    rl_status st;
     for (int attempt = 0;; attempt++) {
-        rl_status st = rl_conn_exchange(conn, timeout_ms, n, cmds, replies, idempotent, err);
-        if (st != RL_OK) return st;
+        st = rl_conn_exchange(conn, timeout_ms, n + off, all, answers, idempotent, err);
+        if (st != RL_OK) break;
         int missing = 0;
-        for (size_t i = 0; i < n; i++)
-            missing |= is_noscript(replies[i]);
+        for (size_t i = off; i < n + off; i++)
+            missing |= is_noscript(answers[i]);
         if (missing && attempt == 0) {
             /* The server lost its scripts (restart, SCRIPT FLUSH): load and run the calls again.
              * A call answered NOSCRIPT did not run, so this is safe for any script. */
-            for (size_t i = 0; i < n; i++) {
-                freeReplyObject(replies[i]);
-                replies[i] = NULL;
-            }
+            free_replies(answers, n + off);
             st = load(s, conn, timeout_ms, err);
-            if (st != RL_OK) return st;
+            if (st != RL_OK) break;
             continue;
         }
-        for (size_t i = 0; i < n; i++) {
-            if (replies[i]->type != REDIS_REPLY_ERROR) continue;
-            rl_status failed = rl_fail_reply(err, "the lock script", replies[i]);
-            if (is_readonly(replies[i])) failed = rl_conn_lost_master(conn, err);
-            rl_redirect_parse(replies[i], &conn->redirect); /* a cluster's caller follows it */
-            for (size_t j = 0; j < n; j++) {
-                freeReplyObject(replies[j]);
-                replies[j] = NULL;
-            }
-            return failed;
+        for (size_t i = off; i < n + off; i++) {
+            if (answers[i]->type != REDIS_REPLY_ERROR) continue;
+            rl_status failed = rl_fail_reply(err, "the lock script", answers[i]);
+            if (is_readonly(answers[i])) failed = rl_conn_lost_master(conn, err);
+            rl_redirect_parse(answers[i], &conn->redirect); /* a cluster's caller follows it */
+            free_replies(answers, n + off);
+            st = failed;
+            break;
         }
-        return RL_OK;
+        break;
     }
+    if (lead) {
+        *lead_reply = answers[0];
+        if (st == RL_OK) memcpy(replies, answers + 1, n * sizeof *replies);
+        free(all);
+        free(answers);
+    }
+    return st;
 }

@@ -71,5 +71,11 @@ void rl_scripts_destroy(rl_scripts *scripts);
 rl_status rl_scripts_run(rl_scripts *scripts, rl_conn *conn, int64_t timeout_ms, rl_script_id id,
                          size_t n, rl_cmd *cmds, redisReply **replies, int idempotent,
                          rl_error *err);
+/* The same, with `lead` sent first in the same pipeline (no round trip of its own): its answer
+ * in *lead_reply (NULL when none came; the caller frees it), whatever the calls' outcome. */
+rl_status rl_scripts_run_led(rl_scripts *scripts, rl_conn *conn, int64_t timeout_ms,
+                             rl_script_id id, size_t n, rl_cmd *cmds, redisReply **replies,
+                             int idempotent, const rl_cmd *lead, redisReply **lead_reply,
+                             rl_error *err);
 
 #endif

@@ -80,6 +80,7 @@ void rl_watchdog_init(rl_watchdog *wd, rl_config *cfg) {
     rl_cond_init(&wd->wake);
     rl_cond_init(&wd->round_done);
     atomic_init(&wd->in_io, 0);
+    atomic_init(&wd->master_moved, 0);
 }
 
 void rl_watchdog_destroy(rl_watchdog *wd) {
@@ -123,6 +124,9 @@ static int renew_round(rl_client *c, int64_t *earliest) {
     int64_t start_us = rl_now_us(), start_cpu_us = rl_thread_cpu_us(), net_us = 0;
     int64_t round_start = rl_now_ms();
     *earliest = settle_due_holds(c, round_start);
+    if (atomic_exchange(&wd->master_moved, 0))
+        for (rl_hold *h = c->holds.watch_head; h; h = h->watch_next)
+            if (!h->releasing && !h->lost) rl_hold_doubted(c, h, "its master changed");
     rl_hold **batch = malloc((c->holds.watched + 1) * sizeof *batch);
     if (!batch) return 0;
     size_t n = 0;
@@ -144,10 +148,11 @@ static int renew_round(rl_client *c, int64_t *earliest) {
     rl_status st = RL_ERR_MEMORY;
     rl_renew_outcome outcome = {0};
     long long *answers = malloc((n + 1) * sizeof *answers);
-    if (n > 0 && answers) {
+    uint32_t *servers = malloc((n + 1) * sizeof *servers);
+    if (n > 0 && answers && servers) {
         atomic_store(&wd->in_io, 1);
         net_us = rl_now_us();
-        st = c->deploy->renew(c, batch, n, lease, timeout, answers, &outcome, &err);
+        st = c->deploy->renew(c, batch, n, lease, timeout, answers, servers, &outcome, &err);
         net_us = rl_now_us() - net_us;
         atomic_store(&wd->in_io, 0);
     }
@@ -159,7 +164,17 @@ static int renew_round(rl_client *c, int64_t *earliest) {
     for (size_t i = 0; i < n; i++) {
         rl_hold *h = batch[i];
         h->in_round = 0;
-        long long answer = answers ? answers[i] : -1; /* a cluster's answered nodes count */
+        long long answer = answers && servers ? answers[i] : -1; /* answered nodes count */
+        uint32_t server = answer >= 0 ? servers[i] : 0;
+        /* Answered by another server than the one that last renewed it (a failover, a restart, a
+         * promoted replica): what that one confirmed may be gone. In doubt, and verified by this
+         * very answer: still ours and held again, or lost to the change. */
+        int moved = server && h->server && server != h->server && !h->lost && h->watched;
+        if (moved) {
+            wd->server_changes++;
+            rl_hold_doubted(c, h, "its server changed (a failover or a restart)");
+        }
+        if (server && answer == 1) h->server = server;
         if (answer == 1) {
             rl_hold_confirmed(c, h, sent_at, lease);
             renewed++;
@@ -167,7 +182,9 @@ static int renew_round(rl_client *c, int64_t *earliest) {
             /* released meanwhile, or declared lost by a release: nothing to say */
         } else if (answer == 0) {
             rl_client_hold_lost(c, h,
-                                now >= h->confirmed_until ? RL_LOST_EXPIRED : RL_LOST_DELETED);
+                                moved                       ? RL_LOST_FAILOVER
+                                : now >= h->confirmed_until ? RL_LOST_EXPIRED
+                                                            : RL_LOST_DELETED);
         } else if (answer == 2) {
             rl_client_hold_lost(c, h, RL_LOST_OWNER_CHANGED);
         } else if (now >= h->confirmed_until) {
@@ -196,6 +213,7 @@ static int renew_round(rl_client *c, int64_t *earliest) {
     }
     pthread_cond_broadcast(&wd->round_done);
     free(answers);
+    free(servers);
     free(batch);
     if (st == RL_OK) {
         wd->last_round_us = (uint64_t)(rl_now_us() - start_us);
@@ -232,7 +250,7 @@ static void *watchdog_main(void *arg) {
             idle_since = -1;
             wd->next_round = next = min64(now + period, next);
         }
-        if (now < next) {
+        if (now < next && !atomic_load(&wd->master_moved)) {
             rl_cond_wait_until(&wd->wake, &c->mu, next);
             continue;
         }
@@ -295,6 +313,11 @@ int rl_watchdog_watch(rl_client *c, rl_hold *hold) {
 void rl_watchdog_wait_out_round(rl_client *c, rl_hold *hold) {
     while (hold->in_round)
         pthread_cond_wait(&c->watchdog.round_done, &c->mu);
+}
+
+void rl_watchdog_master_moved(rl_client *c) {
+    atomic_store(&c->watchdog.master_moved, 1);
+    pthread_cond_signal(&c->watchdog.wake);
 }
 
 void rl_watchdog_stop(rl_client *c) {

@@ -30,7 +30,9 @@ typedef struct rl_watchdog {
     pthread_cond_t round_done; /* holds left a round */
     rl_conn conn;              /* the watchdog's own connection */
     atomic_int in_io;
+    atomic_int master_moved; /* rl_watchdog_master_moved: doubt every hold, renew now */
     uint64_t rounds, round_trips, calls, renewed, failed_rounds;
+    uint64_t server_changes;         /* holds found answered by another server than before */
     uint64_t round_us, round_cpu_us; /* wall and CPU time of the rounds that reached Redis */
     uint64_t last_round_us, last_round_cpu_us, last_round_net_us;
     size_t last_round_holds;
@@ -56,6 +58,11 @@ void rl_watchdog_wait_out_round(struct rl_client *c, rl_hold *hold);
 
 /* Stops and joins the thread, closes its connection. */
 void rl_watchdog_stop(struct rl_client *c);
+
+/* The deployment learned that its master changed (Sentinel's +switch-master): every hold is put
+ * in doubt and a round runs at once to verify them on the new master. Any thread, any lock held
+ * (it only sets a flag and signals; a signal lost to a race costs at most one period). */
+void rl_watchdog_master_moved(struct rl_client *c);
 
 /* In a forked child: the thread is gone and the connection is the parent's. */
 void rl_watchdog_forget_after_fork(rl_watchdog *wd);

@@ -120,6 +120,12 @@ int rlua_client_stats(lua_State *L) {
     set_integer(L, "renewed_holds", (int64_t)s.renewed_holds);
     set_boolean(L, "watchdog_running", s.watchdog_running);
     set_integer(L, "subscriptions", (int64_t)s.subscriptions);
+    set_integer(L, "in_doubt", (int64_t)s.in_doubt);
+    set_integer(L, "in_doubt_total", (int64_t)s.in_doubt_total);
+    set_integer(L, "server_changes", (int64_t)s.server_changes);
+    set_integer(L, "sync_waits", (int64_t)s.sync_waits);
+    set_integer(L, "sync_acks", (int64_t)s.sync_acks);
+    set_integer(L, "sync_skipped", (int64_t)s.sync_skipped);
     return 1;
 }
 

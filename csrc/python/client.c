@@ -226,7 +226,7 @@ static PyObject *client_stats(rlpy_client *self, PyObject *unused) {
     }
     if (!lost) return NULL;
     return Py_BuildValue(
-        "{sKsKsKsKsnsOsnsKsKsdsdsKsNsnsnsKsnsKsKsKsnsK}", "renew_rounds",
+        "{sKsKsKsKsnsOsnsKsKsdsdsKsNsnsnsKsnsKsKsKsnsKsKsKsKsK}", "renew_rounds",
         (unsigned long long)s.renew_rounds, "renew_round_trips",
         (unsigned long long)s.renew_round_trips, "renew_calls", (unsigned long long)s.renew_calls,
         "renewed_holds", (unsigned long long)s.renewed_holds, "last_round_holds",
@@ -240,7 +240,10 @@ static PyObject *client_stats(rlpy_client *self, PyObject *unused) {
         (Py_ssize_t)s.last_round_nodes, "cluster_refreshes",
         (unsigned long long)s.cluster_refreshes, "last_round_us",
         (unsigned long long)s.last_round_us, "renew_round_us", (unsigned long long)s.renew_round_us,
-        "in_doubt", (Py_ssize_t)s.in_doubt, "in_doubt_total", (unsigned long long)s.in_doubt_total);
+        "in_doubt", (Py_ssize_t)s.in_doubt, "in_doubt_total", (unsigned long long)s.in_doubt_total,
+        "server_changes", (unsigned long long)s.server_changes, "sync_waits",
+        (unsigned long long)s.sync_waits, "sync_acks", (unsigned long long)s.sync_acks,
+        "sync_skipped", (unsigned long long)s.sync_skipped);
 }
 
 static PyMethodDef client_methods[] = {

@@ -396,7 +396,7 @@ static PyGetSetDef lock_getset[] = {
      "True when the calling thread's hold was lost while held (until it is released).", NULL},
     {"lost_reason", (getter)lock_get_lost_reason, NULL,
      "Why the calling thread's hold was lost ('expired', 'deleted', 'owner_changed', "
-     "'unreachable', 'max_hold'), or None.",
+     "'unreachable', 'max_hold', 'failover'), or None.",
      NULL},
     {"in_doubt", (getter)lock_get_in_doubt, NULL,
      "True while the calling thread's hold is in doubt: a renewal failed or is late, or less "

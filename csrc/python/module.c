@@ -126,8 +126,8 @@ static struct PyModuleDef core_module = {
 
 /* The names of the core's lost reasons, in the order of rl_lost_reason (RL_LOST_NONE left out). */
 static PyObject *lost_reasons(void) {
-    PyObject *names = PyTuple_New(RL_LOST_MAX_HOLD);
-    for (int r = RL_LOST_EXPIRED; names && r <= RL_LOST_MAX_HOLD; r++) {
+    PyObject *names = PyTuple_New(RL_LOST_REASON_COUNT - 1);
+    for (int r = RL_LOST_EXPIRED; names && r < RL_LOST_REASON_COUNT; r++) {
         PyObject *name = PyUnicode_FromString(rl_lost_reason_name((rl_lost_reason)r));
         if (!name) {
             Py_CLEAR(names);

@@ -61,7 +61,7 @@ function Lock:remaining()
   return ms / 1000
 end
 
--- Local state, no round trip: true and the reason ("expired", "deleted", "owner_changed",
+-- Local state, no round trip: true and the reason ("expired", "deleted", "owner_changed", "failover",
 -- "unreachable", "max_hold") when the running coroutine's hold was lost while held; else false.
 function Lock:lost() return self._core:lost() end
 

@@ -16,7 +16,7 @@ PERMIT_ID_LEN: int
 
 _Name = Union[str, bytes]
 _L = TypeVar("_L", bound="Lock")
-_LostReason = Literal["expired", "deleted", "owner_changed", "unreachable", "max_hold"]
+_LostReason = Literal["expired", "deleted", "owner_changed", "unreachable", "max_hold", "failover"]
 
 def current_context() -> int: ...
 def _set_green(context_source: Optional[Callable[[], int]],

@@ -20,7 +20,8 @@ class LockLostError(LockError):
 
     Reasons: ``expired`` (the lease ran out before it could be renewed), ``deleted`` (someone
     deleted or force-unlocked it, or Redis lost its data), ``owner_changed`` (another owner holds
-    it now), ``unreachable`` (Redis could not be reached before the lease ran out), ``max_hold``.
+    it now), ``unreachable`` (Redis could not be reached before the lease ran out), ``max_hold``,
+    ``failover`` (the server that answers changed, by a failover or a restart, and lacks it).
     """
 
     def __init__(self, message: str, reason: str = "unknown") -> None:

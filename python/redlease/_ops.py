@@ -47,10 +47,15 @@ class Stats(TypedDict):
     wait_seconds_total: float
     wait_seconds_max: float
     lost_total: int  # holds lost while held
-    lost: Dict[str, int]  # ... by reason: expired, deleted, owner_changed, unreachable, max_hold
+    lost: Dict[str, int]  # ... by reason: expired, deleted, owner_changed, unreachable, max_hold,
+    # failover
     holds: int  # (lock, thread) holds now
     in_doubt: int  # ... of which in doubt now (a renewal failed; may still be valid)
     in_doubt_total: int  # times a hold went in doubt
+    server_changes: int  # holds found on another server than before (failover, restart)
+    sync_waits: int  # sync_replicas: lock writes followed by a WAIT
+    sync_acks: int  # ... the replicas' acknowledgements of them, in total
+    sync_skipped: int  # ... writes that stood unreplicated: no replica was listed
     waiters: int  # acquires waiting now
     renew_rounds: int  # watchdog renewal rounds that reached Redis
     renew_failed_rounds: int  # rounds that failed on the network (retried)

@@ -24,6 +24,16 @@ _COUNTERS = (
      "renew_failed_rounds"),
     ("redlease_holds_in_doubt", "Times a hold went in doubt (a renewal failed).",
      "in_doubt_total"),
+    ("redlease_holds_server_changes",
+     "Holds found on another server than the one that renewed them (failover, restart).",
+     "server_changes"),
+    ("redlease_replica_sync_waits", "Lock writes followed by a WAIT (sync_replicas).",
+     "sync_waits"),
+    ("redlease_replica_sync_acks", "Replica acknowledgements of those WAITs, in total.",
+     "sync_acks"),
+    ("redlease_replica_sync_skipped",
+     "Lock writes that stood unreplicated: no replica was listed (sync_replicas).",
+     "sync_skipped"),
 )
 _GAUGES = (
     ("redlease_wait_seconds_max", "The longest wait for a lock so far.", "wait_seconds_max"),

@@ -89,14 +89,9 @@ static int answers_ping(const test_server *s) {
     return ok;
 }
 
-int server_start(test_server *s, const char *const *extra) {
-    memset(s, 0, sizeof *s);
-    snprintf(s->dir, sizeof s->dir, "/tmp/rltest.XXXXXX");
-    if (!mkdtemp(s->dir)) return -1;
-    snprintf(s->socket, sizeof s->socket, "%s/redis.sock", s->dir);
-    for (int attempt = 0; attempt < 20; attempt++) {
-        s->port = free_port();
-        if (s->port <= 0) continue;
+/* Starts redis-server on s->port in s->dir; 0 once it answers. */
+static int spawn(test_server *s, const char *const *extra) {
+    {
         char port[16];
         snprintf(port, sizeof port, "%d", s->port);
         const char *argv[64] = {"redis-server",
@@ -135,13 +130,41 @@ int server_start(test_server *s, const char *const *extra) {
                 return 0;
             }
             int status;
-            if (waitpid(pid, &status, WNOHANG) == pid) break; /* port taken: try another */
+            if (waitpid(pid, &status, WNOHANG) == pid) break; /* port taken */
             sleep_ms(50);
         }
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
     }
     return -1;
+}
+
+int server_start(test_server *s, const char *const *extra) {
+    memset(s, 0, sizeof *s);
+    snprintf(s->dir, sizeof s->dir, "/tmp/rltest.XXXXXX");
+    if (!mkdtemp(s->dir)) return -1;
+    snprintf(s->socket, sizeof s->socket, "%s/redis.sock", s->dir);
+    for (int attempt = 0; attempt < 20; attempt++) {
+        s->port = free_port();
+        if (s->port > 0 && spawn(s, extra) == 0) return 0; /* else the port was taken */
+    }
+    return -1;
+}
+
+int server_restart(test_server *s, int keep_data) {
+    redisContext *c = server_connect(s);
+    redisReply *r = keep_data ? redisCommand(c, "SAVE") : NULL;
+    int saved = r && r->type == REDIS_REPLY_STATUS;
+    if (r) freeReplyObject(r);
+    redisFree(c);
+    if (keep_data && !saved) return -1;
+    kill(s->pid, SIGKILL);
+    waitpid(s->pid, NULL, 0);
+    s->pid = 0;
+    char dump[128];
+    snprintf(dump, sizeof dump, "%s/dump.rdb", s->dir);
+    if (!keep_data) unlink(dump);
+    return spawn(s, NULL);
 }
 
 const char *test_certs(void) {

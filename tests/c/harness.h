@@ -87,6 +87,9 @@ typedef struct test_server {
  * (NULL-terminated) are passed on. Dies with the test process. 0 on success. */
 int server_start(test_server *s, const char *const *extra_args);
 void server_stop(test_server *s);
+/* Kills s's server and starts a new one on the same port and folder: with the data as a SAVE
+ * just before left it (keep_data), or with none. A new process: a new replication id. */
+int server_restart(test_server *s, int keep_data);
 int free_port(void);
 
 /* The certificates of tests/tls/make-certs, made once per run; the directory. */

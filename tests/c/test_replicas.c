@@ -69,6 +69,21 @@ TEST(replica_sync_acknowledged_stalled_and_gone) {
     CHECK_OK(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
     CHECK_INT(raw_int(g_raw, "EXISTS synced"), 1);
     CHECK_OK(rl_lock_release(l, 1, err));
+    /* ... and, once the connection saw none listed, writes no longer wait for one: ROLE alone,
+     * no WAIT of 1.5 s each. */
+    rl_stats before, after;
+    rl_client_stats(c, &before);
+    t0 = now_ms();
+    for (int i = 0; i < 3; i++) {
+        CHECK_OK(rl_lock_acquire(l, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
+        CHECK_OK(rl_lock_release(l, 1, err));
+    }
+    CHECK_MSG(now_ms() - t0 < 1500, "3 cycles took %lld ms: a WAIT for an absent replica",
+              (long long)(now_ms() - t0));
+    rl_client_stats(c, &after);
+    CHECK_INT(after.sync_skipped - before.sync_skipped, 6);
+    CHECK_INT(after.sync_waits, before.sync_waits);
+    CHECK(after.sync_acks >= 2); /* the acquire and release the live replica acknowledged */
     redisFree(on_replica);
     rl_lock_free(l);
     rl_client_free(c);

@@ -30,6 +30,8 @@ def test_master_killed_replica_takes_over(own_cluster, clients):
     waiting = clients(cluster.url, connect_timeout=1, command_timeout=15)
     for name in names:
         assert keeper.lock(name).acquire(timeout=0)
+    # One renewal round (a third of the lease): each hold then knows the server that renewed it.
+    assert wait_for(lambda: keeper.stats()["renewed_holds"] >= len(names), 10)
     acquired = {}
 
     def wait(name):
@@ -66,9 +68,11 @@ def test_master_killed_replica_takes_over(own_cluster, clients):
     assert unsynced_lost.calls[0][0] in (unsynced, unsynced.encode())
     assert unsynced_lost.calls[0][1] in ("deleted", "expired")
     assert loser.lock(unsynced).lost
-    # The synced hold is kept: renewed at the new master for several rounds, never lost.
+    # The synced hold is kept: renewed at the new master for several rounds, never lost; the
+    # round that first reached the promoted replica saw another server, and verified the hold.
     time.sleep(3)
     assert not kept_lost.calls
+    assert wait_for(lambda: keeper.stats()["server_changes"] == 1, 10), keeper.stats()
     for name in names:
         assert keeper.lock(name).held() and not keeper.lock(name).lost
     assert victim_name not in acquired

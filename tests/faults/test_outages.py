@@ -88,6 +88,30 @@ def test_redis_restart_loses_the_data_and_the_loss_is_detected(server, make_clie
     lock.release()
 
 
+def test_restart_after_a_renewal_is_seen_as_a_server_change(server, make_client, lost):
+    """A hold renewed at least once knows its server: a new one (a restart here, a promoted
+    replica in a failover) puts it in doubt and, lacking the hold, reports it lost as
+    ``failover`` rather than as an ordinary deletion."""
+    states = []
+    c = make_client(server.url, on_lost=lost,
+                    on_state=lambda name, state, why: states.append((state, why, time.monotonic())))
+    lock = c.lock("restarted:renewed")
+    lock.acquire()
+    assert wait_for(lambda: c.stats()["renewed_holds"] >= 1, PERIOD * 3)
+    server.stop()
+    server.start()  # same port, no data
+    restarted = time.monotonic()
+    assert lost.wait(PERIOD * 2 + 1.0)
+    assert lost.calls[0][:2] == ("restarted:renewed", "failover")
+    assert lock.lost_reason == "failover" and c.stats()["server_changes"] == 1
+    assert [s for s, _, _ in states] == ["in_doubt", "lost"], states
+    assert "server changed" in states[0][1]
+    print("restart -> in doubt %.3f s -> lost %.3f s" % (states[0][2] - restarted,
+                                                         states[1][2] - restarted))
+    with pytest.raises(redlease.LockLostError):
+        lock.release()
+
+
 def test_release_during_an_outage_raises_and_stops_renewal(proxy, raw, make_client, lost):
     c = make_client(proxy.url, on_lost=lost)
     lock = c.lock("release-fails")

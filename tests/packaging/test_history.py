@@ -4,7 +4,6 @@ characters (the why goes in the body), so `git log --oneline` reads as a list of
 import subprocess
 
 import pytest
-
 from pkgkit import ROOT
 
 SINCE = "2f87185"  # the last commit before the rule; older subjects are left as they are

@@ -114,6 +114,7 @@ def test_prometheus_exposition_parses(client, make_client, raw):
     assert ("redlease_renewal_failed_rounds_total", (me,)) in samples
     assert samples[("redlease_holds_in_doubt_now", (me,))] == 0
     assert samples[("redlease_holds_in_doubt_total", (me,))] == 0
+    assert samples[("redlease_holds_server_changes_total", (me,))] == 0
     registry.unregister(collector)
     labelled = CollectorRegistry()
     redlease.prometheus.register(client, labelled, label="billing")

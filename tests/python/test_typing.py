@@ -38,4 +38,4 @@ def test_stubs_name_the_core_lost_reasons():
     with open(stub) as f:
         literal = re.search(r"_LostReason = Literal\[(.*?)\]", f.read()).group(1)
     assert tuple(re.findall(r'"(\w+)"', literal)) == _core.LOST_REASONS
-    assert len(_core.LOST_REASONS) == 5
+    assert len(_core.LOST_REASONS) == 6

@@ -123,10 +123,11 @@ typedef struct rl_deploy {
     /* On the watchdog's thread, client mutex NOT held (the holds of batch stay valid: each is
      * marked in_round): renews batch[0..n) for `lease` ms within timeout_ms. answers[i]: the
      * renewal script's answer for batch[i] (1 renewed, 0 gone, 2 held by others) or -1 when
-     * none came. RL_OK when every server answered; else the first failure, in *err. */
+     * none came; servers[i]: the identity (identity.h) of the server that gave answers[i], 0
+     * when not known. RL_OK when every server answered; else the first failure, in *err. */
     rl_status (*renew)(struct rl_client *c, rl_hold **batch, size_t n, int64_t lease,
-                       int64_t timeout_ms, long long *answers, rl_renew_outcome *out,
-                       rl_error *err);
+                       int64_t timeout_ms, long long *answers, uint32_t *servers,
+                       rl_renew_outcome *out, rl_error *err);
     /* Any thread (rl_client_stats): adds the deployment's own counters to *out. */
     void (*stats)(struct rl_client *c, rl_stats *out);
 } rl_deploy;
@@ -148,8 +149,8 @@ void rl_standalone_channel_moved(struct rl_client *c, const char *channel, size_
 size_t rl_standalone_subscriptions(struct rl_client *c);
 int64_t rl_standalone_send_deferred(struct rl_client *c, int64_t idle_ms, int64_t timeout_ms);
 rl_status rl_standalone_renew(struct rl_client *c, rl_hold **batch, size_t n, int64_t lease,
-                              int64_t timeout_ms, long long *answers, rl_renew_outcome *out,
-                              rl_error *err);
+                              int64_t timeout_ms, long long *answers, uint32_t *servers,
+                              rl_renew_outcome *out, rl_error *err);
 void rl_standalone_after_fork_child(struct rl_client *c);
 void rl_standalone_stats(struct rl_client *c, rl_stats *out);
 

@@ -226,8 +226,10 @@ static int64_t send_deferred(rl_client *c, int64_t idle_ms, int64_t timeout_ms) 
 }
 
 static rl_status renew(rl_client *c, rl_hold **batch, size_t n, int64_t lease, int64_t timeout_ms,
-                       long long *answers, rl_renew_outcome *out, rl_error *err) {
-    return rl_renew_on_cluster(c, cluster_of(c), batch, n, lease, timeout_ms, answers, out, err);
+                       long long *answers, uint32_t *servers, rl_renew_outcome *out,
+                       rl_error *err) {
+    return rl_renew_on_cluster(c, cluster_of(c), batch, n, lease, timeout_ms, answers, servers, out,
+                               err);
 }
 
 static void stats(rl_client *c, rl_stats *out) {

@@ -17,6 +17,7 @@ static void master_moved(void *userdata) {
     rl_pool_interrupt(&c->pool);
     rl_conn_interrupt(&c->watchdog.conn);
     rl_conn_interrupt(&c->sub.conn);
+    rl_watchdog_master_moved(c);
 }
 
 static rl_status create(rl_client *c, rl_error *err) {

@@ -8,6 +8,7 @@
 #include "client.h"
 #include "deploy.h"
 #include "error.h"
+#include "identity.h"
 #include "renew_calls.h"
 #include "replicas.h"
 
@@ -75,27 +76,33 @@ int64_t rl_standalone_send_deferred(rl_client *c, int64_t idle_ms, int64_t timeo
 
 /* Every call of the round pipelined on the watchdog's connection, then replica sync. */
 rl_status rl_standalone_renew(rl_client *c, rl_hold **batch, size_t n, int64_t lease,
-                              int64_t timeout_ms, long long *answers, rl_renew_outcome *out,
-                              rl_error *err) {
+                              int64_t timeout_ms, long long *answers, uint32_t *servers,
+                              rl_renew_outcome *out, rl_error *err) {
     rl_watchdog *wd = &c->watchdog;
     rl_renew_calls b;
     uint64_t exchanges_before = wd->conn.exchanges;
     memset(out, 0, sizeof *out);
     for (size_t i = 0; i < n; i++)
-        answers[i] = -1;
+        answers[i] = -1, servers[i] = 0;
     rl_status st = RL_ERR_MEMORY;
     if (rl_renew_calls_build(&b, batch, n, NULL, lease) == 0) {
-        st = rl_scripts_run(&c->scripts, &wd->conn, timeout_ms, RL_SCRIPT_RENEW, b.ncalls, b.cmds,
-                            b.replies, 1, err);
+        /* Which server answers: asked in the same pipeline, ahead of the renewals. */
+        redisReply *identity = NULL;
+        st = rl_scripts_run_led(&c->scripts, &wd->conn, timeout_ms, RL_SCRIPT_RENEW, b.ncalls,
+                                b.cmds, b.replies, 1, &rl_identity_cmd, &identity, err);
+        uint32_t server = rl_identity_of(identity);
+        freeReplyObject(identity);
         rl_error sync_err;
-        if (st == RL_OK && rl_replicas_sync(&wd->conn, &sync_err) != RL_OK) {
+        int acked;
+        if (st == RL_OK && rl_replicas_sync(&wd->conn, &acked, &sync_err) != RL_OK) {
             char message[RL_QUOTING_MESSAGE_SIZE];
             snprintf(message, sizeof message, "renewal of %zu hold(s): %s", n, sync_err.message);
             rl_events_push(&c->events, RL_EVENT_SYNC_FAILED, NULL, 0, 0, RL_LOST_NONE, n, message);
         }
         for (size_t k = 0; st == RL_OK && k < b.ncalls; k++)
             for (size_t j = 0; j < b.count[k]; j++)
-                answers[b.first[k] + j] = rl_renew_calls_answer(&b, k, j);
+                answers[b.first[k] + j] = rl_renew_calls_answer(&b, k, j),
+                                     servers[b.first[k] + j] = server;
         out->calls = b.ncalls;
         out->nodes = 1;
     }

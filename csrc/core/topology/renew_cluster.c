@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "identity.h"
 #include "redirect.h"
 #include "renew_calls.h"
 
@@ -27,6 +28,7 @@ typedef struct node_round {
     int sent;        /* its calls are on the wire: read the answers */
     int slot;        /* one of its slots, to ask the map again when it fails */
     uint64_t before; /* node->renew.exchanges before the round */
+    uint32_t server; /* the node's identity (identity.h), 0: not known */
 } node_round;
 
 static int is_error(const redisReply *r) {
@@ -85,14 +87,15 @@ static void redo_per_key(rl_client *c, const rl_renew_calls *b, size_t k, const 
 
 rl_status rl_renew_on_cluster(rl_client *c, rl_cluster *cl, rl_hold **batch, size_t n,
                               int64_t lease, int64_t timeout_ms, long long *answers,
-                              rl_renew_outcome *out, rl_error *err) {
+                              uint32_t *servers, rl_renew_outcome *out, rl_error *err) {
     memset(out, 0, sizeof *out);
     for (size_t i = 0; i < n; i++)
-        answers[i] = -1;
+        answers[i] = -1, servers[i] = 0;
     placed *order = calloc(n ? n : 1, sizeof *order);
     rl_hold **sorted = calloc(n ? n : 1, sizeof *sorted);
     int *slots = calloc(n ? n : 1, sizeof *slots);
     node_round *rounds = calloc(n ? n : 1, sizeof *rounds);
+    rl_cmd *probe = NULL;
     rl_renew_calls b = {0};
     rl_status st = RL_OK;
     if (!order || !sorted || !slots || !rounds) {
@@ -120,10 +123,15 @@ rl_status rl_renew_on_cluster(rl_client *c, rl_cluster *cl, rl_hold **batch, siz
     for (size_t k = 0; k < b.ncalls; k++) {
         rl_cluster_node *node = order[b.first[k]].node;
         if (nodes == 0 || rounds[nodes - 1].node != node)
-            rounds[nodes++] = (node_round){node, k, k, 0, order[b.first[k]].slot, 0};
+            rounds[nodes++] = (node_round){node, k, k, 0, order[b.first[k]].slot, 0, 0};
         rounds[nodes - 1].to = k + 1;
     }
     out->nodes = nodes;
+    probe = malloc((b.ncalls + nodes) * sizeof *probe); /* each node's calls, after its probe */
+    if (!probe) {
+        st = rl_fail(err, RL_ERR_MEMORY, "out of memory building a renewal round");
+        goto done;
+    }
     int known = atomic_load(&c->scripts.known[RL_SCRIPT_RENEW]);
     /* Every node's calls go out before any answer is read. */
     for (size_t r = 0; r < nodes; r++) {
@@ -142,16 +150,26 @@ rl_status rl_renew_on_cluster(rl_client *c, rl_cluster *cl, rl_hold **batch, siz
             b.cmds[k].argv[0] = "EVALSHA", b.cmds[k].lens[0] = 7;
             b.cmds[k].argv[1] = c->scripts.sha[RL_SCRIPT_RENEW], b.cmds[k].lens[1] = 40;
         }
+        /* Which server answers, asked ahead of its calls in the same pipeline: node r's are
+         * probe[from + r], then its calls. */
+        rl_cmd *mine = &probe[nr->from + r];
+        mine[0] = rl_identity_cmd;
+        memcpy(&mine[1], &b.cmds[nr->from], (nr->to - nr->from) * sizeof *mine);
         rl_status one =
-            rl_conn_send(&nr->node->renew, timeout_ms, nr->to - nr->from, &b.cmds[nr->from], err);
+            rl_conn_send(&nr->node->renew, timeout_ms, nr->to - nr->from + 1, mine, err);
         nr->sent = one == RL_OK;
         if (one != RL_OK && st == RL_OK) st = one;
     }
     for (size_t r = 0; r < nodes; r++) {
         node_round *nr = &rounds[r];
         if (nr->sent) {
-            rl_status one = rl_conn_receive_replies(&nr->node->renew, nr->to - nr->from,
-                                                    &b.replies[nr->from], err);
+            redisReply *identity = NULL;
+            rl_status one = rl_conn_receive_replies(&nr->node->renew, 1, &identity, err);
+            nr->server = rl_identity_of(identity);
+            freeReplyObject(identity);
+            if (one == RL_OK)
+                one = rl_conn_receive_replies(&nr->node->renew, nr->to - nr->from,
+                                              &b.replies[nr->from], err);
             if (one != RL_OK && st == RL_OK) st = one;
             nr->sent = one == RL_OK;
         }
@@ -164,10 +182,17 @@ rl_status rl_renew_on_cluster(rl_client *c, rl_cluster *cl, rl_hold **batch, siz
     /* A moved slot (MOVED), a restarted node (NOSCRIPT): once more through the pool. A slot in
      * migration (ASK, TRYAGAIN): one key at a time, so that no hold is lost while its slot's
      * keys are split between two nodes (as long as that lasts). */
-    for (size_t k = 0; k < b.ncalls; k++) {
-        if (is_error(b.replies[k]) && !split_slot(&b, k)) redo(c, &b, k, out);
-        for (size_t j = 0; j < b.count[k]; j++)
+    for (size_t k = 0, r = 0; k < b.ncalls; k++) {
+        while (r < nodes && rounds[r].to <= k)
+            r++;
+        /* The node's identity vouches only for the answers its own connection gave. */
+        uint32_t server = r < nodes && rounds[r].sent ? rounds[r].server : 0;
+        if (is_error(b.replies[k]) && !split_slot(&b, k)) redo(c, &b, k, out), server = 0;
+        if (split_slot(&b, k)) server = 0;
+        for (size_t j = 0; j < b.count[k]; j++) {
             answers[order[b.first[k] + j].index] = rl_renew_calls_answer(&b, k, j);
+            servers[order[b.first[k] + j].index] = server;
+        }
         if (split_slot(&b, k)) redo_per_key(c, &b, k, order, answers, out);
     }
 done:
@@ -176,5 +201,6 @@ done:
     free(sorted);
     free(slots);
     free(rounds);
+    free(probe);
     return st;
 }

@@ -18,6 +18,6 @@
  * came. RL_OK when every node answered; else the first failure, in *err. */
 rl_status rl_renew_on_cluster(rl_client *c, rl_cluster *cl, rl_hold **batch, size_t n,
                               int64_t lease, int64_t timeout_ms, long long *answers,
-                              rl_renew_outcome *out, rl_error *err);
+                              uint32_t *servers, rl_renew_outcome *out, rl_error *err);
 
 #endif

@@ -45,6 +45,7 @@ void rl_conn_init(rl_conn *conn, rl_config *cfg) {
     memset(conn, 0, sizeof *conn);
     conn->cfg = cfg;
     conn->fd = -1;
+    conn->replicas_seen = -1;
 }
 
 /* A connection to the server the resolver named in `epoch` saw it fail. */
@@ -74,7 +75,7 @@ static void set_why_errno(rl_conn *conn, int error) {
 static int publish_fd(rl_conn *conn, int fd) {
     pthread_mutex_lock(&conn->cfg->fd_mu);
     int closing = atomic_load(&conn->cfg->closing);
-    if (!closing) conn->fd = fd;
+    if (!closing) conn->fd = fd, conn->replicas_seen = -1; /* a new server, maybe */
     pthread_mutex_unlock(&conn->cfg->fd_mu);
     return closing ? -1 : 0;
 }

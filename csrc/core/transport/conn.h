@@ -62,6 +62,7 @@ typedef struct rl_conn {
     uint64_t epoch;           /* ... in this resolver epoch */
     char where[RL_WHERE_MAX]; /* host:port or the socket path, for messages */
     int readonly;             /* the last call met READONLY (rl_conn_lost_master) */
+    int replicas_seen;        /* replicas ROLE listed at the last replica sync; -1: not asked yet */
     const char *node_host;    /* a cluster node's connection: opened to it (the node outlives it) */
     int node_port;
     rl_redirect redirect; /* a cluster node's last MOVED/ASK/TRYAGAIN/CLUSTERDOWN (scripts.c) */
