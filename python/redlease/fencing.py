@@ -14,7 +14,7 @@ Every refusal raises :class:`StaleTokenError`.
 """
 
 import re
-from typing import Any, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ._client import Client
 from ._errors import LockError
@@ -96,7 +96,7 @@ class FencedWriter:
         self.key = tuple(_quoted(k) for k in key)
         self._mark = "%s" if paramstyle == "format" else "?"
 
-    def _split(self, key: Any, values: Mapping[str, Any]) -> Tuple[Tuple[Any, ...], list]:
+    def _split(self, key: Any, values: Mapping[str, Any]) -> Tuple[Tuple[Any, ...], List[Tuple[str, Any]]]:
         keys = tuple(key) if isinstance(key, (tuple, list)) else (key,)
         if len(keys) != len(self.key):
             raise ValueError(f"{len(self.key)} key value(s) expected, got {len(keys)}")

@@ -78,7 +78,9 @@ def _unlock(client: Client, name: str, found: Inspection) -> bool:
     if kind == "read_write":
         rw = client.rw_lock(name)
         return (rw.write if found["mode"] == "write" else rw.read).force_unlock()
-    return client.lock(name).force_unlock()  # reentrant and fenced share the script
+    if kind == "fenced":  # its own script: the fence advances too
+        return client.fenced_lock(name).force_unlock()
+    return client.lock(name).force_unlock()
 
 
 def force_unlock(client: Client, name: str, as_json: bool, yes: bool, out: TextIO,
@@ -97,11 +99,45 @@ def force_unlock(client: Client, name: str, as_json: bool, yes: bool, out: TextI
     if not yes and not _confirmed(name, out, err):
         return REFUSED
     deleted = _unlock(client, name, found)
+    fence = client.inspect(name)["last_token"] if found["kind"] == "fenced" else None
     if as_json:
-        print(json_text({"name": name, "deleted": deleted, "was": found}), file=out)
+        print(json_text({"name": name, "deleted": deleted, "was": found, "fence": fence}),
+              file=out)
     else:
         print("deleted" if deleted else "it was free already", file=out)
+        if fence is not None:
+            print(f"fence advanced to {fence}: the evicted holder's token is stale; storage "
+                  "that keeps a fence refuses it once told (redlease.fencing)", file=out)
     return FOUND if deleted else NOT_FOUND
+
+
+def drop_fence(client: Client, name: str, as_json: bool, yes: bool, out: TextIO,
+               err: TextIO) -> int:
+    """Deletes a free fenced lock's token counter (docs/protocol.md: it is never deleted by the
+    locks themselves). Refused while the lock is held."""
+    last = client.inspect(name)["last_token"]
+    if not last:
+        print(f"redlease: no token counter for {name!r}", file=err)
+        return NOT_FOUND
+    if not yes:
+        if not sys.stdin.isatty():
+            print(f"redlease: refusing to drop the fence of {name!r} without --yes: not on a "
+                  "terminal", file=err)
+            return REFUSED
+        out.write(f"Delete the token counter of {name!r} (last token {last})? Its next token "
+                  "is 1 again: storage fenced with this name must be reset too. [y/N] ")
+        out.flush()
+        if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+            return REFUSED
+    dropped = client._core.fence_drop(name)
+    if dropped < 0:
+        print(f"redlease: refusing to drop the fence of {name!r}: the lock is held", file=err)
+        return REFUSED
+    if as_json:
+        print(json_text({"name": name, "dropped": dropped}), file=out)
+    else:
+        print(f"dropped (last token {dropped})" if dropped else "there was none", file=out)
+    return FOUND if dropped else NOT_FOUND
 
 
 def _sort_key(found: Inspection) -> Tuple[float, int]:
