@@ -96,7 +96,8 @@ class FencedWriter:
         self.key = tuple(_quoted(k) for k in key)
         self._mark = "%s" if paramstyle == "format" else "?"
 
-    def _split(self, key: Any, values: Mapping[str, Any]) -> Tuple[Tuple[Any, ...], List[Tuple[str, Any]]]:
+    def _split(self, key: Any, values: Mapping[str, Any]
+               ) -> Tuple[Tuple[Any, ...], List[Tuple[str, Any]]]:
         keys = tuple(key) if isinstance(key, (tuple, list)) else (key,)
         if len(keys) != len(self.key):
             raise ValueError(f"{len(self.key)} key value(s) expected, got {len(keys)}")
