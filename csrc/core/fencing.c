@@ -52,8 +52,7 @@ static rl_status named_pair(rl_named *o, rl_client *c, const char *what, const c
 
 static int is_answer(const redisReply *r) {
     return r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-           r->element[0]->type == REDIS_REPLY_INTEGER &&
-           r->element[1]->type == REDIS_REPLY_INTEGER;
+           r->element[0]->type == REDIS_REPLY_INTEGER && r->element[1]->type == REDIS_REPLY_INTEGER;
 }
 
 rl_status rl_fenced_set(rl_client *c, const void *key, size_t key_len, const void *value,

@@ -67,8 +67,8 @@ static rl_status force_unlock(rl_lock *l, redisReply **reply, rl_error *err) {
     rl_arg args[] = {rl_arg_bytes(l->name, l->name_len), rl_arg_bytes(l->channel, l->channel_len),
                      rl_arg_bytes(l->token_key, l->token_key_len), rl_arg_str(RL_ONE_MAY_GO),
                      rl_arg_str(RL_PUBLISH)};
-    return rl_kind_run(l, RL_SCRIPT_FENCED_FORCE_UNLOCK, 3, args, 5, 0, NULL, always_wrote,
-                       reply, err);
+    return rl_kind_run(l, RL_SCRIPT_FENCED_FORCE_UNLOCK, 3, args, 5, 0, NULL, always_wrote, reply,
+                       err);
 }
 
 const rl_kind rl_kind_fenced = {

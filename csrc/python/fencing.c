@@ -11,8 +11,7 @@ PyObject *rlpy_client_fenced_set(PyObject *client, PyObject *args) {
     if (!core) return NULL;
     const char *k, *v;
     Py_ssize_t k_len, v_len;
-    if (rlpy_name_bytes(key, &k, &k_len) < 0 || rlpy_name_bytes(value, &v, &v_len) < 0)
-        return NULL;
+    if (rlpy_name_bytes(key, &k, &k_len) < 0 || rlpy_name_bytes(value, &v, &v_len) < 0) return NULL;
     int written = 0;
     int64_t fence = 0;
     rl_error err;
