@@ -109,20 +109,18 @@ class FencedWriter:
     def _where(self) -> str:
         return " AND ".join(f"{k} = {self._mark}" for k in self.key)
 
-    def update(self, cursor: Any, key: Any, values: Mapping[str, Any], token: int) -> None:
-        """UPDATE the existing row ``key`` (a value, or a tuple for several key columns):
-        ``SET <values>, fence = token WHERE <key> AND fence <= token``."""
+    def update_statement(self, key: Any, values: Mapping[str, Any], token: int
+                         ) -> Tuple[str, List[Any]]:
+        """The SQL and parameters of :meth:`update`, for a driver of your own (asyncio ones)."""
         keys, columns = self._split(key, values)
         m = self._mark
         sets = ", ".join([f"{c} = {m}" for c, _ in columns] + [f"{self.fence} = {m}"])
         sql = f"UPDATE {self.table} SET {sets} WHERE {self._where()} AND {self.fence} <= {m}"
-        cursor.execute(sql, [v for _, v in columns] + [_token(token), *keys, token])
-        if cursor.rowcount == 0:
-            raise StaleTokenError(token, None, f"update of {self.table} {keys!r} (or no such row)")
+        return sql, [v for _, v in columns] + [_token(token), *keys, token]
 
-    def write(self, cursor: Any, key: Any, values: Mapping[str, Any], token: int) -> None:
-        """Insert the row or update it, fenced: ``INSERT ... ON CONFLICT (<key>) DO UPDATE ...
-        WHERE fence <= token`` (PostgreSQL 9.5+, SQLite 3.24+). 0 rows: a stale holder."""
+    def write_statement(self, key: Any, values: Mapping[str, Any], token: int
+                        ) -> Tuple[str, List[Any]]:
+        """The SQL and parameters of :meth:`write`."""
         keys, columns = self._split(key, values)
         m = self._mark
         names = list(self.key) + [c for c, _ in columns] + [self.fence]
@@ -131,17 +129,48 @@ class FencedWriter:
                f"VALUES ({', '.join([m] * len(names))}) "
                f"ON CONFLICT ({', '.join(self.key)}) DO UPDATE SET {updates} "
                f"WHERE {self.table}.{self.fence} <= EXCLUDED.{self.fence}")
-        cursor.execute(sql, [*keys, *[v for _, v in columns], _token(token)])
-        if cursor.rowcount == 0:
-            raise StaleTokenError(token, None, f"write of {self.table} {keys!r}")
+        return sql, [*keys, *[v for _, v in columns], _token(token)]
+
+    def advance_statement(self, key: Any, token: int) -> Tuple[str, List[Any]]:
+        """The SQL and parameters of :meth:`advance`."""
+        keys, _ = self._split(key, {})
+        m = self._mark
+        sql = (f"UPDATE {self.table} SET {self.fence} = {m} "
+               f"WHERE {self._where()} AND {self.fence} < {m}")
+        return sql, [_token(token), *keys, token]
+
+    def _refused(self, rowcount: int, token: int, what: str, key: Any) -> None:
+        if rowcount == 0:
+            raise StaleTokenError(token, None, f"{what} of {self.table} {key!r}")
+
+    def update(self, cursor: Any, key: Any, values: Mapping[str, Any], token: int) -> None:
+        """UPDATE the existing row ``key`` (a value, or a tuple for several key columns):
+        ``SET <values>, fence = token WHERE <key> AND fence <= token``. 0 rows (a stale token,
+        or no such row) raises StaleTokenError."""
+        cursor.execute(*self.update_statement(key, values, token))
+        self._refused(cursor.rowcount, token, "update (or no such row)", key)
+
+    def write(self, cursor: Any, key: Any, values: Mapping[str, Any], token: int) -> None:
+        """Insert the row or update it, fenced: ``INSERT ... ON CONFLICT (<key>) DO UPDATE ...
+        WHERE fence <= token`` (PostgreSQL 9.5+, SQLite 3.24+). 0 rows: a stale holder."""
+        cursor.execute(*self.write_statement(key, values, token))
+        self._refused(cursor.rowcount, token, "write", key)
 
     def advance(self, cursor: Any, key: Any, token: int) -> bool:
         """Raises the row's fence to ``token`` without writing data (after a force unlock: the
         token counter's new value fences the evicted holder out of the table at once). True when
         it moved, False when the fence was there already (or no such row)."""
-        keys, _ = self._split(key, {})
-        m = self._mark
-        sql = (f"UPDATE {self.table} SET {self.fence} = {m} "
-               f"WHERE {self._where()} AND {self.fence} < {m}")
-        cursor.execute(sql, [_token(token), *keys, token])
+        cursor.execute(*self.advance_statement(key, token))
         return bool(cursor.rowcount)
+
+    async def update_async(self, cursor: Any, key: Any, values: Mapping[str, Any],
+                           token: int) -> None:
+        """:meth:`update` with an asyncio driver's cursor (``await cursor.execute``)."""
+        await cursor.execute(*self.update_statement(key, values, token))
+        self._refused(cursor.rowcount, token, "update (or no such row)", key)
+
+    async def write_async(self, cursor: Any, key: Any, values: Mapping[str, Any],
+                          token: int) -> None:
+        """:meth:`write` with an asyncio driver's cursor."""
+        await cursor.execute(*self.write_statement(key, values, token))
+        self._refused(cursor.rowcount, token, "write", key)

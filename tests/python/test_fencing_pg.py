@@ -95,3 +95,27 @@ def test_upsert_inserts_then_refuses_an_older_token(db):
         writer.write(db.cursor(), 2, {"owner": "five"}, 5)
     assert db.execute("SELECT owner, fence FROM ledger WHERE id = 2").fetchone() == (
         "seven again", 7)
+
+
+def test_asyncio_holder_with_an_async_driver(pg, db, server):
+    """The asyncio flavour: a fenced lock from redlease.asyncio and psycopg's async cursor."""
+    import asyncio
+
+    import redlease.asyncio as aredlease
+
+    async def main():
+        async with aredlease.Client(server.url) as client:
+            lock = client.fenced_lock("ledger")
+            writer = FencedWriter("ledger")
+            async with await psycopg.AsyncConnection.connect(pg.dsn, autocommit=True) as conn:
+                async with lock:
+                    old = lock.token
+                async with lock:
+                    token = lock.token
+                    await writer.update_async(conn.cursor(), 1, {"owner": "async"}, token)
+                with pytest.raises(StaleTokenError):
+                    await writer.update_async(conn.cursor(), 1, {"owner": "older"}, old)
+            return token
+
+    token = asyncio.run(main())
+    assert row(db) == ("async", token)
