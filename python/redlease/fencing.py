@@ -19,7 +19,7 @@ from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
 from ._client import Client
 from ._errors import LockError
 
-__all__ = ["StaleTokenError", "check", "fenced_set", "FencedWriter"]
+__all__ = ["StaleTokenError", "check", "fenced_set", "fenced_set_async", "FencedWriter"]
 
 _Bytes = Union[str, bytes]
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -66,6 +66,18 @@ def fenced_set(client: Client, key: _Bytes, value: _Bytes, token: int) -> int:
     if not written:
         raise StaleTokenError(token, fence, f"fenced_set {key!r}")
     return fence
+
+
+async def fenced_set_async(client: Any, key: _Bytes, value: _Bytes, token: int) -> int:
+    """:func:`fenced_set` for a ``redlease.asyncio.Client``: the round trip runs on a worker
+    thread, so the event loop is not blocked."""
+    import asyncio
+
+    sync = getattr(client, "_sync", None)
+    if not isinstance(sync, Client):
+        raise TypeError("fenced_set_async takes a redlease.asyncio.Client")
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(None, fenced_set, sync, key, value, token)
 
 
 def _quoted(name: str) -> str:

@@ -88,3 +88,25 @@ def test_fenced_writer_refuses_writing_the_fence_or_key_itself():
             w.write(db.cursor(), 1, values, 1)
     with pytest.raises(ValueError):
         FencedWriter("t", paramstyle="named")
+
+
+def test_fenced_set_async_from_an_asyncio_client(server, raw):
+    import asyncio
+
+    import redlease.asyncio as aredlease
+    from redlease.fencing import fenced_set_async
+
+    async def main():
+        async with aredlease.Client(server.url) as client:
+            lock = client.fenced_lock("a-lock")
+            async with lock:
+                old = lock.token
+            async with lock:
+                assert await fenced_set_async(client, "a", "newer", lock.token) == 0
+            with pytest.raises(StaleTokenError):
+                await fenced_set_async(client, "a", "older", old)
+            with pytest.raises(TypeError):
+                await fenced_set_async(object(), "a", "x", 1)
+
+    asyncio.run(main())
+    assert raw("GET", "a") == b"newer"
