@@ -91,3 +91,29 @@ TEST(fence_drop_deletes_a_free_names_counter_only) {
     rl_lock_free(l);
     rl_client_free(c);
 }
+
+/* docs/protocol.md, "The token's growth": what a lost counter does. Tokens start again at 1, and
+ * a store that kept a greater fence refuses the new holder (it must be reset with the counter). */
+TEST(fenced_counter_lost_restarts_tokens_and_the_store_refuses_them) {
+    rl_client *c = new_client(g_server.url, 0);
+    rl_lock *l = new_kind(c, RL_LOCK_FENCED, "lost-counter");
+    for (int i = 0; i < 3; i++) {
+        CHECK_OK(rl_lock_acquire(l, 1, 10000, 0, NULL, NULL, err));
+        CHECK_OK(rl_lock_release(l, 1, err));
+    }
+    CHECK_OK(rl_lock_acquire(l, 1, 10000, 0, NULL, NULL, err));
+    int written = 0;
+    CHECK_OK(rl_fenced_set(c, "lc", 2, "v4", 2, rl_lock_token(l, 1), &written, NULL, err));
+    CHECK_INT(written, 1);
+    CHECK_OK(rl_lock_release(l, 1, err));
+    CHECK_INT(raw_int(g_raw, "DEL redisson_lock_token:{lost-counter}"), 1);
+    CHECK_OK(rl_lock_acquire(l, 1, 10000, 0, NULL, NULL, err));
+    CHECK_INT(rl_lock_token(l, 1), 1);
+    int64_t fence = 0;
+    CHECK_OK(rl_fenced_set(c, "lc", 2, "v1", 2, rl_lock_token(l, 1), &written, &fence, err));
+    CHECK_INT(written, 0);
+    CHECK_INT(fence, 4);
+    CHECK_OK(rl_lock_release(l, 1, err));
+    rl_lock_free(l);
+    rl_client_free(c);
+}
