@@ -91,10 +91,13 @@ class FencedWriter:
     """Guarded writes to one SQL table (DB-API 2: psycopg, sqlite3, ...) whose rows carry a
     ``fence`` column (``bigint NOT NULL DEFAULT 0``). Each write sets the row's columns and its
     fence in one statement that only matches while the row's fence is not newer than the token;
-    0 rows means a stale holder, and StaleTokenError is raised. The statement is atomic in the
-    database itself: no read-then-write race, whatever the isolation level.
+    0 rows means a stale holder, and StaleTokenError is raised. The check and the write are one
+    statement, so no other write can come between them (PostgreSQL re-checks the condition on
+    the newest row version; under REPEATABLE READ or SERIALIZABLE a concurrent write fails it
+    with a serialization error instead).
 
-    ``paramstyle``: "format" (%s: psycopg, MySQL drivers) or "qmark" (?: sqlite3)."""
+    Identifiers are quoted the standard way ("name": PostgreSQL, SQLite; MySQL with
+    ANSI_QUOTES). ``paramstyle``: "format" (%s: psycopg) or "qmark" (?: sqlite3)."""
 
     def __init__(self, table: str, key: Sequence[str] = ("id",), fence: str = "fence",
                  paramstyle: str = "format") -> None:
