@@ -352,6 +352,13 @@ def test_fenced_lock_force_unlock_advances_the_fence_and_inspect_shows_it(client
     result = run("inspect", "pay", url=server.url)
     assert result.returncode == 1
     assert f"last token  {token + 1}" in result.stdout
+    # A free fenced name (a holder paused past its lease) is fenced off all the same.
+    result = run("force-unlock", "pay", "--yes", url=server.url)
+    assert result.returncode == 1, result.stderr
+    assert "it was free already" in result.stdout
+    assert f"fence advanced to {token + 2}" in result.stdout
+    assert run("force-unlock", "pay", url=server.url).returncode == 2  # not confirmed
+    assert raw("GET", "redisson_lock_token:{pay}") == str(token + 2).encode()
     holder.stop()
 
 

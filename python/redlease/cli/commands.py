@@ -61,12 +61,13 @@ def _refusal(found: Inspection) -> Optional[str]:
     return None
 
 
-def _confirmed(name: str, out: TextIO, err: TextIO) -> bool:
+def _confirmed(name: str, out: TextIO, err: TextIO,
+               question: str = "Delete lock {name!r} whoever holds it?") -> bool:
     if not sys.stdin.isatty():
         print(f"redlease: refusing to force-unlock {name!r} without --yes: not on a terminal",
               file=err)
         return False
-    out.write(f"Delete lock {name!r} whoever holds it? [y/N] ")
+    out.write(question.format(name=name) + " [y/N] ")
     out.flush()
     return sys.stdin.readline().strip().lower() in ("y", "yes")
 
@@ -86,20 +87,28 @@ def _unlock(client: Client, name: str, found: Inspection) -> bool:
 def force_unlock(client: Client, name: str, as_json: bool, yes: bool, out: TextIO,
                  err: TextIO) -> int:
     found = client.inspect(name)
-    if found["kind"] == "none":
+    # A free fenced lock still has a fence to advance: a holder paused past its lease may write.
+    free_fenced = found["kind"] == "none" and found["last_token"] > 0
+    if found["kind"] == "none" and not free_fenced:
         print(f"redlease: no lock {name!r}", file=err)
         return NOT_FOUND
     why = _refusal(found)
     if why is not None:
         print(f"redlease: refusing to force-unlock {name!r}: {why}", file=err)
         return REFUSED
+    head = "It will advance the fence of:" if free_fenced else "It will delete:"
     if not as_json:
-        print("\n".join(["It will delete:"] + inspection_lines(name.encode(), client.url, found)),
-              file=out)
-    if not yes and not _confirmed(name, out, err):
+        print("\n".join([head] + inspection_lines(name.encode(), client.url, found)), file=out)
+    question = ("Advance the fence of free lock {name!r}?" if free_fenced
+                else "Delete lock {name!r} whoever holds it?")
+    if not yes and not _confirmed(name, out, err, question):
         return REFUSED
-    deleted = _unlock(client, name, found)
-    fence = client.inspect(name)["last_token"] if found["kind"] == "fenced" else None
+    if free_fenced:
+        deleted = client.fenced_lock(name).force_unlock()
+    else:
+        deleted = _unlock(client, name, found)
+    fenced = free_fenced or found["kind"] == "fenced"
+    fence = client.inspect(name)["last_token"] if fenced else None
     if as_json:
         print(json_text({"name": name, "deleted": deleted, "was": found, "fence": fence}),
               file=out)
