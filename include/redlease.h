@@ -323,7 +323,9 @@ rl_status rl_lock_acquire_with(rl_lock *lock, uint64_t context, const rl_acquire
  * gone. */
 rl_status rl_lock_release(rl_lock *lock, uint64_t context, rl_error *err);
 
-/* Deletes the lock whoever holds it and wakes a waiter. *deleted = 1 if it was held. */
+/* Deletes the lock whoever holds it and wakes a waiter. *deleted = 1 if it was held. A fenced
+ * lock's fence (its token counter) advances too, held or not: the evicted holder's token is
+ * stale from then on (docs/protocol.md). */
 rl_status rl_lock_force_unlock(rl_lock *lock, int *deleted, rl_error *err);
 
 /* Server-side queries (one round trip each), through one entry point or one function each. */
@@ -379,6 +381,21 @@ int64_t rl_monotonic_ms(void);
  * fenced. Storage that is written under the lock keeps the greatest token it saw and refuses
  * writes that carry a smaller one. */
 int64_t rl_lock_token(rl_lock *lock, uint64_t context);
+
+/* Fencing checked by Redis-stored data (docs/semantics.md): SET `key` to `value` only when
+ * `token` (1 to 2^53) is at least the greatest token written to it before, which is kept beside
+ * it in prefix("redlease_fence", key) (no TTL; same slot). *written: 1 written, 0 refused (a
+ * stale holder's token); *fence: the greatest token before this call, 0 none (either may be
+ * NULL). RL_ERR_SERVER when that fence key holds something else. */
+rl_status rl_fenced_set(rl_client *client, const void *key, size_t key_len, const void *value,
+                        size_t value_len, int64_t token, int *written, int64_t *fence,
+                        rl_error *err);
+/* Cleanup of a fenced lock's token counter prefix("redisson_lock_token", name), which lives for
+ * ever: deletes it unless the lock is held. *dropped: its last value (0: there was none), -1 when
+ * the lock is held (nothing deleted). The next acquire's token starts again at 1: only for names
+ * whose storage no longer keeps a fence (docs/protocol.md). */
+rl_status rl_fence_drop(rl_client *client, const void *name, size_t name_len, int64_t *dropped,
+                        rl_error *err);
 
 const char *rl_lock_name(const rl_lock *lock, size_t *len);
 

@@ -35,6 +35,9 @@ static const struct {
     [RL_SCRIPT_LATCH_TRY_SET] = {"latch_try_set", rl_lua_latch_try_set},
     [RL_SCRIPT_LATCH_COUNT_DOWN] = {"latch_count_down", rl_lua_latch_count_down},
     [RL_SCRIPT_LATCH_DELETE] = {"latch_delete", rl_lua_latch_delete},
+    [RL_SCRIPT_FENCED_FORCE_UNLOCK] = {"fenced_force_unlock", rl_lua_fenced_force_unlock},
+    [RL_SCRIPT_FENCED_SET] = {"fenced_set", rl_lua_fenced_set},
+    [RL_SCRIPT_FENCE_DROP] = {"fence_drop", rl_lua_fence_drop},
 };
 
 const char *rl_script_text(rl_script_id id) {

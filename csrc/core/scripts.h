@@ -37,6 +37,9 @@ typedef enum rl_script_id {
     RL_SCRIPT_LATCH_TRY_SET, /* countdown.c */
     RL_SCRIPT_LATCH_COUNT_DOWN,
     RL_SCRIPT_LATCH_DELETE,
+    RL_SCRIPT_FENCED_FORCE_UNLOCK, /* kind_fenced.c */
+    RL_SCRIPT_FENCED_SET,          /* family/fencing.c */
+    RL_SCRIPT_FENCE_DROP,
     RL_SCRIPT_COUNT
 } rl_script_id;
 
@@ -48,7 +51,8 @@ extern const char rl_lua_acquire[], rl_lua_release[], rl_lua_force_unlock[], rl_
     rl_lua_sem_add[], rl_lua_sem_acquire[], rl_lua_sem_release[], rl_lua_sem_drain[],
     rl_lua_permit_acquire[], rl_lua_permit_release[], rl_lua_permit_update_lease[],
     rl_lua_permit_available[], rl_lua_permit_add[], rl_lua_latch_try_set[],
-    rl_lua_latch_count_down[], rl_lua_latch_delete[];
+    rl_lua_latch_count_down[], rl_lua_latch_delete[], rl_lua_fenced_force_unlock[],
+    rl_lua_fenced_set[], rl_lua_fence_drop[];
 
 /* The first argv slots of every script command, filled by rl_scripts_run. */
 #define RL_SCRIPT_ARGV_HEAD 3 /* EVALSHA, sha, numkeys */

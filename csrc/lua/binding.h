@@ -82,6 +82,7 @@ int64_t rlua_check_ms(lua_State *L, int arg);
 /* Operating (ops.c): client:inspect/stats, lock:extend/reacquire/hand_off/release_token. */
 int rlua_client_inspect(lua_State *L);
 int rlua_client_stats(lua_State *L);
+int rlua_client_fenced_set(lua_State *L); /* fencing.c */
 int rlua_lock_extend(lua_State *L);
 int rlua_lock_reacquire(lua_State *L);
 int rlua_lock_release_token(lua_State *L);

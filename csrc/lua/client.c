@@ -116,6 +116,7 @@ void rlua_client_register(lua_State *L) {
                                        {"lock", client_lock},
                                        {"inspect", rlua_client_inspect},
                                        {"stats", rlua_client_stats},
+                                       {"fenced_set", rlua_client_fenced_set},
                                        {NULL, NULL}};
     rlua_register_type(L, RLUA_CLIENT, methods, client_close, client_tostring);
 }

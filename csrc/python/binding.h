@@ -133,6 +133,10 @@ PyObject *rlpy_lock_hand_off(PyObject *self, PyObject *unused);
 PyObject *rlpy_lock_release_token(PyObject *self, PyObject *token);
 PyObject *rlpy_lock_owners(PyObject *self, rl_client *client, PyObject *name);
 
+/* ---- fencing (fencing.c): writes that Redis-stored data fences, the counter's cleanup ---- */
+PyObject *rlpy_client_fenced_set(PyObject *client, PyObject *args);
+PyObject *rlpy_client_fence_drop(PyObject *client, PyObject *name);
+
 extern PyTypeObject rlpy_semaphore_type, rlpy_expirable_type, rlpy_countdown_type,
     rlpy_multilock_type;
 /* Readies the family's types and adds them to the module; -1 with an exception set. */

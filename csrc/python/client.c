@@ -258,6 +258,13 @@ static PyMethodDef client_methods[] = {
     {"watch_wait", (PyCFunction)rlpy_client_watch_wait, METH_VARARGS,
      "watch_wait(name, timeout) -> bool\n--\n\nSleeps until the key changes or the timeout; "
      "True when keyspace notifications are on (else it only slept)."},
+    {"fenced_set", (PyCFunction)rlpy_client_fenced_set, METH_VARARGS,
+     "fenced_set($self, key, value, token, /) -> (written, fence before)\n--\n\n"
+     "SET key value unless a newer token wrote it (see redlease.fencing.fenced_set)."},
+    {"fence_drop", (PyCFunction)rlpy_client_fence_drop, METH_O,
+     "fence_drop($self, name, /) -> int\n--\n\nDeletes a free fenced lock's token counter: its "
+     "last "
+     "value (0 none), -1 when the lock is held."},
     {NULL, NULL, 0, NULL},
 };
 

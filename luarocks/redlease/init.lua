@@ -121,6 +121,18 @@ end
 -- renew_rounds, renew_failed_rounds, ...
 function Client:stats() return self._core:stats() end
 
+-- Fencing checked by Redis-stored data (docs/semantics.md): SET key to value unless a newer
+-- fencing token wrote it. The greatest token is kept beside it in "redlease_fence:{key}".
+-- Returns true, the fence before (0: none); false, the fence when the token is stale (refused);
+-- nil, err on failure.
+function Client:fenced_set(key, value, token)
+  args.name(key, "fenced_set")
+  if type(value) ~= "string" then
+    error("bad argument #2 to 'fenced_set' (string expected, got " .. type(value) .. ")", 2)
+  end
+  return self._core:fenced_set(key, value, token)
+end
+
 -- Stops renewal and closes the connections. Holds are not released: they expire by their lease.
 function Client:close() self._core:close() end
 function Client:closed() return self._core:closed() end

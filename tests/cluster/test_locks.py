@@ -225,3 +225,23 @@ def test_clusterdown_is_retried_until_the_command_timeout(cluster, clients):
     assert result["ok"]
     # (the hold belonged to the thread, which ended: it was released)
     assert wait_for(lambda: not c.lock(name).locked(), 5)
+
+
+def test_fencing_at_the_master_of_each_slot(cluster, clients):
+    """fenced_set keeps its fence in the key's slot (no CROSSSLOT) at each master, and a fenced
+    force unlock advances the counter where the lock lives."""
+    from redlease.fencing import StaleTokenError, fenced_set
+
+    a, b = clients(cluster.url), clients(cluster.url)
+    for name in names_on_every_master(cluster, "fence", 1):
+        old = a.fenced_lock(name).acquire_token()
+        assert b.fenced_lock(name).force_unlock()
+        token_key = "redisson_lock_token:{" + name + "}"
+        assert int(node_call(cluster, name, "GET", token_key)) == old + 1
+        newer = b.fenced_lock(name).acquire_token()
+        data = name + ":data"
+        assert fenced_set(b, data, "newer", newer) == 0
+        with pytest.raises(StaleTokenError):
+            fenced_set(a, data, "old", old)
+        assert node_call(cluster, data, "GET", data) == b"newer"
+        b.fenced_lock(name).release()

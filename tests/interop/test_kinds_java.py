@@ -186,6 +186,21 @@ def test_fencing_tokens_keep_increasing_across_java_and_python(java, raw, client
     assert int(raw("GET", prefix("redisson_lock_token", name))) == tokens[-1]
 
 
+def test_redlease_force_unlock_of_a_java_fenced_hold_advances_the_fence(java, raw, client,
+                                                                          name):
+    """The fence a forced release advances is Redisson's own token counter: Redisson's next
+    token comes after it, and its format (a string counter, no TTL) is unchanged."""
+    jl = java.lock(name, "fenced")
+    evicted = jl.try_lock_and_get_token("t1", 1000, LEASE_MS)
+    assert client.fenced_lock(name).force_unlock()
+    key = prefix("redisson_lock_token", name)
+    assert int(raw("GET", key)) == evicted + 1
+    assert raw("TYPE", key) == "string" and raw("PTTL", key) == -1
+    newer = jl.try_lock_and_get_token("t2", 1000, LEASE_MS)
+    assert newer == evicted + 2
+    jl.unlock("t2")
+
+
 def test_java_force_unlock_of_each_side_of_a_python_read_hold(java, make_client, name):
     lost = LostRecorder()
     rw = make_client(watchdog_timeout=1.0, on_lost=lost).rw_lock(name)

@@ -150,6 +150,26 @@ end
 
 -- /critical?name=&n=&key=: n times acquire, enter (INCR key: anything but 1 means someone else
 -- is inside: INCR key:overlaps), stay 2 ms, leave (DECR key), release.
+-- Fencing (docs/semantics.md): a forced release advances the fence; fenced_set refuses the
+-- evicted holder's token once a newer one wrote, and the newer value stands.
+function app.fencing()
+  local c, name = app.client, ngx.unescape_uri(var.arg_name)
+  local f = c:fenced_lock(name)
+  local old = assert(f:acquire { timeout = 0, lease = 5 })
+  local r = {}
+  r.old_write = tostring(c:fenced_set(name .. ":data", "old", old.token))
+  r.forced = f:force_unlock()
+  old:release() -- answers lost (deleted): the evicted hold is let go of here
+  local newer = assert(f:acquire { timeout = 0 })
+  r.advanced = newer.token == old.token + 2
+  local ok, fence = c:fenced_set(name .. ":data", "newer", newer.token)
+  r.newer_write = tostring(ok) .. "," .. tostring(fence == old.token)
+  ok, fence = c:fenced_set(name .. ":data", "old, late", old.token)
+  r.late_write = tostring(ok) .. "," .. tostring(fence == newer.token)
+  newer:release()
+  out(r)
+end
+
 function app.critical()
   local runner = require "redlease.resty.runner"
   local l = lock_of(app.client)

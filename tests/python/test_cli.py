@@ -338,3 +338,40 @@ def test_watch_ends_on_ctrl_c_with_130_every_time(server, raw, mode, refresh):
             proc.wait()
             proc.stdout.close()
             proc.stderr.close()
+
+
+def test_fenced_lock_force_unlock_advances_the_fence_and_inspect_shows_it(client, server, raw):
+    holder = Holder(lambda: client.fenced_lock("pay").acquire_token())
+    holder.held.wait(10)
+    token = holder.result
+    result = run("force-unlock", "pay", "--yes", url=server.url)
+    assert result.returncode == 0, result.stderr
+    assert raw("GET", "redisson_lock_token:{pay}") == str(token + 1).encode()
+    assert f"fence advanced to {token + 1}" in result.stdout
+    # The free name's counter stays, and inspect says so rather than "no such key".
+    result = run("inspect", "pay", url=server.url)
+    assert result.returncode == 1
+    assert f"last token  {token + 1}" in result.stdout
+    # A free fenced name (a holder paused past its lease) is fenced off all the same.
+    result = run("force-unlock", "pay", "--yes", url=server.url)
+    assert result.returncode == 1, result.stderr
+    assert "it was free already" in result.stdout
+    assert f"fence advanced to {token + 2}" in result.stdout
+    assert run("force-unlock", "pay", url=server.url).returncode == 2  # not confirmed
+    assert raw("GET", "redisson_lock_token:{pay}") == str(token + 2).encode()
+    holder.stop()
+
+
+def test_drop_fence_refuses_while_held_and_cleans_a_free_name(client, server, raw):
+    holder = Holder(lambda: client.fenced_lock("old").acquire_token())
+    holder.held.wait(10)
+    result = run("drop-fence", "old", "--yes", url=server.url)
+    assert result.returncode == 2 and "held" in result.stderr
+    assert raw("EXISTS", "redisson_lock_token:{old}") == 1
+    holder.stop()
+    wait_for(lambda: raw("EXISTS", "old") == 0)
+    result = run("drop-fence", "old", "--yes", "--json", url=server.url)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"name": "old", "dropped": 1}
+    assert raw("EXISTS", "redisson_lock_token:{old}") == 0
+    assert run("drop-fence", "old", "--yes", url=server.url).returncode == 1

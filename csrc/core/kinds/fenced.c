@@ -21,6 +21,18 @@ const char rl_lua_fenced_acquire[] =
     "  return {-1, token, reentered}\n"
     "end\n"
     "return {redis.call('pttl', KEYS[1]), -1}\n";
+
+/* As the reentrant force unlock, and the fence advances (always, held or not): the evicted
+ * holder's token is below the counter at once, and a store told the new value refuses it.
+ * KEYS: name, channel, token. ARGV: message, publish command. 1/0 */
+const char rl_lua_fenced_force_unlock[] =
+    REFUSE_NON_HASH("KEYS[1]")
+    "redis.call('incr', KEYS[3])\n"
+    "if redis.call('del', KEYS[1]) == 1 then\n"
+    "  redis.call(ARGV[2], KEYS[2], ARGV[1])\n"
+    "  return 1\n"
+    "end\n"
+    "return 0\n";
 /* clang-format on */
 
 /* {-1, token, re-entered}: acquired. A refusal is {PTTL, -1}, which reads {-1, -1} when the
@@ -66,11 +78,25 @@ static int read_answer(const rl_acquire_args *a, const redisReply *r, rl_acquire
     return 1;
 }
 
+/* The fenced force unlock writes whatever it answers (the fence), for replica sync. */
+static int always_wrote(const redisReply *r) {
+    (void)r;
+    return 1;
+}
+
+static rl_status force_unlock(rl_lock *l, redisReply **reply, rl_error *err) {
+    rl_arg args[] = {rl_arg_bytes(l->name, l->name_len), rl_arg_bytes(l->channel, l->channel_len),
+                     rl_arg_bytes(l->token_key, l->token_key_len), rl_arg_str(RL_ONE_MAY_GO),
+                     rl_arg_str(RL_PUBLISH)};
+    return rl_kind_run(l, RL_SCRIPT_FENCED_FORCE_UNLOCK, 3, args, 5, 0, NULL, always_wrote, reply,
+                       err);
+}
+
 const rl_kind rl_kind_fenced = {
     .channel_prefix = "redisson_lock__channel",
     .make_keys = make_keys,
     .acquire = acquire,
     .read_answer = read_answer,
     .release = rl_reentrant_release,
-    .force_unlock = rl_reentrant_force_unlock,
+    .force_unlock = force_unlock,
 };

@@ -122,12 +122,23 @@ function calls.force_unlock(l)
   elseif kind == "read" or kind == "write" then
     call = { "rw_force_unlock", 2, k.name, k.channel, kind, kind == "read" and ONE_MAY_GO
       or ALL_MAY_GO, PUBLISH }
+  elseif kind == "fenced" then -- the fence advances too (docs/protocol.md)
+    call = { "fenced_force_unlock", 3, k.name, k.channel, k.token, ONE_MAY_GO, PUBLISH }
   else
     call = { "force_unlock", 2, k.name, k.channel, ONE_MAY_GO, PUBLISH }
   end
   local reply, err = one(l.client, call, false)
   if reply == nil then return nil, err end
   return reply == 1
+end
+
+-- SET key to value unless a newer fencing token wrote it (the fence is kept beside it) ->
+-- true, fence before | false, fence (stale) | nil, err.
+function calls.fenced_set(client, key, value, token)
+  local reply, err = one(client, { "fenced_set", 2, key, keys.prefixed("redlease_fence", key),
+    tostring(token), value }, false)
+  if reply == nil then return nil, err end
+  return reply[1] == 1, reply[2]
 end
 
 -- Renewal calls for a list of holds, at most `per_call` keys each: {renew, n, names...,

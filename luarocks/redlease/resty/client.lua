@@ -159,6 +159,21 @@ function Client:rw_lock(name)
   return { name = name, read = Lock.new(self, name, "read"), write = Lock.new(self, name, "write") }
 end
 
+-- Fencing checked by Redis-stored data (as the C rock's client:fenced_set): SET key to value
+-- unless a newer token wrote it -> true, fence before | false, fence (stale) | nil, err.
+function Client:fenced_set(key, value, token)
+  args.name(key, "fenced_set")
+  if type(value) ~= "string" then
+    error("bad argument #2 to 'fenced_set' (string expected, got " .. type(value) .. ")", 2)
+  end
+  if type(token) ~= "number" or token < 1 or token > 2 ^ 53 or token % 1 ~= 0 then
+    error("bad argument #3 to 'fenced_set' (a fencing token expected)", 2)
+  end
+  local ok, err = self:ready("fenced_set")
+  if not ok then return nil, err end
+  return calls.fenced_set(self, key, value, ("%d"):format(token))
+end
+
 -- Stops renewal and the subscriber in this worker. Holds are not released: they expire by
 -- their lease.
 function Client:close()

@@ -14,7 +14,7 @@ local encode, is_error = resp.encode, resp.is_error
 local USES = { acquire = true, release = true, force_unlock = true, renew = true,
   fenced_acquire = true, fair_acquire = true, fair_cancel = true, fair_release = true,
   fair_force_unlock = true, read_acquire = true, write_acquire = true, read_release = true,
-  write_release = true, rw_force_unlock = true }
+  write_release = true, rw_force_unlock = true, fenced_force_unlock = true, fenced_set = true }
 local ORDER = {}
 for _, name in ipairs(texts._ORDER) do
   if USES[name] then ORDER[#ORDER + 1] = name end

@@ -43,7 +43,8 @@ return {
     "write_release", "rw_force_unlock", "semaphore_try_set", "semaphore_add",
     "semaphore_acquire", "semaphore_release", "semaphore_drain", "permit_acquire",
     "permit_release", "permit_update_lease", "permit_available", "permit_add",
-    "latch_try_set", "latch_count_down", "latch_delete",
+    "latch_try_set", "latch_count_down", "latch_delete", "fenced_force_unlock",
+    "fenced_set", "fence_drop",
   },
   acquire =
     "if redis.call('exists', KEYS[1]) == 0 then\n"
@@ -447,4 +448,37 @@ return {
     .. "  return 1\n"
     .. "end\n"
     .. "return 0\n",
+  fenced_force_unlock =
+    "local t = redis.call('type', KEYS[1]).ok\n"
+    .. "if t ~= 'hash' and t ~= 'none' then\n"
+    .. "  return redis.error_reply('WRONGTYPE ' .. KEYS[1] .. ' holds a ' .. t .. ', not a lock')\n"
+    .. "end\n"
+    .. "redis.call('incr', KEYS[3])\n"
+    .. "if redis.call('del', KEYS[1]) == 1 then\n"
+    .. "  redis.call(ARGV[2], KEYS[2], ARGV[1])\n"
+    .. "  return 1\n"
+    .. "end\n"
+    .. "return 0\n",
+  fenced_set =
+    "local fence = 0\n"
+    .. "local seen = redis.call('get', KEYS[2])\n"
+    .. "if seen then\n"
+    .. "  fence = tonumber(seen)\n"
+    .. "  if not fence then\n"
+    .. "    return redis.error_reply('WRONGTYPE ' .. KEYS[2] .. ' is not a fencing token')\n"
+    .. "  end\n"
+    .. "end\n"
+    .. "if tonumber(ARGV[1]) < fence then return {0, fence} end\n"
+    .. "redis.call('set', KEYS[1], ARGV[2])\n"
+    .. "redis.call('set', KEYS[2], ARGV[1])\n"
+    .. "return {1, fence}\n",
+  fence_drop =
+    "if redis.call('exists', KEYS[1]) == 1 then return -1 end\n"
+    .. "local last = redis.call('get', KEYS[2])\n"
+    .. "if not last then return 0 end\n"
+    .. "if not tonumber(last) then\n"
+    .. "  return redis.error_reply('WRONGTYPE ' .. KEYS[2] .. ' is not a fencing counter')\n"
+    .. "end\n"
+    .. "redis.call('del', KEYS[2])\n"
+    .. "return tonumber(last)\n",
 }

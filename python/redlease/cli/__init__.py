@@ -4,6 +4,7 @@
     redlease watch NAME           the same, refreshed until Ctrl-C
     redlease force-unlock NAME    delete a lock whoever holds it (asks; --yes for scripts)
     redlease scan [PATTERN]       lock-shaped keys, found with SCAN (never KEYS)
+    redlease drop-fence NAME      delete a free fenced lock's token counter (asks; --yes)
 
 Every command takes ``--url`` (default: ``$REDIS_URL``, else redis://127.0.0.1:6379/0) and
 ``--json``. Exit codes: 0 found (done), 1 not found, 2 error or refusal, 130 interrupted (Ctrl-C).
@@ -40,6 +41,10 @@ def _parser() -> argparse.ArgumentParser:
                        help="delete a lock whoever holds it (waiters are woken)")
     p.add_argument("name")
     p.add_argument("--yes", action="store_true", help="do not ask (for scripts)")
+    p = sub.add_parser("drop-fence", parents=[common],
+                       help="delete a free fenced lock's token counter (tokens restart at 1)")
+    p.add_argument("name")
+    p.add_argument("--yes", action="store_true", help="do not ask (for scripts)")
     p = sub.add_parser("scan", parents=[common], help="find lock-shaped keys with SCAN")
     p.add_argument("pattern", nargs="?", default=None, help="a SCAN MATCH pattern")
     p.add_argument("--limit", type=int, default=100, help="list at most N locks (default 100)")
@@ -59,6 +64,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                 return commands.watch(client, args.name, args.json, args.count, out)
             if args.command == "force-unlock":
                 return commands.force_unlock(client, args.name, args.json, args.yes, out, err)
+            if args.command == "drop-fence":
+                return commands.drop_fence(client, args.name, args.json, args.yes, out, err)
             return commands.scan(client, args.pattern, args.limit, args.count, args.json, out,
                                  err)
     except (LockError, ValueError, TypeError) as e:

@@ -61,12 +61,13 @@ def _refusal(found: Inspection) -> Optional[str]:
     return None
 
 
-def _confirmed(name: str, out: TextIO, err: TextIO) -> bool:
+def _confirmed(name: str, out: TextIO, err: TextIO,
+               question: str = "Delete lock {name!r} whoever holds it?") -> bool:
     if not sys.stdin.isatty():
         print(f"redlease: refusing to force-unlock {name!r} without --yes: not on a terminal",
               file=err)
         return False
-    out.write(f"Delete lock {name!r} whoever holds it? [y/N] ")
+    out.write(question.format(name=name) + " [y/N] ")
     out.flush()
     return sys.stdin.readline().strip().lower() in ("y", "yes")
 
@@ -78,30 +79,74 @@ def _unlock(client: Client, name: str, found: Inspection) -> bool:
     if kind == "read_write":
         rw = client.rw_lock(name)
         return (rw.write if found["mode"] == "write" else rw.read).force_unlock()
-    return client.lock(name).force_unlock()  # reentrant and fenced share the script
+    if kind == "fenced":  # its own script: the fence advances too
+        return client.fenced_lock(name).force_unlock()
+    return client.lock(name).force_unlock()
 
 
 def force_unlock(client: Client, name: str, as_json: bool, yes: bool, out: TextIO,
                  err: TextIO) -> int:
     found = client.inspect(name)
-    if found["kind"] == "none":
+    # A free fenced lock still has a fence to advance: a holder paused past its lease may write.
+    free_fenced = found["kind"] == "none" and found["last_token"] > 0
+    if found["kind"] == "none" and not free_fenced:
         print(f"redlease: no lock {name!r}", file=err)
         return NOT_FOUND
     why = _refusal(found)
     if why is not None:
         print(f"redlease: refusing to force-unlock {name!r}: {why}", file=err)
         return REFUSED
+    head = "It will advance the fence of:" if free_fenced else "It will delete:"
     if not as_json:
-        print("\n".join(["It will delete:"] + inspection_lines(name.encode(), client.url, found)),
-              file=out)
-    if not yes and not _confirmed(name, out, err):
+        print("\n".join([head] + inspection_lines(name.encode(), client.url, found)), file=out)
+    question = ("Advance the fence of free lock {name!r}?" if free_fenced
+                else "Delete lock {name!r} whoever holds it?")
+    if not yes and not _confirmed(name, out, err, question):
         return REFUSED
-    deleted = _unlock(client, name, found)
+    if free_fenced:
+        deleted = client.fenced_lock(name).force_unlock()
+    else:
+        deleted = _unlock(client, name, found)
+    fenced = free_fenced or found["kind"] == "fenced"
+    fence = client.inspect(name)["last_token"] if fenced else None
     if as_json:
-        print(json_text({"name": name, "deleted": deleted, "was": found}), file=out)
+        print(json_text({"name": name, "deleted": deleted, "was": found, "fence": fence}),
+              file=out)
     else:
         print("deleted" if deleted else "it was free already", file=out)
+        if fence is not None:
+            print(f"fence advanced to {fence}: the evicted holder's token is stale; storage "
+                  "that keeps a fence refuses it once told (redlease.fencing)", file=out)
     return FOUND if deleted else NOT_FOUND
+
+
+def drop_fence(client: Client, name: str, as_json: bool, yes: bool, out: TextIO,
+               err: TextIO) -> int:
+    """Deletes a free fenced lock's token counter (docs/protocol.md: it is never deleted by the
+    locks themselves). Refused while the lock is held."""
+    last = client.inspect(name)["last_token"]
+    if not last:
+        print(f"redlease: no token counter for {name!r}", file=err)
+        return NOT_FOUND
+    if not yes:
+        if not sys.stdin.isatty():
+            print(f"redlease: refusing to drop the fence of {name!r} without --yes: not on a "
+                  "terminal", file=err)
+            return REFUSED
+        out.write(f"Delete the token counter of {name!r} (last token {last})? Its next token "
+                  "is 1 again: storage fenced with this name must be reset too. [y/N] ")
+        out.flush()
+        if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+            return REFUSED
+    dropped = client._core.fence_drop(name)
+    if dropped < 0:
+        print(f"redlease: refusing to drop the fence of {name!r}: the lock is held", file=err)
+        return REFUSED
+    if as_json:
+        print(json_text({"name": name, "dropped": dropped}), file=out)
+    else:
+        print(f"dropped (last token {dropped})" if dropped else "there was none", file=out)
+    return FOUND if dropped else NOT_FOUND
 
 
 def _sort_key(found: Inspection) -> Tuple[float, int]:

@@ -46,6 +46,8 @@ def inspection_lines(name: bytes, url: str, found: Inspection) -> List[str]:
     lines = [f"lock        {name_text(name)}", f"server      {url}",
              f"kind        {kind_text(found)}"]
     if found["kind"] == "none":
+        if found["last_token"]:  # a free fenced lock: its counter stays (docs/protocol.md)
+            return lines + ["            (not held)", f"last token  {found['last_token']}"]
         return lines + ["            (no such key)"]
     lines.append(f"lease left  {seconds(found['lease'])}")
     if found["kind"] == "counter":
