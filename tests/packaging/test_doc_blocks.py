@@ -114,11 +114,15 @@ def test_the_rules_of_the_marks(tmp_path):
 
 def test_a_failing_block_names_its_doc_and_line(server, tmp_path):
     (tmp_path / "bad.md").write_text("# x\n\n```python\nimport redlease\nraise SystemExit(3)\n"
-                                     "```\n\n```lua\nlocal x = nil\nerror('boom')\n```\n")
-    py, lua = blocks(str(tmp_path), "bad.md")
-    for block in (py, lua):
+                                     "```\n\n```lua\nlocal x = nil\nerror('boom')\n```\n\n"
+                                     "```pycon\n>>> 1 + 1\n3\n```\n\n"
+                                     "<!-- run -->\n```sh\nfalse\n```\n")
+    py, lua, pycon, sh = blocks(str(tmp_path), "bad.md")
+    for block in (py, lua, pycon, sh):
         with pytest.raises(AssertionError) as failed:
             test_the_block_runs(block, server, tmp_path)
         assert f"bad.md:{block.line}: this {block.lang} block failed" in str(failed.value)
     with pytest.raises(AssertionError, match=r"bad\.md:10: boom"):
         test_the_block_runs(lua, server, tmp_path)
+    with pytest.raises(AssertionError, match=r'File "bad\.md", line 14'):
+        test_the_block_runs(pycon, server, tmp_path)
