@@ -56,22 +56,35 @@ $(foreach f,$(FLAVOURS),$(eval $(call flavour,$(f))))
 $(B)/demo: examples/c/demo.c $(B)/plain/librlcore.a
 	$(CC) $(PUBLIC_CFLAGS) -o $@ $^ $(LIBS)
 
-.PHONY: all deps build demo demo-c test test-c test-asan test-tsan test-notls test-hiredis1 bench \
+.PHONY: all deps deps-demo demo-plan build demo demo-c test test-c test-asan test-tsan test-notls test-hiredis1 bench \
   clean
 
 # Suites run by `make test`, in this order; each binding's mk/*.mk adds its own.
 SUITES := c asan tsan notls hiredis1
 -include mk/*.mk
 all: build
+# deps: everything make test needs; deps-demo: only what make demo needs (scripts/install-deps).
 deps:
 	@scripts/install-deps
+deps-demo:
+	@scripts/install-deps demo
 build: $(B)/plain/test_core $(B)/demo
 
-# The main example: two Python workers sharing a job list (examples/python/jobs_demo.py).
-demo: deps
+# The main example: two Python workers sharing a job list (examples/python/jobs_demo.py). It
+# installs only what it runs: the demo's Debian packages and the package without its test extras.
+demo: deps-demo
 	@$(MAKE) --no-print-directory demo-python
 
-demo-c: deps
+# What make demo would install on this machine, installing nothing: the Debian packages (and
+# which are missing) and pip's plan for the venv.
+demo-plan:
+	@scripts/install-deps --dry-run demo
+	@python3 -m venv $(B)/plan-venv && $(B)/plan-venv/bin/pip install --dry-run --quiet \
+	  --disable-pip-version-check --ignore-installed --report - . 2>/dev/null \
+	  | python3 -c 'import json, sys; print("pip into $(VENV):", " ".join(sorted(i["metadata"]["name"] + "==" + i["metadata"]["version"] for i in json.load(sys.stdin)["install"])))'
+	@rm -rf $(B)/plan-venv
+
+demo-c: deps-demo
 	@$(MAKE) --no-print-directory $(B)/demo
 	scripts/with-redis $(B)/demo
 

@@ -26,5 +26,5 @@ test-openresty: deps python-install lua-rocks interop-java $(B)/gen_resty_script
 	  $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider
 
 # The cache-stampede guard (examples/openresty): nginx "hosts" sharing one expensive value.
-demo-openresty: deps python-install
+demo-openresty: deps python-runtime
 	$(PY) examples/openresty/run_demo.py

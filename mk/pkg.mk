@@ -6,6 +6,8 @@
 #   make wheel             dist/redlease-V-cp3X-cp3X-manylinux_*.whl, one per CPython
 #   make rock-src          dist/rock: the rock's source archive redlease-V.tar.gz, the
 #                          versioned rockspec redlease-V-1.rockspec, redlease-V-1.src.rock
+#   make release           dist/release-V: the sdist, the wheels, the rockspec and src.rock,
+#                          SHA256SUMS, each checked (scripts/release; README.md "Releasing")
 #   make test-packaging    wheels, sdist (with and without system hiredis), version, rock
 #                          (tests/packaging; minutes: it builds five wheels)
 #   make test-pythons      the whole Python suite on the oldest CPython (test-python runs it
@@ -20,7 +22,7 @@ SDIST_SOURCES := setup.py pyproject.toml MANIFEST.in README.md CHANGELOG.md LICE
   tools/hiredis_source.py $(CORE_SRC) $(CORE_HDR) $(wildcard include/*.h csrc/python/*.[ch] \
   python/redlease/* python/redlease/*/*)
 
-.PHONY: sdist wheel rock-src test-packaging test-pythons test-pythons-all
+.PHONY: sdist wheel rock-src release release-files test-packaging test-pythons test-pythons-all
 
 $(PKG_TOOLS)/.ok:
 	python3 -m venv $(PKG_TOOLS)
@@ -43,7 +45,16 @@ wheel: $(B)/wheels/.built
 rock-src:
 	scripts/rock-release $(REDLEASE_VERSION)
 
-test-packaging: python-install wheel rock-src lua-rocks
+RELEASE_DIR := dist/release-$(REDLEASE_VERSION)
+
+# The artefacts in one folder; make release then checks them (test-packaging checks a copy).
+release-files: wheel rock-src
+	scripts/release collect $(REDLEASE_VERSION) $(RELEASE_DIR) $(PYTHONS)
+
+release: release-files
+	scripts/release check $(REDLEASE_VERSION) $(RELEASE_DIR) $(PKG_TOOLS)
+
+test-packaging: python-install release-files lua-rocks
 	@mkdir -p build/results
 	cd tests/packaging && REDLEASE_RESULTS=$(CURDIR)/build/results/packaging.txt \
 	  REDLEASE_PYTHONS="$(PYTHONS)" $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider

@@ -3,17 +3,21 @@ VENV := $(B)/venv
 PY := $(VENV)/bin/python
 SUITES += python
 
-.PHONY: python-install test-python demo-python demo-async
+.PHONY: python-install python-runtime test-python demo-python demo-async
 $(VENV)/bin/python:
 	python3 -m venv $(VENV)
 
 # Always reinstalls (pip rebuilds only what changed is not reliable for C sources); with the
 # project's warning flags (-Wall -Wextra -Werror).
 # `make test` installs once before its suites and sets REDLEASE_INSTALLED for them.
+# python-install: with the test, lint and safety extras (pytest, mypy, ruff, gevent, uvloop, ...),
+# for the suites; python-runtime: the package alone (what a user installs), for the demos.
 python-install: $(VENV)/bin/python
 ifndef REDLEASE_INSTALLED
 	REDLEASE_STRICT=1 $(VENV)/bin/pip install --quiet --disable-pip-version-check ".[test,lint,safety]"
 endif
+python-runtime: $(VENV)/bin/python
+	REDLEASE_STRICT=1 $(VENV)/bin/pip install --quiet --disable-pip-version-check .
 
 # The binding compiled against the public header only: the compiler refuses any include of the
 # core's internals (setup.py compiles core and binding together, so it cannot tell).
@@ -29,9 +33,9 @@ test-python: python-install $(B)/python-strict.ok
 	cd tests/python && REDLEASE_RESULTS=$(CURDIR)/build/results/python.txt \
 	  $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider
 
-demo-python: python-install
+demo-python: python-runtime
 	$(PY) examples/python/jobs_demo.py
 
 # The asyncio example: a worker pool sharing jobs through redlease.asyncio locks.
-demo-async: python-install
+demo-async: deps-demo python-runtime
 	$(PY) examples/python/async_jobs.py
