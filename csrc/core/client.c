@@ -290,7 +290,7 @@ static rl_status run_script(rl_pool *pool, int asking, void *arg, rl_redirect *r
     if (st == RL_OK && call->wrote && call->wrote(*call->reply)) {
         int acked;
         st = rl_replicas_sync(conn, &acked, err);
-        rl_metrics_synced(&c->metrics, acked);
+        if (c->cfg.options.sync_replicas > 0) rl_metrics_synced(&c->metrics, acked);
         if (st != RL_OK && st != RL_ERR_REPLICA) { /* the caller sees a plain failure */
             freeReplyObject(*call->reply);
             *call->reply = NULL;
