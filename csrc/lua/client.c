@@ -101,13 +101,25 @@ static int client_lock(lua_State *L) {
     return 1;
 }
 
-/* One event as a table {kind=, name=, context=, reason=, holds=, message=} appended to the list
- * on top of the stack. A memory error raised here loses the event being converted. */
+/* Where push_event puts the events: a list made on the first one, so that the usual call, with
+ * nothing waiting, allocates nothing. */
+typedef struct event_list {
+    lua_State *L;
+    int made;
+} event_list;
+
+/* One event as a table {kind=, name=, context=, reason=, holds=, message=} appended to the list.
+ * A memory error raised here loses the event being converted. */
 static void push_event(const rl_event *ev, void *userdata) {
     static const char *const kinds[] = {"",          "lost",        "renew_failed",
                                         "renewed",   "sync_failed", "stray_holds",
                                         "abandoned", "in_doubt",    "confirmed"};
-    lua_State *L = userdata;
+    event_list *list = userdata;
+    lua_State *L = list->L;
+    if (!list->made) {
+        lua_newtable(L);
+        list->made = 1;
+    }
     lua_createtable(L, 0, 6);
     lua_pushstring(L, (unsigned)ev->kind < sizeof kinds / sizeof *kinds ? kinds[ev->kind] : "?");
     lua_setfield(L, -2, "kind");
@@ -133,10 +145,9 @@ static void push_event(const rl_event *ev, void *userdata) {
  * and the event threads never call into Lua. */
 static int client_events(lua_State *L) {
     rlua_client *c = check_client(L);
-    if (!c->core) return 0;
-    lua_newtable(L);
-    if (rl_client_take_events(c->core, push_event, L) == 0) return 0;
-    return 1;
+    event_list list = {L, 0};
+    if (c->core) rl_client_take_events(c->core, push_event, &list);
+    return list.made;
 }
 
 static int client_tostring(lua_State *L) {
