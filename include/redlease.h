@@ -130,6 +130,9 @@ typedef struct rl_options {
                                     (rl_lock_state); default 10000 (1%), at most 500000 */
     rl_event_fn on_event;        /* optional */
     void *event_userdata;
+    int queue_events;            /* 1: no event thread; events wait for rl_client_take_events,
+                                    on the host's own thread (for hosts that are not thread
+                                    safe: Lua). on_event is then unused */
     /* TLS, for rediss:// URLs only (in builds with TLS). The server's certificate is verified
      * against the system's CAs (or these) and the name (the URL's host or tls_server_name).
      * The strings are copied; files are read when the client is made. */
@@ -228,6 +231,10 @@ const char *rl_client_url(rl_client *client);
 
 /* The client's UUID (36 chars). A forked child gets a new one on its first call. */
 const char *rl_client_id(rl_client *client);
+
+/* A client made with queue_events: delivers the events waiting, oldest first, to fn on the
+ * calling thread (fn must not free the client); returns how many. 0 otherwise. */
+size_t rl_client_take_events(rl_client *client, rl_event_fn fn, void *userdata);
 
 typedef struct rl_stats {
     uint64_t renew_rounds;        /* renewal rounds that reached Redis */

@@ -44,10 +44,12 @@ build = {
       -- BEGIN modules: every luarocks/redlease/**/*.lua (scripts/gen-rockspec --write)
       ["redlease"] = "luarocks/redlease/init.lua",
       ["redlease.args"] = "luarocks/redlease/args.lua",
+      ["redlease.events"] = "luarocks/redlease/events.lua",
       ["redlease.guard"] = "luarocks/redlease/guard.lua",
       ["redlease.holds"] = "luarocks/redlease/holds.lua",
       ["redlease.latch"] = "luarocks/redlease/latch.lua",
       ["redlease.lock"] = "luarocks/redlease/lock.lua",
+      ["redlease.methods"] = "luarocks/redlease/methods.lua",
       ["redlease.multilock"] = "luarocks/redlease/multilock.lua",
       ["redlease.resty"] = "luarocks/redlease/resty/init.lua",
       ["redlease.resty.calls"] = "luarocks/redlease/resty/calls.lua",

@@ -102,7 +102,7 @@ rl_status rl_client_new(const char *url, const rl_options *options, rl_client **
     rl_sub_init(&c->sub, &c->cfg);
     rl_workers_init(&c->workers);
     rl_deferred_init(c);
-    rl_events_init(&c->events, o.on_event, o.event_userdata);
+    rl_events_init(&c->events, o.on_event, o.event_userdata, o.queue_events);
     rl_fork_register(c);
     *out = c;
     return RL_OK;
@@ -227,6 +227,10 @@ const char *rl_client_url(rl_client *c) {
 const char *rl_client_id(rl_client *c) {
     if (rl_client_enter(c, NULL) == RL_OK) rl_client_leave(c);
     return c ? c->id : "";
+}
+
+size_t rl_client_take_events(rl_client *c, rl_event_fn fn, void *userdata) {
+    return c && fn ? rl_events_take(&c->events, fn, userdata) : 0;
 }
 
 size_t rl_client_owner(rl_client *c, uint64_t context, char *out) {

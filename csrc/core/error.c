@@ -83,3 +83,10 @@ const char *rl_lost_reason_name(rl_lost_reason reason) {
     }
     return "unknown";
 }
+
+const char *rl_waited(int64_t wait_ms, const char *at_once, char *out) {
+    if (wait_ms <= 0) return at_once;
+    snprintf(out, RL_WAITED_SIZE, "within %lld.%03lld s", (long long)(wait_ms / 1000),
+             (long long)(wait_ms % 1000));
+    return out;
+}

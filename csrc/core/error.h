@@ -16,6 +16,11 @@ rl_status rl_fail_lost(rl_error *err, rl_lost_reason reason, const char *what, c
 #define RL_ERROR_MESSAGE_SIZE sizeof(((rl_error *)0)->message)
 #define RL_QUOTING_MESSAGE_SIZE (RL_ERROR_MESSAGE_SIZE + 256)
 
+/* The words for how long a wait that ran out waited: "within 1.500 s" (as Python words it), or
+ * `at_once` for a one-try (wait_ms 0). Written into out (RL_WAITED_SIZE bytes). */
+#define RL_WAITED_SIZE 48
+const char *rl_waited(int64_t wait_ms, const char *at_once, char *out);
+
 /* Clears *err to RL_OK with an empty message. */
 void rl_error_clear(rl_error *err);
 

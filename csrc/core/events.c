@@ -14,8 +14,14 @@ struct rl_event_item {
     char name[];
 };
 
-void rl_events_init(rl_events *ev, rl_event_fn fn, void *userdata) {
+/* Queued events wait for the host's next call: while it makes none, renewal rounds that went
+ * well are dropped beyond this many waiting, so that an idle host's queue stays small (the
+ * events that matter, a failure or a loss, are kept). */
+#define QUEUED_KEEP_ROUTINE 64
+
+void rl_events_init(rl_events *ev, rl_event_fn fn, void *userdata, int queued) {
     memset(ev, 0, sizeof *ev);
+    ev->queued = queued;
     pthread_mutex_init(&ev->mu, NULL);
     rl_cond_init(&ev->more);
     ev->fn = fn;
@@ -30,6 +36,7 @@ static void free_queue(rl_events *ev) {
         ev->head = next;
     }
     ev->tail = NULL;
+    ev->length = 0;
 }
 
 static void *deliver_main(void *arg) {
@@ -42,6 +49,7 @@ static void *deliver_main(void *arg) {
         rl_event_item *item = ev->head;
         ev->head = item->next;
         if (!ev->head) ev->tail = NULL;
+        ev->length--;
         pthread_mutex_unlock(&ev->mu);
         ev->fn(&item->event, ev->userdata);
         free(item->message);
@@ -54,7 +62,7 @@ static void *deliver_main(void *arg) {
 
 void rl_events_push(rl_events *ev, rl_event_kind kind, const void *name, size_t name_len,
                     uint64_t context, rl_lost_reason reason, size_t holds, const char *message) {
-    if (!ev->fn) return;
+    if (!ev->fn && !ev->queued) return;
     rl_event_item *item = calloc(1, sizeof *item + name_len + 1);
     if (!item) return;
     if (name_len) memcpy(item->name, name, name_len);
@@ -67,7 +75,7 @@ void rl_events_push(rl_events *ev, rl_event_kind kind, const void *name, size_t 
                              .holds = holds,
                              .message = item->message ? item->message : ""};
     pthread_mutex_lock(&ev->mu);
-    if (ev->stop) {
+    if (ev->stop || (ev->queued && kind == RL_EVENT_RENEWED && ev->length >= QUEUED_KEEP_ROUTINE)) {
         pthread_mutex_unlock(&ev->mu);
         free(item->message);
         free(item);
@@ -78,10 +86,30 @@ void rl_events_push(rl_events *ev, rl_event_kind kind, const void *name, size_t 
     else
         ev->head = item;
     ev->tail = item;
-    if (!ev->thread_started)
+    ev->length++;
+    if (!ev->thread_started && !ev->queued)
         ev->thread_started = rl_thread_start(&ev->thread, deliver_main, ev) == 0;
     pthread_cond_signal(&ev->more);
     pthread_mutex_unlock(&ev->mu);
+}
+
+size_t rl_events_take(rl_events *ev, rl_event_fn fn, void *userdata) {
+    size_t n = 0;
+    for (;;) {
+        pthread_mutex_lock(&ev->mu);
+        rl_event_item *item = ev->head;
+        if (item) {
+            ev->head = item->next;
+            if (!ev->head) ev->tail = NULL;
+            ev->length--;
+        }
+        pthread_mutex_unlock(&ev->mu);
+        if (!item) return n;
+        fn(&item->event, userdata);
+        free(item->message);
+        free(item);
+        n++;
+    }
 }
 
 void rl_events_stop(rl_events *ev) {

@@ -316,8 +316,12 @@ rl_status rl_acquire_end(rl_lock *l, uint64_t context, attempt *a, const rl_acqu
     if (st == RL_OK) {
         st = record_hold(l, context, a, o->lease_ms, max_hold, err);
         if (st == RL_OK) rl_metrics_acquired(&c->metrics);
-    } else if (st == RL_NOT_ACQUIRED)
-        rl_fail(err, RL_NOT_ACQUIRED, "lock \"%s\" is held by another owner", printable(l, shown));
+    } else if (st == RL_NOT_ACQUIRED) {
+        char waited[RL_WAITED_SIZE];
+        rl_fail(err, RL_NOT_ACQUIRED, "lock \"%s\" is held by another owner%s%s",
+                printable(l, shown), o->wait_ms > 0 ? "; not acquired " : "",
+                rl_waited(o->wait_ms, "", waited));
+    }
     return st;
 }
 

@@ -52,6 +52,9 @@ uint64_t rlua_context(lua_State *L);
  * finalizers run newest first when the state closes, so it runs before any hold's. */
 void rlua_renew_sentinel(lua_State *L);
 
+/* Pops a string and keeps it for core.take_notes() (a warning for the logger). */
+void rlua_add_note(lua_State *L);
+
 /* Pushes nil and "<code>: <message>"; returns 2 (the usual failure return). */
 int rlua_fail(lua_State *L, rl_status status, const rl_error *err);
 /* The error string alone, pushed. */

@@ -35,6 +35,7 @@ int rlua_client_connect(lua_State *L) {
     rl_options o;
     rl_options_init(&o);
     rlua_read_options(L, 2, &o);
+    o.queue_events = 1; /* Lua is called on its own thread only: redlease/events.lua takes them */
     rlua_module *m = rlua_module_get(L);
     rlua_client *c = lua_newuserdata(L, sizeof *c);
     memset(c, 0, sizeof *c);
@@ -100,6 +101,55 @@ static int client_lock(lua_State *L) {
     return 1;
 }
 
+/* Where push_event puts the events: a list made on the first one, so that the usual call, with
+ * nothing waiting, allocates nothing. */
+typedef struct event_list {
+    lua_State *L;
+    int made;
+} event_list;
+
+/* One event as a table {kind=, name=, context=, reason=, holds=, message=} appended to the list.
+ * A memory error raised here loses the event being converted. */
+static void push_event(const rl_event *ev, void *userdata) {
+    static const char *const kinds[] = {"",          "lost",        "renew_failed",
+                                        "renewed",   "sync_failed", "stray_holds",
+                                        "abandoned", "in_doubt",    "confirmed"};
+    event_list *list = userdata;
+    lua_State *L = list->L;
+    if (!list->made) {
+        lua_newtable(L);
+        list->made = 1;
+    }
+    lua_createtable(L, 0, 6);
+    lua_pushstring(L, (unsigned)ev->kind < sizeof kinds / sizeof *kinds ? kinds[ev->kind] : "?");
+    lua_setfield(L, -2, "kind");
+    if (ev->name) {
+        lua_pushlstring(L, ev->name, ev->name_len);
+        lua_setfield(L, -2, "name");
+    }
+    lua_pushnumber(L, (lua_Number)ev->context);
+    lua_setfield(L, -2, "context");
+    if (ev->reason != RL_LOST_NONE) {
+        lua_pushstring(L, rl_lost_reason_name(ev->reason));
+        lua_setfield(L, -2, "reason");
+    }
+    lua_pushnumber(L, (lua_Number)ev->holds);
+    lua_setfield(L, -2, "holds");
+    lua_pushstring(L, ev->message);
+    lua_setfield(L, -2, "message");
+    lua_rawseti(L, -2, (int)rlua_rawlen(L, -2) + 1);
+}
+
+/* client:_events() -> the events queued since the last call, oldest first, as a list; nil when
+ * there are none (or the client is closed). The core queues them (queue_events): the watchdog's
+ * and the event threads never call into Lua. */
+static int client_events(lua_State *L) {
+    rlua_client *c = check_client(L);
+    event_list list = {L, 0};
+    if (c->core) rl_client_take_events(c->core, push_event, &list);
+    return list.made;
+}
+
 static int client_tostring(lua_State *L) {
     rlua_client *c = check_client(L);
     if (c->core)
@@ -117,6 +167,7 @@ void rlua_client_register(lua_State *L) {
                                        {"inspect", rlua_client_inspect},
                                        {"stats", rlua_client_stats},
                                        {"fenced_set", rlua_client_fenced_set},
+                                       {"_events", client_events},
                                        {NULL, NULL}};
     rlua_register_type(L, RLUA_CLIENT, methods, client_close, client_tostring);
 }

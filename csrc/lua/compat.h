@@ -42,6 +42,15 @@ static inline void rlua_setfuncs(lua_State *L, const luaL_Reg *reg) {
     }
 }
 
+/* The length of the table at idx, without metamethods. */
+static inline size_t rlua_rawlen(lua_State *L, int idx) {
+#if LUA_VERSION_NUM >= 502
+    return lua_rawlen(L, idx);
+#else
+    return lua_objlen(L, idx);
+#endif
+}
+
 /* The state's main thread, or NULL where the API cannot tell (Lua 5.1 and LuaJIT). */
 static inline lua_State *rlua_main_thread(lua_State *L) {
 #if LUA_VERSION_NUM >= 502

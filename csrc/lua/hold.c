@@ -2,6 +2,8 @@
  * the Lua side keeps guards reachable from their coroutine, so a hold nobody can reach belongs to
  * a coroutine that was collected, and is released here. When the state closes, the sentinel has
  * closed every client first: this is then a no-op and the holds expire by their lease. */
+#include <stdio.h>
+
 #include "binding.h"
 
 rlua_hold *rlua_hold_new(lua_State *L, int lock_idx, rlua_shared_lock *shared) {
@@ -50,11 +52,39 @@ static int hold_detach(lua_State *L) {
     return 0;
 }
 
+/* Notes, for the logger, that a collected coroutine's hold was released (or could not be):
+ * core.take_notes() hands them to redlease/events.lua at the program's next call. */
+static void note_collected(lua_State *L, rlua_hold *h, rl_status st, const rl_error *err) {
+    size_t len;
+    const char *name = rl_lock_name(h->lock->core, &len);
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    luaL_addstring(&b, "lock \"");
+    luaL_addlstring(&b, name, len);
+    char middle[96];
+    snprintf(middle, sizeof middle,
+             "\": its coroutine (context %llu) was collected while holding it; ",
+             (unsigned long long)h->context);
+    luaL_addstring(&b, middle);
+    if (st == RL_OK) {
+        luaL_addstring(&b, "released");
+    } else {
+        luaL_addstring(&b, "the release failed (");
+        luaL_addstring(&b, err->message);
+        luaL_addstring(&b, "): it expires by its lease");
+    }
+    luaL_pushresult(&b);
+    rlua_add_note(L);
+}
+
 static int hold_gc(lua_State *L) {
     rlua_hold *h = check_hold(L);
     if (h->lock) {
         rl_error err;
-        release(h, &err); /* nobody is left to hear of a failure: the lease ends it */
+        int was_open = h->open;
+        rl_status st = release(h, &err); /* a failure: the lease ends it */
+        /* a closed client (the state closing, or client:close()) releases nothing: not news */
+        if (was_open && st != RL_ERR_CLOSED) note_collected(L, h, st, &err);
         h->open = 0;
         rlua_shared_unref(h->lock);
         h->lock = NULL;

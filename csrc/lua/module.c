@@ -9,6 +9,7 @@
 #define CONTEXTS_KEY "redlease.contexts"
 #define SENTINEL_KEY "redlease.sentinel" /* the current one */
 #define SENTINEL_TYPE "redlease.sentinel_type"
+#define NOTES_KEY "redlease.notes"
 
 rlua_module *rlua_module_get(lua_State *L) {
     lua_getfield(L, LUA_REGISTRYINDEX, MODULE_KEY);
@@ -97,6 +98,28 @@ int64_t rlua_check_ms(lua_State *L, int arg) {
     return (int64_t)v;
 }
 
+void rlua_add_note(lua_State *L) {
+    lua_getfield(L, LUA_REGISTRYINDEX, NOTES_KEY);
+    if (!lua_istable(L, -1)) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+        lua_pushvalue(L, -1);
+        lua_setfield(L, LUA_REGISTRYINDEX, NOTES_KEY);
+    }
+    lua_insert(L, -2);
+    lua_rawseti(L, -2, (int)rlua_rawlen(L, -2) + 1);
+    lua_pop(L, 1);
+}
+
+/* core.take_notes() -> the notes kept since the last call (a list of strings), or nil. */
+static int take_notes(lua_State *L) {
+    lua_getfield(L, LUA_REGISTRYINDEX, NOTES_KEY);
+    if (!lua_istable(L, -1)) return 0;
+    lua_pushnil(L);
+    lua_setfield(L, LUA_REGISTRYINDEX, NOTES_KEY);
+    return 1;
+}
+
 /* core.running(): the running coroutine, the main one included (5.1 gives nil there). */
 static int running(lua_State *L) {
     lua_pushthread(L);
@@ -156,8 +179,10 @@ int luaopen_redlease_core(lua_State *L) {
     rlua_countdown_register(L);
     rlua_multilock_register(L);
 
-    static const luaL_Reg functions[] = {
-        {"connect", rlua_client_connect}, {"running", running}, {NULL, NULL}};
+    static const luaL_Reg functions[] = {{"connect", rlua_client_connect},
+                                         {"running", running},
+                                         {"take_notes", take_notes},
+                                         {NULL, NULL}};
     lua_newtable(L);
     rlua_setfuncs(L, functions);
     rlua_family_open(L);

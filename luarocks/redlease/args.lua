@@ -91,9 +91,32 @@ local function options(opts, spec)
   return out
 end
 
+-- The folder of the rock's Lua files ("@.../redlease/"), nil when loaded otherwise.
+local ROCK = debug.getinfo(1, "S").source:match("^(@.*[/\\])[^/\\]+$")
+
+-- The level, for error() called by the function that calls this one, of the first caller
+-- outside the rock (a misuse is that caller's): the rock's own functions (and the method
+-- checks of redlease/methods.lua) sit between it and the check.
+local function caller_level()
+  if not ROCK then return 4 end -- raise <- args.* <- the API function <- its caller
+  local level = 3 -- 1: this function, 2: the one raising
+  while true do
+    local info = debug.getinfo(level, "S")
+    if not info then return 0 end
+    if info.what ~= "C" and info.what ~= "tail" and info.source:sub(1, #ROCK) ~= ROCK then
+      return level - 1
+    end
+    level = level + 1
+  end
+end
+
+-- Raises message at the first caller outside the rock.
+function args.misuse(message)
+  error(message, caller_level())
+end
+
 local function raise(fname, name, why)
-  -- level 4: raise <- args.* <- the API function <- its caller, whom the message is for
-  error(("bad argument '%s' to '%s' (%s)"):format(name, fname, why), 4)
+  error(("bad argument '%s' to '%s' (%s)"):format(name, fname, why), caller_level())
 end
 
 -- The spec of connect's options, from the core's options catalogue (rows of name, kind,
@@ -124,13 +147,12 @@ end
 
 local specs = setmetatable({}, { __mode = "k" })
 
--- connect(url, opts, catalogue): returns the options (durations in ms, fractions in ppm).
+-- connect(url, opts, catalogue): returns the options (durations in ms, fractions in ppm), or
+-- nil, the argument's name and what is wrong with it (connect answers every failure).
 function args.connect(url, opts, catalogue)
-  if type(url) ~= "string" then raise("connect", "url", "string expected, got " .. type(url)) end
+  if type(url) ~= "string" then return nil, "url", "string expected, got " .. type(url) end
   specs[catalogue] = specs[catalogue] or connect_spec(catalogue)
-  local o, name, why = options(opts, specs[catalogue])
-  if not o then raise("connect", name, why) end
-  return o
+  return options(opts, specs[catalogue])
 end
 
 -- The option a refusal of connect's options names ("watchdog_timeout must be ..."): its first

@@ -1,12 +1,14 @@
 -- A guard: one hold taken by lock:acquire(), released once, by guard:release(), by leaving a
 -- `<close>` scope (Lua 5.4), or by its hold's finalizer once its coroutine is gone.
 local holds = require "redlease.holds"
+local methods = require "redlease.methods"
 
 local Guard = {}
 Guard.__index = Guard
 
-function Guard.new(hold, key)
-  local g = setmetatable({ _hold = hold, _key = key }, Guard)
+-- clients: the client, or the list of clients, whose events its methods deliver.
+function Guard.new(hold, key, clients)
+  local g = setmetatable({ _hold = hold, _key = key, _clients = clients }, Guard)
   g._mine = holds.add(key, g)
   return g
 end
@@ -43,5 +45,7 @@ end
 function Guard.__tostring(self)
   return self:released() and "redlease.guard (released)" or "redlease.guard (held)"
 end
+
+methods.wrap(Guard, "guard", function(self) return self._clients end)
 
 return Guard

@@ -8,6 +8,8 @@ end
 
 local core = require "redlease.core"
 local args = require "redlease.args"
+local events = require "redlease.events"
+local methods = require "redlease.methods"
 local Lock = require "redlease.lock"
 local Latch = require "redlease.latch"
 local MultiLock = require "redlease.multilock"
@@ -15,29 +17,70 @@ local semaphore = require "redlease.semaphore"
 
 local redlease = { _VERSION = core.version, tls_supported = core.tls_supported }
 
+-- The logger every record of the rock goes to: a function(level, message), level "debug",
+-- "info", "warning" or "error"; false: none. The default writes warnings and errors to
+-- io.stderr (redlease/events.lua says why).
+redlease.logger = events.stderr_logger
+events.module = redlease
+
 local Client = {}
 Client.__index = Client
 local clients_made = 0
+
+-- The hooks connect takes beside the core's options.
+local HOOKS = { on_lost = true, on_state = true }
+
+-- true, opts without the hooks, and the hooks; or false, the name of a hook that is not a
+-- function and what is wrong with it.
+local function split_hooks(opts)
+  if type(opts) ~= "table" then return true, opts, {} end
+  local rest, hooks = {}, {}
+  for k, v in pairs(opts) do
+    if HOOKS[k] then
+      local t = type(v)
+      local mt = (t == "table" or t == "userdata") and getmetatable(v)
+      if t ~= "function" and not (type(mt) == "table" and mt.__call) then
+        return false, k, "function expected, got " .. t
+      end
+      hooks[k] = v
+    else
+      rest[k] = v
+    end
+  end
+  return true, rest, hooks
+end
+
+local function refused(name, why)
+  return nil, ("argument: bad argument '%s' to 'connect' (%s)"):format(name, why)
+end
 
 -- connect(url, {watchdog_timeout=, connect_timeout=, command_timeout=, max_hold=,
 -- sync_timeout= in seconds; sync_replicas= a count; tls_ca_file=, tls_ca_dir=, tls_cert_file=,
 -- tls_key_file=, tls_server_name= strings and tls_insecure_skip_verify= a boolean, for rediss://;
 -- handover_grace= in seconds, 0: off, docs/semantics.md; drift_factor= a fraction of the lease
--- kept as the validity margin, default 0.01)
--- -> client | nil, err. Connections open on first use.
+-- kept as the validity margin, default 0.01; on_lost = function(name, reason),
+-- on_state = function(name, state, why), called as redlease/events.lua says)
+-- -> client | nil, err. Every failure is an answer, never raised: a URL or option that cannot be
+-- used answers "argument: bad argument '<name>' to 'connect' (...)" (they often come from
+-- configuration). Connections open on first use.
 function redlease.connect(url, opts)
-  local c, err = core.connect(url, args.connect(url, opts, core.options))
+  local fine, rest, hooks = split_hooks(opts)
+  if not fine then return refused(rest, hooks) end
+  local checked, bad, refusal = args.connect(url, rest, core.options)
+  if not checked then return refused(bad, refusal) end
+  local c, err = core.connect(url, checked)
   if not c then
     local why = err:match("^argument: (.*)")
     if why then -- the URL, or the option the core names first
       local name = args.refused_option(why, core.options)
         or (why:find("tls_*", 1, true) and "options")
-      error(("bad argument '%s' to 'connect' (%s)"):format(name or "url", why), 2)
+      return refused(name or "url", why)
     end
     return nil, err
   end
   clients_made = clients_made + 1
-  return setmetatable({ _core = c, _serial = clients_made }, Client)
+  return setmetatable({ _core = c, _serial = clients_made, _on_lost = hooks.on_lost,
+    _on_state = hooks.on_state }, Client)
 end
 
 local function make(client, name, kind)
@@ -85,7 +128,8 @@ local function cores(fname, locks)
   local out = {}
   for i, lock in ipairs(locks) do
     if getmetatable(lock) ~= Lock then
-      error(("bad argument #%d to '%s' (lock expected, got %s)"):format(i, fname, type(lock)), 3)
+      args.misuse(("bad argument #%d to '%s' (lock expected, got %s)"):format(i, fname,
+        type(lock)))
     end
     out[i] = lock._core
   end
@@ -110,9 +154,10 @@ end
 -- (seconds; false: no key), count, last_token, subscribers, owners and queue; or nil, err.
 function redlease.inspect(client, name)
   if getmetatable(client) ~= Client then
-    error("bad argument #1 to 'inspect' (client expected, got " .. type(client) .. ")", 2)
+    args.misuse("bad argument #1 to 'inspect' (client expected, got " .. type(client) .. ")")
   end
   args.name(name, "inspect")
+  events.dispatch(client)
   return client._core:inspect(name)
 end
 
@@ -133,12 +178,23 @@ function Client:fenced_set(key, value, token)
   return self._core:fenced_set(key, value, token)
 end
 
+-- Delivers the events queued for this client now (on_lost, on_state, the logger): how many.
+-- Every call into the client and its objects does it too; a loop that makes none for a while
+-- calls this to hear of a loss sooner (redlease/events.lua).
+function Client:dispatch() return events.dispatch(self) end
+
 -- Stops renewal and closes the connections. Holds are not released: they expire by their lease.
-function Client:close() self._core:close() end
+-- The events queued until then are delivered first.
+function Client:close()
+  events.dispatch(self)
+  self._core:close()
+end
 function Client:closed() return self._core:closed() end
 -- The client's UUID, the first part of every owner it writes.
 function Client:id() return self._core:id() end
 
 function Client:__tostring() return tostring(self._core) end
+
+methods.wrap(Client, "client", function(self) return self end, { dispatch = true })
 
 return redlease

@@ -1,6 +1,7 @@
 -- A count-down latch of Redisson's layout (RCountDownLatch): try_set_count, count_down, count,
 -- and wait until the count is 0 (woken by Redis pub/sub).
 local args = require "redlease.args"
+local methods = require "redlease.methods"
 
 local Latch = {}
 Latch.__index = Latch
@@ -24,5 +25,7 @@ function Latch:wait(opts) return self._core:wait(args.wait("wait", opts)) end
 function Latch:delete() return self._core:delete() end
 
 function Latch:__tostring() return ("redlease.count_down_latch %q"):format(self.name) end
+
+methods.wrap(Latch, "latch", function(self) return self.client end)
 
 return Latch

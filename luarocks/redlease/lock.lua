@@ -4,6 +4,7 @@
 local args = require "redlease.args"
 local Guard = require "redlease.guard"
 local holds = require "redlease.holds"
+local methods = require "redlease.methods"
 local with = require "redlease.with"
 
 local Lock = {}
@@ -17,7 +18,7 @@ end
 
 -- A guard for the hold just taken; on a fenced lock it carries the hold's token.
 function Lock:_guard(hold)
-  local g = Guard.new(hold, self._key)
+  local g = Guard.new(hold, self._key, self.client)
   if self.kind == "fenced" then g.token = self._core:token() end
   return g
 end
@@ -27,6 +28,15 @@ end
 -- -> guard | nil, err ("timeout: ...", "lost: ...", "connection: ...", ...).
 function Lock:acquire(opts)
   return self:_acquire(args.acquire("acquire", opts))
+end
+
+-- As acquire, but a failure raises its error (a string, "timeout: ..." and the rest) instead of
+-- answering nil: `local g <close> = lock:guard{timeout = 5}` can never run its block without
+-- the lock, as `local g <close> = lock:acquire{...}` does when it answers nil.
+function Lock:guard(opts)
+  local g, err = self:_acquire(args.acquire("guard", opts))
+  if not g then error(err, 0) end
+  return g
 end
 
 -- acquire with its options read: -> guard | nil, err.
@@ -91,7 +101,7 @@ end
 function Lock:extend(seconds, opts)
   local ms = args.seconds("extend", "seconds", seconds)
   if opts ~= nil and type(opts) ~= "table" then
-    error("bad argument #2 to 'extend' (table expected, got " .. type(opts) .. ")", 2)
+    args.misuse("bad argument #2 to 'extend' (table expected, got " .. type(opts) .. ")")
   end
   return self._core:extend(ms, opts and opts.replace or false)
 end
@@ -126,5 +136,7 @@ end
 function Lock:__tostring()
   return ("redlease.%s %q"):format(self.kind, self.name)
 end
+
+methods.wrap(Lock, "lock", function(self) return self.client end)
 
 return Lock

@@ -3,6 +3,7 @@
 -- (RPermitExpirableSemaphore: each permit has an id and a lease, and comes back by itself when
 -- the lease runs out). The C core (redlease.core) does the work; this gives it Lua's habits.
 local args = require "redlease.args"
+local methods = require "redlease.methods"
 local with = require "redlease.with"
 
 local M = {}
@@ -45,6 +46,15 @@ function Semaphore:acquire(opts)
   local permits, wait = args.permits("acquire", opts)
   local ok, err = self._core:acquire(permits, wait)
   if not ok then return nil, err end
+  return setmetatable({ _sem = self, permits = permits, _released = false }, Permits)
+end
+
+-- As acquire, but a failure raises its error instead of answering nil (as lock:guard): for
+-- `local permits <close> = sem:guard{...}`.
+function Semaphore:guard(opts)
+  local permits, wait = args.permits("guard", opts)
+  local ok, err = self._core:acquire(permits, wait)
+  if not ok then error(err, 0) end
   return setmetatable({ _sem = self, permits = permits, _released = false }, Permits)
 end
 
@@ -137,5 +147,9 @@ function PermitSemaphore:lost(id) return self._core:lost(args.string("lost", "id
 function PermitSemaphore:__tostring()
   return ("redlease.permit_semaphore %q"):format(self.name)
 end
+
+methods.wrap(Permits, "permits", function(self) return self._sem.client end)
+methods.wrap(Semaphore, "semaphore", function(self) return self.client end)
+methods.wrap(PermitSemaphore, "semaphore", function(self) return self.client end)
 
 return M

@@ -174,6 +174,38 @@ TEST(deleted_key_is_reported_lost) {
     pthread_mutex_destroy(&log.mu);
 }
 
+/* queue_events (the Lua binding's mode): no thread calls back; the loss waits in the queue and
+ * is delivered on the thread that takes it, once. */
+TEST(queued_events_wait_for_the_host_to_take_them) {
+    lost_log log;
+    memset(&log, 0, sizeof log);
+    pthread_mutex_init(&log.mu, NULL);
+    rl_options o;
+    rl_options_init(&o);
+    o.watchdog_timeout_ms = 600;
+    o.queue_events = 1;
+    rl_client *c;
+    CHECK_OK(rl_client_new(g_server.url, &o, &c, err));
+    rl_lock *l = new_lock(c, "queued");
+    CHECK_OK(rl_lock_acquire(l, 4, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
+    freeReplyObject(raw(g_raw, "DEL queued"));
+    int64_t t0 = now_ms();
+    while (!rl_lock_lost(l, 4, NULL) && now_ms() - t0 < 3000)
+        sleep_ms(10);
+    CHECK(rl_lock_lost(l, 4, NULL));
+    sleep_ms(50);
+    CHECK_INT(lost_count(&log), 0); /* nobody was called back meanwhile */
+    size_t taken = rl_client_take_events(c, record_event, &log);
+    CHECK_MSG(taken >= 1, "%zu events", taken);
+    CHECK_INT(lost_count(&log), 1);
+    CHECK(strcmp(log.name, "queued") == 0 && log.context == 4 && log.reason == RL_LOST_DELETED);
+    CHECK(pthread_equal(log.thread, pthread_self()));
+    CHECK_INT(rl_client_take_events(c, record_event, &log), 0); /* delivered once */
+    rl_lock_free(l);
+    rl_client_free(c);
+    pthread_mutex_destroy(&log.mu);
+}
+
 TEST(taken_over_key_is_reported_owner_changed) {
     lost_log log;
     rl_client *c = client_with_log(&log), *thief = new_client(g_server.url, 0);

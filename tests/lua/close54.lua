@@ -76,5 +76,31 @@ return function(fx)
       end
       assert.equal(0, fx.raw("EXISTS", "a", "b"))
     end,
+
+    ["a <close> on acquire's nil answer runs its block without the lock; guard raises"] =
+    function()
+      local lock = fx.connect():lock("job")
+      fx.hold_elsewhere("job", 30000)
+      local ran_unlocked
+      do -- the trap docs/lua.md warns of: a nil <close> value is allowed, and the block runs
+        local guard <close> = lock:acquire({ timeout = 0 })
+        ran_unlocked = guard == nil
+      end
+      assert.is_true(ran_unlocked)
+      local reached = false
+      local ok, err = pcall(function()
+        local guard <close> = lock:guard({ timeout = 0.1 })
+        reached = true
+      end)
+      assert.is_false(ok)
+      assert.is_false(reached)
+      assert.equal('timeout: lock "job" is held by another owner; not acquired within 0.100 s', err)
+      fx.raw("DEL", "job")
+      do
+        local guard <close> = lock:guard({ timeout = 0 })
+        assert.equal(1, fx.raw("EXISTS", "job"))
+      end
+      assert.equal(0, fx.raw("EXISTS", "job"))
+    end,
   }
 end

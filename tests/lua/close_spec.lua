@@ -14,6 +14,8 @@ describe("<close> guards", function()
       "a <close> guard whose hold was lost raises \"lost\" after the body",
       "a <close> guard released inside its scope does nothing more",
       "os.exit(code, true) inside a <close> scope releases the lock",
+      "a <close> semaphore guard gives its permits back; a multi-lock guard releases all",
+      "a <close> on acquire's nil answer runs its block without the lock; guard raises",
     }) do
       tests[name] = function()
         pending(helper.interpreter .. " has no <close> variables (Lua 5.4 only)")

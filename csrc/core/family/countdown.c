@@ -141,10 +141,10 @@ rl_status rl_countdown_wait(rl_countdown *l, int64_t wait_ms, rl_wait_hook hook,
     if (st != RL_OK || (st = enter(l, err)) != RL_OK) return st;
     st = rl_wait_for(l->o.client, l->o.channel, l->o.channel_len, 1, try_zero, l, wait_ms, hook,
                      hook_userdata, err);
-    char shown[RL_NAME_SHOWN_MAX];
+    char shown[RL_NAME_SHOWN_MAX], waited[RL_WAITED_SIZE];
     if (st == RL_NOT_ACQUIRED)
         rl_fail(err, RL_NOT_ACQUIRED, "count-down latch \"%s\" did not reach 0 %s",
-                rl_named_shown(&l->o, shown), wait_ms == 0 ? "yet" : "within the wait");
+                rl_named_shown(&l->o, shown), rl_waited(wait_ms, "yet", waited));
     rl_client_leave(l->o.client);
     return st;
 }

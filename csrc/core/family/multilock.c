@@ -255,9 +255,11 @@ static rl_status try_all(rl_multilock *m, uint64_t context, int64_t wait, int64_
     }
     if (st == RL_NOT_ACQUIRED) {
         size_t need = n - tolerated;
-        rl_fail(err, RL_NOT_ACQUIRED, "%s not acquired: %zu of %zu lock(s) needed%s%s",
-                m->redlock ? "RedLock" : "multi-lock", need, n,
-                failure.message[0] ? "; last failure: " : "", failure.message);
+        char waited[RL_WAITED_SIZE];
+        rl_fail(err, RL_NOT_ACQUIRED, "%s not acquired%s%s: %zu of %zu lock(s) needed%s%s",
+                m->redlock ? "RedLock" : "multi-lock", wait > 0 ? " " : "",
+                rl_waited(wait, "", waited), need, n, failure.message[0] ? "; last failure: " : "",
+                failure.message);
     }
     free(taken);
     return st;

@@ -18,7 +18,8 @@ local redlease = { _VERSION = generated._VERSION, backend = "resty" }
 -- -> client. Nothing connects here (any phase, init_by_lua and init_worker_by_lua included);
 -- each worker gets its own client identity on first use.
 function redlease.connect(u, opts)
-  local o = args.connect(u, opts, OPTIONS)
+  local o, bad, refusal = args.connect(u, opts, OPTIONS)
+  if not o then error(("bad argument '%s' to 'connect' (%s)"):format(bad, refusal), 2) end
   for _, row in ipairs(OPTIONS) do -- the bounds the core holds them to (rl_client_new)
     local v = row.bounds and o[row.name]
     if v and (v < row.min or (row.max and v > row.max)) then

@@ -143,8 +143,9 @@ function Lock:_acquire(lease_ms, wait_ms, max_hold)
     calls.leave_queue(self, who, window)
   end
   if got == nil then return nil, x end
-  if got == false then
-    return nil, ('timeout: lock "%s" is held by another owner'):format(self._shown)
+  if got == false then -- the C rock's words (csrc/core/lock.c): how long it waited
+    return nil, ('timeout: lock "%s" is held by another owner%s'):format(self._shown,
+      wait_ms > 0 and ("; not acquired within %.3f s"):format(wait_ms / 1000) or "")
   end
   -- record the hold (no yield from the answer to here: renewal starts with the hold)
   local key = self._key .. "\0" .. run.id
