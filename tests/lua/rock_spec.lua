@@ -17,13 +17,14 @@ local function rockspec()
 end
 
 describe("the rock", function()
-  it("compiles every csrc/core and csrc/lua source into redlease.core", function()
+  it("compiles every csrc/core (every room) and csrc/lua source into redlease.core", function()
     local listed = {}
     for _, src in ipairs(rockspec().build.modules["redlease.core"].sources) do
       listed[src] = true
     end
     local on_disk = {}
-    for path in helper.sh("cd " .. ROOT .. " && ls csrc/core/*.c csrc/lua/*.c"):gmatch("[^\n]+") do
+    local find = "cd " .. ROOT .. " && find csrc/core csrc/lua -name '*.c'"
+    for path in helper.sh(find):gmatch("[^\n]+") do
       on_disk[path] = true
     end
     assert.same(on_disk, listed)
