@@ -338,3 +338,85 @@ def test_watch_ends_on_ctrl_c_with_130_every_time(server, raw, mode, refresh):
             proc.wait()
             proc.stdout.close()
             proc.stderr.close()
+
+
+def run_as_typed(*args, env_url=None, timeout=60):
+    """The command line exactly as given: no --url added; $REDIS_URL only when env_url."""
+    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
+    if env_url is not None:
+        env["REDIS_URL"] = env_url
+    return subprocess.run([sys.executable, "-m", "redlease", *args], capture_output=True,
+                          text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]  # nothing listens there
+
+
+def test_global_options_go_before_or_after_the_subcommand(client, server):
+    assert client.lock("orders:1", lease=30).acquire()
+    for args in (["--url", server.url, "inspect", "orders:1", "--json"],
+                 ["--url", server.url, "--json", "inspect", "orders:1"],
+                 ["--json", "inspect", "orders:1", "--url", server.url],
+                 ["inspect", "orders:1", "--url", server.url, "--json"]):
+        out = run_as_typed(*args)
+        assert out.returncode == 0, (args, out.stderr)
+        assert json.loads(out.stdout)["owners"][0]["client_id"] == client.id
+    # After the subcommand wins over before it, as the one typed last.
+    dead = f"redis://127.0.0.1:{free_port()}"
+    out = run_as_typed("--url", dead, "inspect", "orders:1", "--url", server.url)
+    assert out.returncode == 0, out.stderr
+    assert run_as_typed("--url", server.url, "scan", "orders:*").returncode == 0
+    assert run_as_typed("--url", server.url, "watch", "orders:1", "--count", "1").returncode == 0
+
+
+def test_cannot_connect_says_how_to_point_it_elsewhere():
+    dead = f"redis://127.0.0.1:{free_port()}"
+    given = run_as_typed("inspect", "x", "--url", dead)
+    assert given.returncode == 2
+    first, second = given.stderr.splitlines()
+    assert first.startswith("redlease: cannot connect to 127.0.0.1:")
+    assert second == ("redlease: the server is the one --url names; "
+                      "see redlease --help for the URL forms")
+    from_env = run_as_typed("inspect", "x", env_url=dead)
+    assert from_env.returncode == 2
+    assert from_env.stderr.splitlines()[1] == (
+        "redlease: the server is the one $REDIS_URL names; give --url URL for another")
+    with socket.socket() as probe:  # the default: only when nothing listens on 6379 here
+        if probe.connect_ex(("127.0.0.1", 6379)) == 0:
+            pytest.skip("a server listens on 127.0.0.1:6379")
+    default = run_as_typed("inspect", "x")
+    assert default.returncode == 2
+    assert default.stderr.splitlines() == [
+        "redlease: cannot connect to 127.0.0.1:6379: Connection refused",
+        "redlease: no --url given and $REDIS_URL is not set, so it tried "
+        "redis://127.0.0.1:6379/0; point it at your server with --url redis://HOST:PORT/DB "
+        "or REDIS_URL=..."]
+
+
+def test_version_is_the_package_version():
+    out = run_as_typed("--version")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == f"redlease {redlease.__version__}\n"
+
+
+def test_every_help_names_the_options_and_the_exit_codes():
+    secret = "redis://:hunter2-pw@127.0.0.1:6379/0"  # $REDIS_URL's password is never shown
+    top = run_as_typed("--help", env_url=secret)
+    assert top.returncode == 0 and "hunter2" not in top.stdout
+    for word in ("--url URL", "--json", "--version", "$REDIS_URL", "exit codes: 0 found, 1 not "
+                 "found, 2 error or refusal, 130 interrupted", "inspect", "watch",
+                 "force-unlock", "scan"):
+        assert word in " ".join(top.stdout.split()), word
+    for command in ("inspect", "watch", "force-unlock", "scan"):
+        out = run_as_typed(command, "--help", env_url=secret)
+        assert out.returncode == 0, out.stderr
+        text = " ".join(out.stdout.split())
+        assert "hunter2" not in text, command
+        assert f"usage: redlease {command}" in text
+        for word in ("--url URL", "--json", "$REDIS_URL", "exit codes: 0 "):
+            assert word in text, (command, word)
+        if command != "scan":
+            assert "name the lock's name" in text, command
