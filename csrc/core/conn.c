@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "conn_name.h"
 #include "error.h"
 
 #define READ_CHUNK 16384
@@ -259,13 +260,16 @@ static int is_master(const redisReply *role) {
            strcmp(role->element[0]->str, "master") == 0;
 }
 
-/* AUTH and SELECT as the target says, and ROLE for a Sentinel's master: one round trip. */
+/* AUTH and SELECT as the target says, CLIENT SETNAME, and ROLE for a Sentinel's master: one
+ * round trip. A refused CLIENT SETNAME (an ACL, a renamed command) leaves the connection
+ * unnamed: the name is for people reading CLIENT LIST and rl_inspect, never needed to work. */
 static rl_status handshake(rl_conn *conn, const rl_target *t, rl_error *err) {
     const char *auth[3], *select[2] = {"SELECT", NULL}, *role[1] = {"ROLE"};
-    size_t auth_lens[3], select_lens[2], role_lens[1] = {4};
-    char db[16];
-    rl_cmd cmds[3];
-    size_t n = 0, auth_at = 9, role_at = 9;
+    const char *setname[3] = {"CLIENT", "SETNAME", NULL};
+    size_t auth_lens[3], select_lens[2], role_lens[1] = {4}, setname_lens[3] = {6, 7, 0};
+    char db[16], name[RL_CONN_NAME_MAX];
+    rl_cmd cmds[4];
+    size_t n = 0, auth_at = 9, role_at = 9, setname_at = 9;
     int argc = 0;
     if (t->password) {
         auth[argc++] = "AUTH";
@@ -282,17 +286,23 @@ static rl_status handshake(rl_conn *conn, const rl_target *t, rl_error *err) {
         select_lens[0] = 6, select_lens[1] = strlen(db);
         cmds[n++] = (rl_cmd){2, select, select_lens};
     }
+    if (conn->cfg->client_id) {
+        setname[2] = name;
+        setname_lens[2] = rl_conn_name(conn->cfg->client_id, conn->cfg->options.client_name, name);
+        setname_at = n;
+        cmds[n++] = (rl_cmd){3, setname, setname_lens};
+    }
     if (t->must_be_master) {
         role_at = n;
         cmds[n++] = (rl_cmd){1, role, role_lens};
     }
     if (n == 0) return RL_OK;
-    redisReply *replies[3] = {NULL, NULL, NULL};
+    redisReply *replies[4] = {NULL, NULL, NULL, NULL};
     int maybe_sent;
     rl_status st = exchange_once(conn, n, cmds, replies, &maybe_sent, err);
     if (st != RL_OK) return st;
     for (size_t i = 0; i < n && st == RL_OK; i++) {
-        if (replies[i]->type == REDIS_REPLY_ERROR)
+        if (replies[i]->type == REDIS_REPLY_ERROR && i != setname_at)
             st = rl_fail(err, RL_ERR_CONNECTION, "%s refused: %.*s",
                          i == auth_at   ? "authentication"
                          : i == role_at ? "ROLE"
@@ -338,7 +348,7 @@ rl_status rl_conn_open_to(rl_conn *conn, const rl_target *t, int64_t timeout_ms,
         if (!conn->tls) return failure(conn, err, "cannot connect to");
     }
     conn->timeout_ms = timeout_ms;
-    conn->deadline = rl_now_ms() + timeout_ms; /* AUTH, SELECT, ROLE: one exchange */
+    conn->deadline = rl_now_ms() + timeout_ms; /* AUTH, SELECT, SETNAME, ROLE: one exchange */
     return handshake(conn, t, err);
 }
 

@@ -51,6 +51,8 @@ typedef struct rl_config {
     void *resolver_state;
     void (*on_deferred)(void *arg); /* a pooled connection went idle with deferred commands */
     void *on_deferred_arg;
+    const char *client_id; /* the client's id: each connection names itself with it and
+                              options.client_name (conn_name.h); NULL: no name */
 } rl_config;
 
 typedef struct rl_conn {
@@ -106,7 +108,8 @@ typedef struct rl_target {
 
 /* (Re)opens conn to the client's server (the resolver's answer when there is one): the connect and
  * the TLS handshake (when the URL says so) within the connect timeout, TCP keepalive and no-delay,
- * then AUTH and SELECT as the URL says within timeout_ms. RL_ERR_CLOSED once the client is closing.
+ * then AUTH and SELECT as the URL says and CLIENT SETNAME (conn_name.h; a refusal is ignored:
+ * the name is for people) in one round trip within timeout_ms. RL_ERR_CLOSED once the client is closing.
  *
  * Every timeout is a deadline for a whole call: the socket is non-blocking and each wait for it
  * is a poll() until the call's deadline, so a peer that trickles bytes cannot stretch a call. */
