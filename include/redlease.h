@@ -410,6 +410,14 @@ rl_status rl_lock_query_async(rl_lock *lock, rl_query what, uint64_t context, rl
                               void *userdata, rl_call **out, rl_error *err);
 rl_status rl_lock_force_unlock_async(rl_lock *lock, rl_done_fn done, void *userdata, rl_call **out,
                                      rl_error *err);
+/* rl_inspect of the lock's name (its owners, for lock.owner()), on the workers; once `done` is
+ * called with RL_OK, rl_call_inspection gives the answer. */
+rl_status rl_lock_inspect_async(rl_lock *lock, rl_done_fn done, void *userdata, rl_call **out,
+                                rl_error *err);
+struct rl_inspection;
+/* An ended inspect call's answer, handed over once (free it with rl_inspection_free); NULL for
+ * any other call, one not ended or failed, or when taken already. */
+struct rl_inspection *rl_call_inspection(rl_call *call);
 /* Cancels an acquire (other calls run to their end): a waiting one stops waiting and leaves its
  * subscription (and a fair lock's queue); one whose round trip is in flight releases the hold
  * if Redis granted it. `done` then reports RL_ABORTED (or the outcome, if it ended first). */

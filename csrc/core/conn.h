@@ -109,7 +109,8 @@ typedef struct rl_target {
 /* (Re)opens conn to the client's server (the resolver's answer when there is one): the connect and
  * the TLS handshake (when the URL says so) within the connect timeout, TCP keepalive and no-delay,
  * then AUTH and SELECT as the URL says and CLIENT SETNAME (conn_name.h; a refusal is ignored:
- * the name is for people) in one round trip within timeout_ms. RL_ERR_CLOSED once the client is closing.
+ * the name is for people) in one round trip within timeout_ms. RL_ERR_CLOSED once the client is
+ * closing.
  *
  * Every timeout is a deadline for a whole call: the socket is non-blocking and each wait for it
  * is a poll() until the call's deadline, so a peer that trickles bytes cannot stretch a call. */

@@ -65,7 +65,7 @@ def test_inspect_reentrant_table_and_json(client, server):
     assert "kind        reentrant" in lines
     row = next(line.split() for line in lines if client.id in line)
     context = str(redlease._core.current_context())
-    assert row[:4] == [client.id, context, "-", "2"]
+    assert row[:5] == [client.id, f"{socket.gethostname()}:{os.getpid()}", context, "-", "2"]
     assert row[-1] == "no"  # the command's own process does not hold it
     found = inspect_json("orders:42", server.url)
     assert found["kind"] == "reentrant" and found["name"] == "orders:42"
@@ -420,3 +420,28 @@ def test_every_help_names_the_options_and_the_exit_codes():
             assert word in text, (command, word)
         if command != "scan":
             assert "name the lock's name" in text, command
+
+
+def test_inspect_and_watch_show_the_holders_name(make_client, server, raw):
+    holder = make_client(client_name="billing-7")
+    assert holder.lock("orders:3", lease=30).acquire()
+    table = run("inspect", "orders:3", url=server.url)
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.splitlines()
+    header = next(line for line in lines if "CLIENT ID" in line)
+    assert header.split()[:3] == ["CLIENT", "ID", "NAME"]
+    row = next(line.split() for line in lines if holder.id in line)
+    assert row[:2] == [holder.id, "billing-7"]
+    [owner] = inspect_json("orders:3", server.url)["owners"]
+    assert owner["name"] == "billing-7"
+    watched = run("watch", "orders:3", "--count", "1", url=server.url)
+    assert watched.returncode == 0, watched.stderr
+    assert [holder.id, "billing-7"] == next(
+        line.split() for line in watched.stdout.splitlines() if holder.id in line)[:2]
+    # A holder that no connection names (gone, or Redisson): "?" and null.
+    gone = "00000000-0000-0000-0000-000000000000"
+    raw("HSET", "orders:4", f"{gone}:1", "1")
+    row = next(line.split() for line in run("inspect", "orders:4", url=server.url)
+               .stdout.splitlines() if gone in line)
+    assert row[:3] == [gone, "?", "1"]
+    assert inspect_json("orders:4", server.url)["owners"][0]["name"] is None
