@@ -23,7 +23,8 @@ local clients_made = 0
 -- sync_timeout= in seconds; sync_replicas= a count; tls_ca_file=, tls_ca_dir=, tls_cert_file=,
 -- tls_key_file=, tls_server_name= strings and tls_insecure_skip_verify= a boolean, for rediss://;
 -- handover_grace= in seconds, 0: off, docs/semantics.md; drift_factor= a fraction of the lease
--- kept as the validity margin, default 0.01)
+-- kept as the validity margin, default 0.01; client_name= how its connections name themselves to
+-- Redis, shown beside its holds by inspect and owner(), default "<host>:<pid>")
 -- -> client | nil, err. Connections open on first use.
 function redlease.connect(url, opts)
   local c, err = core.connect(url, args.connect(url, opts, core.options))
