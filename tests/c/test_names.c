@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "conn_name.h"
@@ -167,4 +168,55 @@ TEST(names_found_in_a_client_list) {
     CHECK(n == strlen(name) && strncmp(name, "redlease:d463333b-", 18) == 0);
     CHECK(strchr(name, ' ') == NULL);
     CHECK_INT(rl_conn_name(id, "x", name), 9 + 36 + 2);
+}
+
+/* A forked child names its connections with its own new id and its own pid. */
+TEST(names_a_forked_child_names_itself) {
+#ifdef __SANITIZE_THREAD__
+    test_skip("ThreadSanitizer does not support threads after a multi-threaded fork");
+    return;
+#endif
+    rl_client *c = new_client(g_server.url, 0);
+    rl_lock *l = new_lock(c, "parent-first"); /* the parent's connections are open */
+    CHECK_OK(rl_lock_acquire(l, 1, 10000, 0, NULL, NULL, err));
+    int ready[2], done[2];
+    CHECK(pipe(ready) == 0 && pipe(done) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        rl_lock *own = NULL;
+        int rc = rl_lock_new(c, "child-named", 11, &own, NULL) == RL_OK &&
+                         rl_lock_acquire(own, 1, 10000, 0, NULL, NULL, NULL) == RL_OK
+                     ? 0
+                     : 1;
+        char id[37];
+        snprintf(id, sizeof id, "%s", rl_client_id(c));
+        if (write(ready[1], id, sizeof id) != (ssize_t)sizeof id) rc = 2;
+        char byte;
+        if (read(done[0], &byte, 1) != 1) rc = 3; /* held until the parent has looked */
+        _exit(rc);
+    }
+    char child_id[37] = "";
+    CHECK(read(ready[0], child_id, sizeof child_id) == (ssize_t)sizeof child_id);
+    rl_inspection *in;
+    CHECK_OK(rl_inspect(c, "child-named", 11, &in, err));
+    char want[128];
+    char host[256] = "";
+    gethostname(host, sizeof host);
+    host[64] = '\0';
+    snprintf(want, sizeof want, "%.64s:%ld", host, (long)pid);
+    int ok = in->n_owners == 1 && strcmp(in->owners[0].client_id, child_id) == 0 &&
+             strcmp(in->owners[0].name, want) == 0;
+    char seen[128];
+    snprintf(seen, sizeof seen, "%s", in->n_owners ? in->owners[0].name : "(none)");
+    rl_inspection_free(in);
+    CHECK(write(done[1], "x", 1) == 1);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    close(ready[0]), close(ready[1]), close(done[0]), close(done[1]);
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child: %d", WEXITSTATUS(status));
+    CHECK_MSG(ok, "child %s named %s, want %s", child_id, seen, want);
+    CHECK(strcmp(child_id, rl_client_id(c)) != 0);
+    CHECK_OK(rl_lock_release(l, 1, err));
+    rl_lock_free(l);
+    rl_client_free(c);
 }
