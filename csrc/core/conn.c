@@ -260,16 +260,13 @@ static int is_master(const redisReply *role) {
            strcmp(role->element[0]->str, "master") == 0;
 }
 
-/* AUTH and SELECT as the target says, CLIENT SETNAME, and ROLE for a Sentinel's master: one
- * round trip. A refused CLIENT SETNAME (an ACL, a renamed command) leaves the connection
- * unnamed: the name is for people reading CLIENT LIST and rl_inspect, never needed to work. */
+/* AUTH and SELECT as the target says, and ROLE for a Sentinel's master: one round trip. */
 static rl_status handshake(rl_conn *conn, const rl_target *t, rl_error *err) {
     const char *auth[3], *select[2] = {"SELECT", NULL}, *role[1] = {"ROLE"};
-    const char *setname[3] = {"CLIENT", "SETNAME", NULL};
-    size_t auth_lens[3], select_lens[2], role_lens[1] = {4}, setname_lens[3] = {6, 7, 0};
-    char db[16], name[RL_CONN_NAME_MAX];
-    rl_cmd cmds[4];
-    size_t n = 0, auth_at = 9, role_at = 9, setname_at = 9;
+    size_t auth_lens[3], select_lens[2], role_lens[1] = {4};
+    char db[16];
+    rl_cmd cmds[3];
+    size_t n = 0, auth_at = 9, role_at = 9;
     int argc = 0;
     if (t->password) {
         auth[argc++] = "AUTH";
@@ -286,23 +283,17 @@ static rl_status handshake(rl_conn *conn, const rl_target *t, rl_error *err) {
         select_lens[0] = 6, select_lens[1] = strlen(db);
         cmds[n++] = (rl_cmd){2, select, select_lens};
     }
-    if (conn->cfg->client_id) {
-        setname[2] = name;
-        setname_lens[2] = rl_conn_name(conn->cfg->client_id, conn->cfg->options.client_name, name);
-        setname_at = n;
-        cmds[n++] = (rl_cmd){3, setname, setname_lens};
-    }
     if (t->must_be_master) {
         role_at = n;
         cmds[n++] = (rl_cmd){1, role, role_lens};
     }
     if (n == 0) return RL_OK;
-    redisReply *replies[4] = {NULL, NULL, NULL, NULL};
+    redisReply *replies[3] = {NULL, NULL, NULL};
     int maybe_sent;
     rl_status st = exchange_once(conn, n, cmds, replies, &maybe_sent, err);
     if (st != RL_OK) return st;
     for (size_t i = 0; i < n && st == RL_OK; i++) {
-        if (replies[i]->type == REDIS_REPLY_ERROR && i != setname_at)
+        if (replies[i]->type == REDIS_REPLY_ERROR)
             st = rl_fail(err, RL_ERR_CONNECTION, "%s refused: %.*s",
                          i == auth_at   ? "authentication"
                          : i == role_at ? "ROLE"
@@ -319,6 +310,20 @@ static rl_status handshake(rl_conn *conn, const rl_target *t, rl_error *err) {
         rl_conn_close(conn);
     }
     return st;
+}
+
+/* CLIENT SETNAME (conn_name.h), deferred: it goes out with the connection's first command, so
+ * opening one takes no round trip more than before, and its reply is dropped unread: a refusal
+ * (an ACL, a renamed command) leaves the connection unnamed, as the name is for people reading
+ * CLIENT LIST and rl_inspect, never needed to work. */
+static void name_connection(rl_conn *conn) {
+    if (!conn->cfg->client_id) return;
+    char name[RL_CONN_NAME_MAX];
+    const char *argv[3] = {"CLIENT", "SETNAME", name};
+    size_t lens[3] = {6, 7,
+                      rl_conn_name(conn->cfg->client_id, conn->cfg->options.client_name, name)};
+    rl_cmd cmd = {3, argv, lens};
+    rl_conn_defer(conn, &cmd);
 }
 
 rl_status rl_conn_open_to(rl_conn *conn, const rl_target *t, int64_t timeout_ms, rl_error *err) {
@@ -348,8 +353,10 @@ rl_status rl_conn_open_to(rl_conn *conn, const rl_target *t, int64_t timeout_ms,
         if (!conn->tls) return failure(conn, err, "cannot connect to");
     }
     conn->timeout_ms = timeout_ms;
-    conn->deadline = rl_now_ms() + timeout_ms; /* AUTH, SELECT, SETNAME, ROLE: one exchange */
-    return handshake(conn, t, err);
+    conn->deadline = rl_now_ms() + timeout_ms; /* AUTH, SELECT, ROLE: one exchange */
+    rl_status st = handshake(conn, t, err);
+    if (st == RL_OK) name_connection(conn);
+    return st;
 }
 
 rl_status rl_conn_open(rl_conn *conn, int64_t timeout_ms, rl_error *err) {
@@ -495,7 +502,8 @@ size_t rl_conn_buffered(rl_conn *conn) {
     return conn->tls ? rl_tls_pending(conn->tls) : 0;
 }
 
-int rl_conn_next_reply(rl_conn *conn, redisReply **reply) {
+/* The next complete reply in the reader, or NULL. */
+static int reader_get(rl_conn *conn, redisReply **reply) {
     void *r = NULL;
     if (redisReaderGetReply(conn->reader, &r) != REDIS_OK) {
         set_why(conn, conn->reader->errstr[0] ? conn->reader->errstr : "protocol error");
@@ -503,6 +511,30 @@ int rl_conn_next_reply(rl_conn *conn, redisReply **reply) {
     }
     *reply = r;
     return 0;
+}
+
+/* Reads and drops the deferred commands' replies (nobody waits for them) that have arrived;
+ * with `wait`, until all have. */
+static int drop_deferred(rl_conn *conn, int wait) {
+    while (conn->deferred > 0) {
+        redisReply *r;
+        if (reader_get(conn, &r) != 0) return -1;
+        if (r) {
+            conn->deferred--;
+            freeReplyObject(r);
+        } else if (!wait) {
+            return 0;
+        } else if (receive_some(conn, 1) != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int rl_conn_next_reply(rl_conn *conn, redisReply **reply) {
+    *reply = NULL;
+    if (drop_deferred(conn, 0) != 0) return -1;
+    return conn->deferred > 0 ? 0 : reader_get(conn, reply);
 }
 
 static int read_reply(rl_conn *conn, redisReply **reply) {
@@ -554,11 +586,7 @@ static rl_status send_part(rl_conn *conn, size_t n, const rl_cmd *cmds, int *may
 
 /* Reads the deferred commands' replies (dropped), then n replies into replies[]. */
 static rl_status receive_part(rl_conn *conn, size_t n, redisReply **replies, rl_error *err) {
-    for (; conn->deferred > 0; conn->deferred--) {
-        redisReply *dropped;
-        if (read_reply(conn, &dropped) != 0) return failure(conn, err, "lost connection to");
-        freeReplyObject(dropped);
-    }
+    if (drop_deferred(conn, 1) != 0) return failure(conn, err, "lost connection to");
     for (size_t i = 0; i < n; i++) {
         if (read_reply(conn, &replies[i]) != 0) {
             for (size_t j = 0; j < i; j++) {
