@@ -147,7 +147,14 @@ typedef struct rl_options {
      * password are the master's). Copied. */
     const char *sentinel_user;
     const char *sentinel_password;
+    /* How this client's connections name themselves to Redis (CLIENT SETNAME, shown by CLIENT
+     * LIST and by rl_inspect beside the client's holds): "redlease:<client id>:<this>". NULL
+     * (default): "<host name>:<pid>". 1 to RL_CLIENT_NAME_MAX printable ASCII characters, no
+     * spaces (as Redis allows in a client name). Copied. */
+    const char *client_name;
 } rl_options;
+
+#define RL_CLIENT_NAME_MAX 64
 
 void rl_options_init(rl_options *options);
 
@@ -433,6 +440,14 @@ rl_status rl_lock_query_async(rl_lock *lock, rl_query what, uint64_t context, rl
                               void *userdata, rl_call **out, rl_error *err);
 rl_status rl_lock_force_unlock_async(rl_lock *lock, rl_done_fn done, void *userdata, rl_call **out,
                                      rl_error *err);
+/* rl_inspect of the lock's name (its owners, for lock.owner()), on the workers; once `done` is
+ * called with RL_OK, rl_call_inspection gives the answer. */
+rl_status rl_lock_inspect_async(rl_lock *lock, rl_done_fn done, void *userdata, rl_call **out,
+                                rl_error *err);
+struct rl_inspection;
+/* An ended inspect call's answer, handed over once (free it with rl_inspection_free); NULL for
+ * any other call, one not ended or failed, or when taken already. */
+struct rl_inspection *rl_call_inspection(rl_call *call);
 /* Cancels an acquire (other calls run to their end): a waiting one stops waiting and leaves its
  * subscription (and a fair lock's queue); one whose round trip is in flight releases the hold
  * if Redis granted it. `done` then reports RL_ABORTED (or the outcome, if it ended first). */
@@ -618,6 +633,9 @@ typedef struct rl_owner_info {
     int64_t count;    /* its holds */
     int64_t lease_ms; /* a reader: its longest hold key's lease; else the lock's; -1 no expiry */
     int local;        /* a client of this process holds it (the hold table knows it) */
+    char name[RL_CLIENT_NAME_MAX + 16]; /* the holder's client_name (else "<host>:<pid>") as a
+                                           connection of its client tells the lock's server;
+                                           "" when none does (gone, unnamed, or Redisson) */
 } rl_owner_info;
 
 typedef struct rl_waiter_info {
@@ -625,6 +643,7 @@ typedef struct rl_waiter_info {
     char client_id[40];
     char context[RL_TOKEN_MAX];
     int64_t timeout_ms; /* how long its queued place lasts from now */
+    char name[RL_CLIENT_NAME_MAX + 16]; /* as rl_owner_info's */
 } rl_waiter_info;
 
 typedef struct rl_inspection {
@@ -641,7 +660,8 @@ typedef struct rl_inspection {
     rl_waiter_info *queue;
 } rl_inspection;
 
-/* Reads everything about `name` (two round trips, read-only). RL_OK with *out (free it with
+/* Reads everything about `name` (two round trips, read-only; a third, CLIENT LIST at the key's
+ * server, for the names of its owners' and waiters' clients). RL_OK with *out (free it with
  * rl_inspection_free) whatever the key is: kind RL_KEY_NONE when there is nothing. */
 rl_status rl_inspect(rl_client *client, const void *name, size_t name_len, rl_inspection **out,
                      rl_error *err);

@@ -28,8 +28,8 @@ static int uses_tls_options(const rl_options *o) {
 /* The client's own copies of the option strings (the caller's may go away). */
 static int copy_strings(rl_client *c, rl_options *o) {
     const char **fields[RL_CLIENT_STRINGS] = {
-        &o->tls_ca_file,     &o->tls_ca_dir,    &o->tls_cert_file,    &o->tls_key_file,
-        &o->tls_server_name, &o->sentinel_user, &o->sentinel_password};
+        &o->tls_ca_file,     &o->tls_ca_dir,    &o->tls_cert_file,     &o->tls_key_file,
+        &o->tls_server_name, &o->sentinel_user, &o->sentinel_password, &o->client_name};
     for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
         if (!*fields[i]) continue;
         if (!(c->strings[i] = strdup(*fields[i]))) return -1;
@@ -72,7 +72,9 @@ rl_status rl_client_new(const char *url, const rl_options *options, rl_client **
     rl_client *c = calloc(1, sizeof *c);
     if (!c) return rl_fail(err, RL_ERR_MEMORY, "out of memory");
     rl_config_init(&c->cfg);
-    c->cfg.options = o; /* the cluster's nodes size their pools by it */
+    c->cfg.options = o;    /* the cluster's nodes size their pools by it */
+    rl_random_uuid(c->id); /* before any connection: each names itself with it */
+    c->cfg.client_id = c->id;
     st = rl_endpoint_parse(url, &c->cfg.endpoint, err);
     if (st == RL_OK && uses_tls_options(&o) && !c->cfg.endpoint.tls)
         st = rl_fail(err, RL_ERR_ARGUMENT, "the tls_* options need a rediss:// URL");
@@ -90,7 +92,6 @@ rl_status rl_client_new(const char *url, const rl_options *options, rl_client **
         return st;
     }
     c->cfg.options = o;
-    rl_random_uuid(c->id);
     atomic_init(&c->refs, 1);
     atomic_init(&c->closed, 0);
     atomic_init(&c->fork_generation, rl_fork_generation());

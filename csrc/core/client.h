@@ -25,7 +25,7 @@ struct rl_client {
     void *deploy_state;      /* the deployment's own (deploy.h) */
     char id[37];             /* UUID; replaced in a forked child */
     char *shown_url;         /* the URL without its password */
-#define RL_CLIENT_STRINGS 7
+#define RL_CLIENT_STRINGS 8
     char *strings[RL_CLIENT_STRINGS]; /* copies of the options' strings */
     atomic_int refs;                  /* the owner's reference, each lock, each call in progress */
     atomic_int closed;

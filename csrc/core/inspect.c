@@ -1,8 +1,9 @@
 /* rl_inspect: what a key holds, read in Redisson's layouts (docs/protocol.md) and decoded for a
  * person or a script: the kind, every owner field as client id + context with its count and
  * lease, the fair queue with each waiter's time left, the readers of a read/write lock, the last
- * fencing token, a semaphore's or latch's count, and the subscribers on the unlock channel.
- * Read-only: two round trips (three for a read/write lock's readers). */
+ * fencing token, a semaphore's or latch's count, the subscribers on the unlock channel, and the
+ * names of the holders' and waiters' clients. Read-only: two round trips (three for a read/write
+ * lock's readers), and CLIENT LIST when someone holds or waits (holder_names.c). */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include "clock.h"
 #include "error.h"
 #include "fork.h"
+#include "holder_names.h"
 #include "kind.h"
 #include "names.h"
 
@@ -324,6 +326,7 @@ static rl_status inspect(rl_client *c, const char *name, size_t len, rl_inspecti
     if (st == RL_OK && in->kind == RL_KEY_RW) st = read_readers(c, in, name, len, err);
     for (size_t i = 0; st == RL_OK && i < in->n_owners; i++)
         in->owners[i].local = known_here(name, len, &in->owners[i]);
+    if (st == RL_OK) rl_holder_names(c, name, len, in);
     return st;
 }
 

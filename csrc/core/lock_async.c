@@ -12,7 +12,14 @@
 #include "lock.h"
 #include "waiting.h"
 
-typedef enum { OP_ACQUIRE, OP_RELEASE, OP_QUERY, OP_FORCE_UNLOCK, OP_CONTEXT_ENDED } call_op;
+typedef enum {
+    OP_ACQUIRE,
+    OP_RELEASE,
+    OP_QUERY,
+    OP_FORCE_UNLOCK,
+    OP_INSPECT,
+    OP_CONTEXT_ENDED
+} call_op;
 
 struct rl_call {
     rl_job job; /* first: the job is the call */
@@ -25,6 +32,7 @@ struct rl_call {
     uint64_t fork_generation; /* rl_fork_generation() when it started */
     uint64_t context;
     rl_query what;
+    rl_inspection *inspection; /* inspect only: its answer until rl_call_inspection takes it */
     rl_done_fn done;
     void *userdata;
     /* acquire only */
@@ -50,6 +58,7 @@ static void call_ref(rl_job *job) {
 static void call_unref(rl_job *job) {
     rl_call *k = (rl_call *)job;
     if (atomic_fetch_sub(&k->refs, 1) != 1) return;
+    rl_inspection_free(k->inspection);
     rl_client_unref(k->client);
     free(k);
 }
@@ -221,6 +230,9 @@ static void step(rl_job *job) {
         st = rl_lock_force_unlock(k->lock, &deleted, &err);
         value = deleted;
         break;
+    case OP_INSPECT:
+        st = rl_inspect(k->client, k->lock->name, k->lock->name_len, &k->inspection, &err);
+        break;
     default: /* OP_CONTEXT_ENDED */
         rl_client_context_ended(k->client, k->context);
         st = RL_OK;
@@ -321,6 +333,20 @@ rl_status rl_lock_force_unlock_async(rl_lock *l, rl_done_fn done, void *userdata
     rl_call *k = NULL;
     rl_status st = lock_call(l, OP_FORCE_UNLOCK, 0, done, userdata, out, &k, err);
     return st == RL_OK ? launch(k, out, err) : st;
+}
+
+rl_status rl_lock_inspect_async(rl_lock *l, rl_done_fn done, void *userdata, rl_call **out,
+                                rl_error *err) {
+    rl_call *k = NULL;
+    rl_status st = lock_call(l, OP_INSPECT, 0, done, userdata, out, &k, err);
+    return st == RL_OK ? launch(k, out, err) : st;
+}
+
+rl_inspection *rl_call_inspection(rl_call *k) {
+    if (!k || k->op != OP_INSPECT || !atomic_load(&k->finished)) return NULL;
+    rl_inspection *in = k->inspection;
+    k->inspection = NULL;
+    return in;
 }
 
 void rl_client_context_ended_later(rl_client *c, uint64_t context) {

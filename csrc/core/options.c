@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "conn_name.h"
 #include "error.h"
 #include "options.h"
 #include "wake_grace.h"
@@ -35,6 +36,8 @@ static const rl_option_info rows[] = {
     {"tls_insecure_skip_verify", RL_OPTION_FLAG, AT(tls_insecure_skip_verify), 0, 0, 1, 0},
     {"sentinel_user", RL_OPTION_TEXT, AT(sentinel_user), 0, 0, 0, 0},
     {"sentinel_password", RL_OPTION_TEXT, AT(sentinel_password), 0, 0, 0, 0},
+    /* NULL: "<host>:<pid>" (conn_name.c) */
+    {"client_name", RL_OPTION_TEXT, AT(client_name), 0, 0, 0, 0},
 };
 
 #define ROWS ((int)(sizeof rows / sizeof *rows))
@@ -135,5 +138,6 @@ rl_status rl_options_check(const rl_options *o, rl_error *err) {
         /* An acquire waits for the replicas before its renewal starts: a longer wait could let
          * the hold expire before it is ever renewed. */
         return rl_fail(err, RL_ERR_ARGUMENT, "sync_timeout must be shorter than watchdog_timeout");
+    if (o->client_name) return rl_client_name_check(o->client_name, err);
     return RL_OK;
 }

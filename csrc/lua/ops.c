@@ -42,7 +42,7 @@ static void set_lease(lua_State *L, const char *key, int64_t ms) {
 }
 
 static void push_owner(lua_State *L, const rl_owner_info *o) {
-    lua_createtable(L, 0, 7);
+    lua_createtable(L, 0, 8);
     set_string(L, "field", o->field);
     set_string(L, "client_id", o->client_id);
     set_string(L, "context", o->context);
@@ -50,6 +50,7 @@ static void push_owner(lua_State *L, const rl_owner_info *o) {
     set_lease(L, "lease", o->lease_ms);
     set_boolean(L, "write", o->write);
     set_boolean(L, "local", o->local);
+    if (o->name[0]) set_string(L, "name", o->name); /* nil: no connection of it names it */
 }
 
 static void push_inspection(lua_State *L, const rl_inspection *in) {
@@ -70,10 +71,11 @@ static void push_inspection(lua_State *L, const rl_inspection *in) {
     lua_createtable(L, (int)in->n_queue, 0);
     for (size_t i = 0; i < in->n_queue; i++) {
         const rl_waiter_info *w = &in->queue[i];
-        lua_createtable(L, 0, 4);
+        lua_createtable(L, 0, 5);
         set_string(L, "owner", w->owner);
         set_string(L, "client_id", w->client_id);
         set_string(L, "context", w->context);
+        if (w->name[0]) set_string(L, "name", w->name);
         lua_pushnumber(L, (lua_Number)w->timeout_ms / 1000.0);
         lua_setfield(L, -2, "timeout");
         lua_rawseti(L, -2, (int)i + 1);

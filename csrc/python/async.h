@@ -20,7 +20,13 @@ typedef struct {
     rlpy_call *head, *tail; /* ended calls whose `done` has not run */
 } rlpy_completions;
 
-typedef enum { CALL_ACQUIRE, CALL_RELEASE, CALL_QUERY, CALL_FORCE_UNLOCK } rlpy_call_kind;
+typedef enum {
+    CALL_ACQUIRE,
+    CALL_RELEASE,
+    CALL_QUERY,
+    CALL_FORCE_UNLOCK,
+    CALL_OWNER
+} rlpy_call_kind;
 
 struct rlpy_call {
     PyObject_HEAD rl_call *call;

@@ -132,6 +132,8 @@ PyObject *rlpy_lock_reacquire(PyObject *self, PyObject *unused);
 PyObject *rlpy_lock_hand_off(PyObject *self, PyObject *unused);
 PyObject *rlpy_lock_release_token(PyObject *self, PyObject *token);
 PyObject *rlpy_lock_owners(PyObject *self, rl_client *client, PyObject *name);
+/* redlease.Owner objects of an inspection's owners; NULL with the exception set. */
+PyObject *rlpy_owner_objects(const rl_inspection *in);
 
 /* ---- fencing (fencing.c): writes that Redis-stored data fences, the counter's cleanup ---- */
 PyObject *rlpy_client_fenced_set(PyObject *client, PyObject *args);

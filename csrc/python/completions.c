@@ -69,6 +69,20 @@ static int answer(rlpy_call *c, PyObject **value, PyObject **error) {
         case CALL_FORCE_UNLOCK:
             *value = PyBool_FromLong(c->value != 0);
             break;
+        case CALL_OWNER: {
+            rl_inspection *in = rl_call_inspection(c->call);
+            *value = in ? rlpy_owner_objects(in) : PyList_New(0);
+            rl_inspection_free(in);
+            if (!*value) { /* as a failed call: the error to the awaiting task */
+                PyObject *type, *tb;
+                PyErr_Fetch(&type, error, &tb);
+                PyErr_NormalizeException(&type, error, &tb);
+                Py_XDECREF(type);
+                Py_XDECREF(tb);
+                *value = Py_NewRef(Py_None);
+            }
+            break;
+        }
         default:
             *value = Py_NewRef(Py_None);
         }
@@ -148,6 +162,7 @@ PyObject *rlpy_start_acquire(rlpy_completions *self, PyObject *args, PyObject *k
 PyObject *rlpy_start_release(rlpy_completions *self, PyObject *args);
 PyObject *rlpy_start_query(rlpy_completions *self, PyObject *args);
 PyObject *rlpy_start_force_unlock(rlpy_completions *self, PyObject *args);
+PyObject *rlpy_start_owner(rlpy_completions *self, PyObject *args);
 PyObject *rlpy_local_state(PyObject *self, PyObject *args);
 
 static PyMethodDef completions_methods[] = {
@@ -170,6 +185,9 @@ static PyMethodDef completions_methods[] = {
      "count, 4 remaining ms); done(int, error)."},
     {"force_unlock", (PyCFunction)rlpy_start_force_unlock, METH_VARARGS,
      "force_unlock(lock, done) -> Call\n--\n\nStarts a force unlock; done(bool, error)."},
+    {"owner", (PyCFunction)rlpy_start_owner, METH_VARARGS,
+     "owner(lock, done) -> Call\n--\n\nStarts reading the lock's owners; done(list[Owner], "
+     "error)."},
     {"local_state", rlpy_local_state, METH_VARARGS,
      "local_state(lock, context, /) -> tuple\n--\n\n(holds, lost reason or None, token): what this "
      "client knows of the context's hold, without a round trip."},

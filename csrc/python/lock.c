@@ -366,8 +366,8 @@ static PyMethodDef lock_methods[] = {
      "hand_off() -> str\n--\n\nTurns the calling thread's hold into a token and lets go of it "
      "here (no more renewal); another thread or process releases it with release(token=...)."},
     {"owner", (PyCFunction)lock_owner, METH_NOARGS,
-     "owner() -> list[dict]\n--\n\nWho holds the lock, from Redis: each owner's client_id, "
-     "context, count, lease, write and local (one inspection)."},
+     "owner() -> list[Owner]\n--\n\nWho holds the lock, from Redis: each owner's client_id, "
+     "context, count, lease, write, local and its client's name (one inspection)."},
     {"valid_for", (PyCFunction)lock_valid_for, METH_NOARGS,
      "valid_for() -> float\n--\n\nSeconds for which the calling thread's hold is still "
      "guaranteed, on this host's clock (no round trip): from when its last confirmed acquire or "

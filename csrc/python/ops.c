@@ -10,11 +10,17 @@ static PyObject *seconds_or_none(int64_t ms) {
     return PyFloat_FromDouble(ms == -1 ? INFINITY : (double)ms / 1000.0);
 }
 
+/* A client's name, None when no connection of it told the lock's server. */
+static PyObject *name_or_none(const char *name) {
+    if (!name[0]) Py_RETURN_NONE;
+    return PyUnicode_DecodeUTF8(name, (Py_ssize_t)strlen(name), "replace");
+}
+
 static PyObject *owner_dict(const rl_owner_info *o) {
-    return Py_BuildValue("{sssssssLsNsOsO}", "field", o->field, "client_id", o->client_id,
+    return Py_BuildValue("{sssssssLsNsOsOsN}", "field", o->field, "client_id", o->client_id,
                          "context", o->context, "count", (long long)o->count, "lease",
                          seconds_or_none(o->lease_ms), "write", o->write ? Py_True : Py_False,
-                         "local", o->local ? Py_True : Py_False);
+                         "local", o->local ? Py_True : Py_False, "name", name_or_none(o->name));
 }
 
 static PyObject *owners_list(const rl_inspection *in) {
@@ -34,9 +40,9 @@ static PyObject *queue_list(const rl_inspection *in) {
     PyObject *list = PyList_New((Py_ssize_t)in->n_queue);
     for (size_t i = 0; list && i < in->n_queue; i++) {
         const rl_waiter_info *w = &in->queue[i];
-        PyObject *d =
-            Py_BuildValue("{sssssssd}", "owner", w->owner, "client_id", w->client_id, "context",
-                          w->context, "timeout", (double)w->timeout_ms / 1000.0);
+        PyObject *d = Py_BuildValue("{sssssssdsN}", "owner", w->owner, "client_id", w->client_id,
+                                    "context", w->context, "timeout",
+                                    (double)w->timeout_ms / 1000.0, "name", name_or_none(w->name));
         if (!d) {
             Py_CLEAR(list);
             break;
@@ -195,11 +201,31 @@ PyObject *rlpy_lock_release_token(PyObject *self, PyObject *token) {
     Py_RETURN_NONE;
 }
 
+/* lock.owner()'s answer: redlease.Owner objects (python/redlease/_ops.py) of the owner dicts. */
+PyObject *rlpy_owner_objects(const rl_inspection *in) {
+    PyObject *ops = PyImport_ImportModule("redlease._ops");
+    PyObject *owner = ops ? PyObject_GetAttrString(ops, "Owner") : NULL;
+    Py_XDECREF(ops);
+    PyObject *empty = owner ? PyTuple_New(0) : NULL;
+    PyObject *list = empty ? owners_list(in) : NULL;
+    for (Py_ssize_t i = 0; list && i < PyList_GET_SIZE(list); i++) {
+        PyObject *o = PyObject_Call(owner, empty, PyList_GET_ITEM(list, i));
+        if (!o) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SetItem(list, i, o); /* drops the dict */
+    }
+    Py_XDECREF(empty);
+    Py_XDECREF(owner);
+    return list;
+}
+
 PyObject *rlpy_lock_owners(PyObject *self, rl_client *client, PyObject *name) {
     if (!rlpy_lock_core(self)) return NULL;
     rl_inspection *in = inspect(client, name);
     if (!in) return NULL;
-    PyObject *list = owners_list(in);
+    PyObject *list = rlpy_owner_objects(in);
     rl_inspection_free(in);
     return list;
 }

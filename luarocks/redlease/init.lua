@@ -59,7 +59,9 @@ end
 -- tls_key_file=, tls_server_name= strings and tls_insecure_skip_verify= a boolean, for rediss://;
 -- handover_grace= in seconds, 0: off, docs/semantics.md; drift_factor= a fraction of the lease
 -- kept as the validity margin, default 0.01; on_lost = function(name, reason),
--- on_state = function(name, state, why), called as redlease/events.lua says)
+-- on_state = function(name, state, why), called as redlease/events.lua says; client_name= how
+-- its connections name themselves to Redis, shown beside its holds by inspect and owner(),
+-- default "<host>:<pid>")
 -- -> client | nil, err. Every failure is an answer, never raised: a URL or option that cannot be
 -- used answers "argument: bad argument '<name>' to 'connect' (...)" (they often come from
 -- configuration). Connections open on first use.

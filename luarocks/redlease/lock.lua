@@ -107,7 +107,8 @@ function Lock:extend(seconds, opts)
 end
 function Lock:reacquire() return self._core:reacquire() end
 
--- Who holds it, from Redis: a list of {client_id, context, count, lease, write, local, field}.
+-- Who holds it, from Redis: a list of {client_id, context, count, lease, write, local, field,
+-- name} (name: the holder's client_name, else "<host>:<pid>"; nil when unknown).
 function Lock:owner()
   local found, err = self.client._core:inspect(self.name)
   if not found then return nil, err end

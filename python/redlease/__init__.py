@@ -33,7 +33,7 @@ from ._family import (
     red_lock,
 )
 from ._locks import FairLock, FencedLock, ReadLock, ReadWriteLock, WriteLock
-from ._ops import Inspection, Owner, Stats, Waiter
+from ._ops import InspectedOwner, Inspection, Owner, Stats, Waiter
 
 __all__ = [
     "__version__",
@@ -60,6 +60,7 @@ __all__ = [
     "ClientClosedError",
     "ReplicaSyncError",
     "Inspection",
+    "InspectedOwner",
     "Owner",
     "Stats",
     "Waiter",

@@ -7,10 +7,11 @@ client's Completions on the loop; nothing here blocks the loop, polls or uses an
 import asyncio
 import time
 import weakref
-from typing import TYPE_CHECKING, Any, Optional, Set, Tuple, Union
+from typing import TYPE_CHECKING, Any, List, Optional, Set, Tuple, Union
 
 from . import _core
 from ._errors import LockError, LockLostError, LockTimeout
+from ._ops import Owner
 from ._unset import UNSET, MaxHold, Unset
 
 if TYPE_CHECKING:
@@ -235,6 +236,13 @@ class Lock:
         answer = self._client._answer()
         self._client._completions_now().force_unlock(self._core, answer.done)
         return bool(await self._finish(answer))
+
+    async def owner(self) -> List[Owner]:
+        """Who holds it, from Redis, as redlease.Lock.owner() (one inspection)."""
+        answer = self._client._answer()
+        self._client._completions_now().owner(self._core, answer.done)
+        owners: List[Owner] = await self._finish(answer)
+        return owners
 
     def __repr__(self) -> str:
         return f"<redlease.asyncio.{type(self).__name__} {self.name!r}>"

@@ -40,6 +40,7 @@ class ClientOptions(TypedDict, total=False):
     tls_insecure_skip_verify: Optional[bool]
     sentinel_user: Optional[str]
     sentinel_password: Optional[str]
+    client_name: Optional[str]
 
 # Clients still open when the interpreter exits are closed first, while calling into Python from
 # their event threads is still safe.
@@ -93,6 +94,11 @@ class Client:
     failed is *in doubt* (``lock.in_doubt``) until a renewal is confirmed again or it is lost.
     ``on_state(name, state, why)`` is called on a background thread for each change: state
     ``"in_doubt"``, ``"held"`` (confirmed again) or ``"lost"`` (why: the reason, as on_lost's).
+
+    ``client_name`` (default ``"<host>:<pid>"``): how this client's connections name
+    themselves to Redis (``CLIENT SETNAME redlease:<client id>:<client_name>``), shown beside its
+    holds by ``lock.owner()``, ``client.inspect()`` and ``redlease inspect``; 1 to 64 printable
+    ASCII characters, no spaces.
 
     Close it with ``close()`` or use it as a context manager. Closing does not release held
     locks: they expire by their lease.

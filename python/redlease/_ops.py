@@ -1,10 +1,15 @@
 """The shapes of what ``Client.inspect``, ``Lock.owner`` and ``Client.stats`` answer."""
 
-from typing import Dict, List, Optional, TypedDict
+import warnings
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, TypedDict
 
 
-class Owner(TypedDict):
-    """One owner field of a lock, decoded: ``<client_id>:<context>`` (``:write`` for a writer)."""
+@dataclass(frozen=True)
+class Owner:
+    """One owner of a lock (``lock.owner()``): its field ``<client_id>:<context>`` (``:write``
+    for a writer) decoded, and the name of the owning client when one of its connections to the
+    lock's server tells it."""
 
     field: str
     client_id: str  # the owning client's UUID ("" when the field is not UUID-shaped)
@@ -13,6 +18,28 @@ class Owner(TypedDict):
     lease: Optional[float]  # seconds left: a reader's longest hold, else the lock's
     write: bool  # the writer of a read/write lock
     local: bool  # a client of this process holds it
+    name: Optional[str] = None  # its client_name, else "<host>:<pid>"; None: not known
+
+    def __getitem__(self, key: str) -> Any:
+        """``owner["count"]``, as when owners were dicts: deprecated, use ``owner.count``."""
+        warnings.warn(f"Owner is an object now: use owner.{key}, not owner[{key!r}]",
+                      DeprecationWarning, stacklevel=2)
+        if key not in self.__dataclass_fields__:
+            raise KeyError(key)
+        return getattr(self, key)
+
+
+class InspectedOwner(TypedDict):
+    """An owner as ``Client.inspect`` gives it: Owner's fields, in a JSON-ready dict."""
+
+    field: str
+    client_id: str
+    context: str
+    count: int
+    lease: Optional[float]
+    write: bool
+    local: bool
+    name: Optional[str]
 
 
 class Waiter(TypedDict):
@@ -22,6 +49,7 @@ class Waiter(TypedDict):
     client_id: str
     context: str
     timeout: float  # seconds its place in the queue lasts
+    name: Optional[str]  # its client's name, as Owner.name
 
 
 class Inspection(TypedDict):
@@ -35,7 +63,7 @@ class Inspection(TypedDict):
     count: int  # counters: the value
     last_token: int  # fenced: the last fencing token (0: none)
     subscribers: int  # connections subscribed to the kind's unlock channel(s)
-    owners: List[Owner]
+    owners: List[InspectedOwner]
     queue: List[Waiter]
 
 

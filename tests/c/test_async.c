@@ -135,6 +135,23 @@ TEST(async_queries_and_force_unlock_answer_through_the_callback) {
     CHECK_INT(o.value, 1);
     rl_call_free(call);
     outcome_destroy(&o);
+    /* The owners (lock.owner() of the async APIs), with the holder's name. */
+    outcome_init(&o);
+    CHECK_OK(rl_lock_inspect_async(l, record, &o, &call, err));
+    CHECK_INT(wait_outcome(&o), RL_OK);
+    rl_inspection *in = rl_call_inspection(call);
+    CHECK(in != NULL && rl_call_inspection(call) == NULL); /* handed over once */
+    int owned = in->n_owners == 1 && strcmp(in->owners[0].client_id, rl_client_id(c)) == 0 &&
+                strchr(in->owners[0].name, ':') != NULL;
+    rl_inspection_free(in);
+    CHECK(owned);
+    rl_call_free(call);
+    outcome_destroy(&o);
+    outcome_init(&o); /* an answer nobody takes is freed with the call */
+    CHECK_OK(rl_lock_inspect_async(l, record, &o, &call, err));
+    CHECK_INT(wait_outcome(&o), RL_OK);
+    rl_call_free(call);
+    outcome_destroy(&o);
     outcome_init(&o);
     CHECK_OK(rl_lock_force_unlock_async(l, record, &o, &call, err));
     CHECK_INT(wait_outcome(&o), RL_OK);

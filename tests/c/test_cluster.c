@@ -115,7 +115,10 @@ TEST(cluster_inspect_and_scan_every_master) {
         CHECK_OK(rl_inspect(c, name, strlen(name), &in, err));
         CHECK_MSG(in->kind == RL_KEY_REENTRANT && in->n_owners == 1, "%s: %s", name,
                   rl_key_kind_name(in->kind));
+        /* The holder's name, from CLIENT LIST at this name's master (one per master). */
+        int named = strchr(in->owners[0].name, ':') != NULL;
         rl_inspection_free(in);
+        CHECK_MSG(named, "%s: no name for its holder", name);
     }
     size_t found = 0, steps = 0;
     uint64_t cursor = 0;

@@ -29,6 +29,7 @@ TEST(options_defaults) {
     CHECK_INT(o.handover_grace_ms, 2);
     CHECK_INT(o.drift_factor_ppm, 10000);
     CHECK(!o.tls_ca_file && !o.sentinel_user && !o.tls_insecure_skip_verify && !o.on_event);
+    CHECK(!o.client_name); /* "<host>:<pid>" */
 }
 
 /* Each message as rl_client_new gave it before the catalogue. */

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "conn_name.h"
 #include "harness.h"
 
 /* The options for a client of the test CA (and of the client certificate when mtls is set). */
@@ -76,6 +77,17 @@ TEST(tls_locks_waits_and_renewals) {
     CHECK(raw_int(r, "CLIENT KILL TYPE normal SKIPME yes") >= 1);
     sleep_ms(50);
     CHECK_OK(rl_lock_acquire(la, 1, 5000, 0, NULL, NULL, err));
+    /* ... which names the connection again (CLIENT SETNAME rides with it over TLS). */
+    redisReply *list = raw(r, "CLIENT LIST");
+    char label[128];
+    int named = rl_conn_name_find(list->str, list->len, rl_client_id(a), label, sizeof label);
+    freeReplyObject(list);
+    CHECK_MSG(named && strchr(label, ':') != NULL, "named %d: %s", named, label);
+    rl_inspection *in;
+    CHECK_OK(rl_inspect(b, "over-tls", 8, &in, err));
+    int same = in->n_owners == 1 && strcmp(in->owners[0].name, label) == 0;
+    rl_inspection_free(in);
+    CHECK_MSG(same, "inspect over TLS shows the holder's name %s", label);
     CHECK_OK(rl_lock_release(la, 1, err));
     CHECK_INT(raw_int(r, "EXISTS over-tls"), 0);
     redisFree(r);

@@ -28,7 +28,8 @@ def _wait_in_thread(lock, timeout):
 
 def test_inspect_reads_each_name_at_its_master(cluster, clients):
     names = names_on_every_master(cluster, "insp", 1)
-    holder, waiter, looker = (clients(cluster.url) for _ in range(3))
+    holder = clients(cluster.url, client_name="holder-x")
+    waiter, looker = (clients(cluster.url) for _ in range(2))
     threads = []
     for name in names:
         assert holder.lock(name).acquire(timeout=0)
@@ -40,6 +41,8 @@ def test_inspect_reads_each_name_at_its_master(cluster, clients):
             assert seen["kind"] == "reentrant", (name, seen)
             assert [o["client_id"] for o in seen["owners"]] == [holder.id]
             assert 0 < seen["owners"][0]["lease"] <= 30
+            # Its name, from CLIENT LIST at that name's master (the holder's connection there).
+            assert seen["owners"][0]["name"] == "holder-x", (name, seen)
     finally:
         for name in names:
             holder.lock(name).release()

@@ -32,6 +32,7 @@ def test_redisson_reentrant_holder_decoded(java, server, name):
     assert owner["context"] == str(java.thread_id("t1"))
     assert owner["count"] == 2 and owner["local"] is False
     assert 15 < owner["lease"] <= 20
+    assert owner["name"] is None  # Redisson's connections carry no redlease name
     lock.unlock("t1")
     lock.unlock("t1")
 
@@ -43,6 +44,8 @@ def test_lua_holder_decoded(lua, server, name):
     [owner] = found["owners"]
     assert owner["client_id"] == peer.id and owner["count"] == 1
     assert owner["context"].isdigit()
+    host, pid = owner["name"].rsplit(":", 1)  # the Lua process's own connections name it
+    assert host and pid.isdigit() and int(pid) != os.getpid()
     assert 15 < found["lease"] <= 20
     peer.release(name)
 

@@ -124,6 +124,41 @@ describe("fixed leases and tokens", function()
   end)
 end)
 
+describe("client names", function()
+  local fx = helper.fixture(before_each, after_each)
+
+  it("owner() and inspect show the holder's client_name, else host:pid; nil when unknown",
+    function()
+    local named = fx.connect { client_name = "lua-7" }
+    local plain, looker = fx.connect(), fx.connect()
+    local g1 = assert(named:lock("named"):acquire())
+    local g2 = assert(plain:lock("plain"):acquire())
+    local owners = assert(looker:lock("named"):owner())
+    assert.equal(named:id(), owners[1].client_id)
+    assert.equal("lua-7", owners[1].name)
+    local found = assert(require("redlease").inspect(looker, "plain"))
+    assert.matches("^[!-~]+:%d+$", found.owners[1].name) -- "<host>:<pid>", no spaces
+    fx.hold_elsewhere("ghost", 30000)
+    assert.is_nil(assert(looker:lock("ghost"):owner())[1].name)
+    -- Each connection named itself: CLIENT LIST has redlease:<id>:lua-7.
+    assert.truthy(fx.raw("CLIENT", "LIST"):find("name=redlease:" .. named:id() .. ":lua-7 ", 1,
+      true))
+    g1:release()
+    g2:release()
+  end)
+
+  it("a client_name Redis would refuse is refused, naming the option", function()
+    local ok, err = pcall(require("redlease").connect, fx.server.url,
+      { client_name = "two words" })
+    assert.is_false(ok)
+    assert.matches("'client_name' to 'connect' %(client_name must be printable ASCII without "
+      .. "spaces %(as Redis takes in a client name%): character 4 is not", err)
+    ok, err = pcall(require("redlease").connect, fx.server.url, { client_name = 7 })
+    assert.is_false(ok)
+    assert.matches("'client_name' to 'connect' %(non%-empty string expected, got 7%)", err)
+  end)
+end)
+
 describe("lock:hand_off", function()
   local fx = helper.fixture(before_each, after_each)
 

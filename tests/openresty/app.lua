@@ -272,6 +272,21 @@ function app.reacquire()
   client:close()
 end
 
+-- /named?name=&as=: on a client of its own named `as` (none: the default), acquire `name` and
+-- keep it 0.5 s (the test reads CLIENT LIST meanwhile); also what connect says to bad names.
+function app.named()
+  local as = var.arg_as
+  local client = assert(redlease.connect(app.url, { client_name = as ~= "" and as or nil }))
+  local g = assert(client:lock(ngx.unescape_uri(var.arg_name)):acquire())
+  ngx.sleep(0.5)
+  local spaced_ok, spaced = pcall(redlease.connect, app.url, { client_name = "two words" })
+  local long_ok, long = pcall(redlease.connect, app.url, { client_name = ("x"):rep(65) })
+  out { id = client:id(), pid = ngx.worker.pid(), released = g:release(),
+    spaced = not spaced_ok and spaced:match("^bad argument 'client_name' to 'connect' %((.*)%)$"),
+    long = not long_ok and long:match("^bad argument 'client_name' to 'connect' %((.*)%)$") }
+  client:close()
+end
+
 -- /handover?name=&grace=: on a client of its own with that handover_grace (seconds), this run
 -- (A) holds while a light thread (B, another run of the same client) waits; A releases and
 -- acquires again at once. order: who had the lock first after the release ("B,A": B was left

@@ -3,6 +3,7 @@ own, fencing tokens, read/write sharing, force unlock reported as a loss, `with`
 in access_by_lua and released in content_by_lua; fair locks served in arrival order across
 requests; the client's id differs per worker."""
 
+import socket
 import threading
 import time
 
@@ -120,3 +121,27 @@ def test_each_worker_has_its_own_client_id(server, make_nginx):
             break
         time.sleep(0.01)
     assert len(ids) == 2 and len(set(ids.values())) == 2, ids
+
+
+def test_connections_name_themselves_as_the_core_s_do(server, raw, make_nginx):
+    """client_name (else "<host>:<pid>", the worker's pid) in CLIENT SETNAME
+    redlease:<client id>:<name> on each connection, as the C core names its own; bad names are
+    refused with the core's words."""
+    ng = make_nginx()
+    for given in ("edge-1", ""):
+        seen = {}
+
+        def call(given=given, seen=seen):
+            seen.update(fields(ng.get(f"/named?name=named-{given or 'plain'}&as={given}")[1]))
+
+        t = threading.Thread(target=call)
+        t.start()
+        assert wait_for(lambda g=given: raw("EXISTS", f"named-{g or 'plain'}") == 1, 5)
+        listed = raw("CLIENT", "LIST").decode()
+        t.join()
+        want = given or f"{socket.gethostname()}:{seen['pid']}"
+        assert f" name=redlease:{seen['id']}:{want} " in listed, listed
+        assert seen["released"] == "true", seen
+        assert seen["spaced"] == ("client_name must be printable ASCII without spaces (as Redis "
+                                  "takes in a client name): character 4 is not"), seen
+        assert seen["long"] == "client_name must be 1 to 64 characters long", seen

@@ -65,7 +65,7 @@ def test_inspect_reentrant_table_and_json(client, server):
     assert "kind        reentrant" in lines
     row = next(line.split() for line in lines if client.id in line)
     context = str(redlease._core.current_context())
-    assert row[:4] == [client.id, context, "-", "2"]
+    assert row[:5] == [client.id, f"{socket.gethostname()}:{os.getpid()}", context, "-", "2"]
     assert row[-1] == "no"  # the command's own process does not hold it
     found = inspect_json("orders:42", server.url)
     assert found["kind"] == "reentrant" and found["name"] == "orders:42"
@@ -375,3 +375,110 @@ def test_drop_fence_refuses_while_held_and_cleans_a_free_name(client, server, ra
     assert json.loads(result.stdout) == {"name": "old", "dropped": 1}
     assert raw("EXISTS", "redisson_lock_token:{old}") == 0
     assert run("drop-fence", "old", "--yes", url=server.url).returncode == 1
+
+
+def run_as_typed(*args, env_url=None, timeout=60):
+    """The command line exactly as given: no --url added; $REDIS_URL only when env_url."""
+    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
+    if env_url is not None:
+        env["REDIS_URL"] = env_url
+    return subprocess.run([sys.executable, "-m", "redlease", *args], capture_output=True,
+                          text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]  # nothing listens there
+
+
+def test_global_options_go_before_or_after_the_subcommand(client, server):
+    assert client.lock("orders:1", lease=30).acquire()
+    for args in (["--url", server.url, "inspect", "orders:1", "--json"],
+                 ["--url", server.url, "--json", "inspect", "orders:1"],
+                 ["--json", "inspect", "orders:1", "--url", server.url],
+                 ["inspect", "orders:1", "--url", server.url, "--json"]):
+        out = run_as_typed(*args)
+        assert out.returncode == 0, (args, out.stderr)
+        assert json.loads(out.stdout)["owners"][0]["client_id"] == client.id
+    # After the subcommand wins over before it, as the one typed last.
+    dead = f"redis://127.0.0.1:{free_port()}"
+    out = run_as_typed("--url", dead, "inspect", "orders:1", "--url", server.url)
+    assert out.returncode == 0, out.stderr
+    assert run_as_typed("--url", server.url, "scan", "orders:*").returncode == 0
+    assert run_as_typed("--url", server.url, "watch", "orders:1", "--count", "1").returncode == 0
+
+
+def test_cannot_connect_says_how_to_point_it_elsewhere():
+    dead = f"redis://127.0.0.1:{free_port()}"
+    given = run_as_typed("inspect", "x", "--url", dead)
+    assert given.returncode == 2
+    first, second = given.stderr.splitlines()
+    assert first.startswith("redlease: cannot connect to 127.0.0.1:")
+    assert second == ("redlease: the server is the one --url names; "
+                      "see redlease --help for the URL forms")
+    from_env = run_as_typed("inspect", "x", env_url=dead)
+    assert from_env.returncode == 2
+    assert from_env.stderr.splitlines()[1] == (
+        "redlease: the server is the one $REDIS_URL names; give --url URL for another")
+    with socket.socket() as probe:  # the default: only when nothing listens on 6379 here
+        if probe.connect_ex(("127.0.0.1", 6379)) == 0:
+            pytest.skip("a server listens on 127.0.0.1:6379")
+    default = run_as_typed("inspect", "x")
+    assert default.returncode == 2
+    assert default.stderr.splitlines() == [
+        "redlease: cannot connect to 127.0.0.1:6379: Connection refused",
+        "redlease: no --url given and $REDIS_URL is not set, so it tried "
+        "redis://127.0.0.1:6379/0; point it at your server with --url redis://HOST:PORT/DB "
+        "or REDIS_URL=..."]
+
+
+def test_version_is_the_package_version():
+    out = run_as_typed("--version")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == f"redlease {redlease.__version__}\n"
+
+
+def test_every_help_names_the_options_and_the_exit_codes():
+    secret = "redis://:hunter2-pw@127.0.0.1:6379/0"  # $REDIS_URL's password is never shown
+    top = run_as_typed("--help", env_url=secret)
+    assert top.returncode == 0 and "hunter2" not in top.stdout
+    for word in ("--url URL", "--json", "--version", "$REDIS_URL", "exit codes: 0 found, 1 not "
+                 "found, 2 error or refusal, 130 interrupted", "inspect", "watch",
+                 "force-unlock", "scan"):
+        assert word in " ".join(top.stdout.split()), word
+    for command in ("inspect", "watch", "force-unlock", "scan"):
+        out = run_as_typed(command, "--help", env_url=secret)
+        assert out.returncode == 0, out.stderr
+        text = " ".join(out.stdout.split())
+        assert "hunter2" not in text, command
+        assert f"usage: redlease {command}" in text
+        for word in ("--url URL", "--json", "$REDIS_URL", "exit codes: 0 "):
+            assert word in text, (command, word)
+        if command != "scan":
+            assert "name the lock's name" in text, command
+
+
+def test_inspect_and_watch_show_the_holders_name(make_client, server, raw):
+    holder = make_client(client_name="billing-7")
+    assert holder.lock("orders:3", lease=30).acquire()
+    table = run("inspect", "orders:3", url=server.url)
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.splitlines()
+    header = next(line for line in lines if "CLIENT ID" in line)
+    assert header.split()[:3] == ["CLIENT", "ID", "NAME"]
+    row = next(line.split() for line in lines if holder.id in line)
+    assert row[:2] == [holder.id, "billing-7"]
+    [owner] = inspect_json("orders:3", server.url)["owners"]
+    assert owner["name"] == "billing-7"
+    watched = run("watch", "orders:3", "--count", "1", url=server.url)
+    assert watched.returncode == 0, watched.stderr
+    assert [holder.id, "billing-7"] == next(
+        line.split() for line in watched.stdout.splitlines() if holder.id in line)[:2]
+    # A holder that no connection names (gone, or Redisson): "?" and null.
+    gone = "00000000-0000-0000-0000-000000000000"
+    raw("HSET", "orders:4", f"{gone}:1", "1")
+    row = next(line.split() for line in run("inspect", "orders:4", url=server.url)
+               .stdout.splitlines() if gone in line)
+    assert row[:3] == [gone, "?", "1"]
+    assert inspect_json("orders:4", server.url)["owners"][0]["name"] is None

@@ -102,13 +102,13 @@ def test_owner_decodes_every_owner(client, make_client):
     t = threading.Thread(target=reader)
     t.start()
     assert held.wait(10)
-    owners = {o["client_id"]: o for o in rw.read.owner()}
+    owners = {o.client_id: o for o in rw.read.owner()}
     assert set(owners) == {client.id, other.id}
     mine = owners[client.id]
-    assert mine["count"] == 2 and mine["write"] is False and mine["local"] is True
-    assert mine["context"] == str(redlease._core.current_context())
-    assert owners[other.id]["count"] == 1
-    assert 19 < mine["lease"] <= 20
+    assert mine.count == 2 and mine.write is False and mine.local is True
+    assert mine.context == str(redlease._core.current_context())
+    assert owners[other.id].count == 1
+    assert 19 < mine.lease <= 20
     assert client.lock("nobody").owner() == []
     done.set()
     t.join()

@@ -32,7 +32,7 @@ def on_master(d, *args):
 
 
 def test_locks_waits_and_renewals_through_sentinel(shared, make_client):
-    holder = make_client(shared.url, watchdog_timeout=1.5, **FAST)
+    holder = make_client(shared.url, watchdog_timeout=1.5, client_name="via-sentinel", **FAST)
     waiter = make_client(shared.url, **FAST)
     got = []
 
@@ -46,6 +46,9 @@ def test_locks_waits_and_renewals_through_sentinel(shared, make_client):
         t.start()
         time.sleep(2.0)  # more than a lease: renewed on the master the sentinels named
         assert on_master(shared, "PTTL", "sentinel:job") > 0
+        # The holder's connections to the master the sentinels named carry its name.
+        [owner] = waiter.lock("sentinel:job").owner()
+        assert (owner.client_id, owner.name) == (holder.id, "via-sentinel")
         released = time.monotonic()
     t.join()
     assert got[0][0] is True and got[0][1] - released < 1.0
@@ -117,7 +120,7 @@ def test_killed_master_is_replaced_and_locks_work_again(make_client):
         old = d.master_server()
         killed_at = time.monotonic()
         old.process.send_signal(signal.SIGKILL)
-        other = make_client(d.url, **FAST)
+        other = make_client(d.url, client_name="after-kill", **FAST)
         acquired_at = None
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -129,6 +132,9 @@ def test_killed_master_is_replaced_and_locks_work_again(make_client):
                 time.sleep(0.1)
         assert acquired_at is not None, "no acquire succeeded after the master was killed"
         print(f"master killed -> first acquire on the new master: {acquired_at - killed_at:.2f} s")
+        # Its connection to the promoted master named itself there too.
+        [owner] = other.lock("sentinel:after").owner()
+        assert (owner.client_id, owner.name) == (other.id, "after-kill")
         # The holder either kept its lock (renewed on the promoted replica) or was told it lost it.
         time.sleep(3)
         assert (not held.lost and on_master(d, "HEXISTS", "sentinel:killed",

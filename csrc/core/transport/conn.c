@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "conn_name.h"
 #include "error.h"
 
 #define READ_CHUNK 16384
@@ -312,6 +313,20 @@ static rl_status handshake(rl_conn *conn, const rl_target *t, rl_error *err) {
     return st;
 }
 
+/* CLIENT SETNAME (conn_name.h), deferred: it goes out with the connection's first command, so
+ * opening one takes no round trip more than before, and its reply is dropped unread: a refusal
+ * (an ACL, a renamed command) leaves the connection unnamed, as the name is for people reading
+ * CLIENT LIST and rl_inspect, never needed to work. */
+static void name_connection(rl_conn *conn) {
+    if (!conn->cfg->client_id) return;
+    char name[RL_CONN_NAME_MAX];
+    const char *argv[3] = {"CLIENT", "SETNAME", name};
+    size_t lens[3] = {6, 7,
+                      rl_conn_name(conn->cfg->client_id, conn->cfg->options.client_name, name)};
+    rl_cmd cmd = {3, argv, lens};
+    rl_conn_defer(conn, &cmd);
+}
+
 rl_status rl_conn_open_to(rl_conn *conn, const rl_target *t, int64_t timeout_ms, rl_error *err) {
     rl_conn_close(conn);
     if (atomic_load(&conn->cfg->closing))
@@ -340,7 +355,9 @@ rl_status rl_conn_open_to(rl_conn *conn, const rl_target *t, int64_t timeout_ms,
     }
     conn->timeout_ms = timeout_ms;
     conn->deadline = rl_now_ms() + timeout_ms; /* AUTH, SELECT, ROLE: one exchange */
-    return handshake(conn, t, err);
+    rl_status st = handshake(conn, t, err);
+    if (st == RL_OK) name_connection(conn);
+    return st;
 }
 
 rl_status rl_conn_open(rl_conn *conn, int64_t timeout_ms, rl_error *err) {
@@ -486,7 +503,8 @@ size_t rl_conn_buffered(rl_conn *conn) {
     return conn->tls ? rl_tls_pending(conn->tls) : 0;
 }
 
-int rl_conn_next_reply(rl_conn *conn, redisReply **reply) {
+/* The next complete reply in the reader, or NULL. */
+static int reader_get(rl_conn *conn, redisReply **reply) {
     void *r = NULL;
     if (redisReaderGetReply(conn->reader, &r) != REDIS_OK) {
         set_why(conn, conn->reader->errstr[0] ? conn->reader->errstr : "protocol error");
@@ -494,6 +512,30 @@ int rl_conn_next_reply(rl_conn *conn, redisReply **reply) {
     }
     *reply = r;
     return 0;
+}
+
+/* Reads and drops the deferred commands' replies (nobody waits for them) that have arrived;
+ * with `wait`, until all have. */
+static int drop_deferred(rl_conn *conn, int wait) {
+    while (conn->deferred > 0) {
+        redisReply *r;
+        if (reader_get(conn, &r) != 0) return -1;
+        if (r) {
+            conn->deferred--;
+            freeReplyObject(r);
+        } else if (!wait) {
+            return 0;
+        } else if (receive_some(conn, 1) != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int rl_conn_next_reply(rl_conn *conn, redisReply **reply) {
+    *reply = NULL;
+    if (drop_deferred(conn, 0) != 0) return -1;
+    return conn->deferred > 0 ? 0 : reader_get(conn, reply);
 }
 
 static int read_reply(rl_conn *conn, redisReply **reply) {
@@ -545,11 +587,7 @@ static rl_status send_part(rl_conn *conn, size_t n, const rl_cmd *cmds, int *may
 
 /* Reads the deferred commands' replies (dropped), then n replies into replies[]. */
 static rl_status receive_part(rl_conn *conn, size_t n, redisReply **replies, rl_error *err) {
-    for (; conn->deferred > 0; conn->deferred--) {
-        redisReply *dropped;
-        if (read_reply(conn, &dropped) != 0) return failure(conn, err, "lost connection to");
-        freeReplyObject(dropped);
-    }
+    if (drop_deferred(conn, 1) != 0) return failure(conn, err, "lost connection to");
     for (size_t i = 0; i < n; i++) {
         if (read_reply(conn, &replies[i]) != 0) {
             for (size_t j = 0; j < i; j++) {

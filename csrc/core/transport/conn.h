@@ -51,6 +51,8 @@ typedef struct rl_config {
     void *resolver_state;
     void (*on_deferred)(void *arg); /* a pooled connection went idle with deferred commands */
     void *on_deferred_arg;
+    const char *client_id; /* the client's id: each connection names itself with it and
+                              options.client_name (conn_name.h); NULL: no name */
 } rl_config;
 
 typedef struct rl_conn {
@@ -107,7 +109,9 @@ typedef struct rl_target {
 
 /* (Re)opens conn to the client's server (the resolver's answer when there is one): the connect and
  * the TLS handshake (when the URL says so) within the connect timeout, TCP keepalive and no-delay,
- * then AUTH and SELECT as the URL says within timeout_ms. RL_ERR_CLOSED once the client is closing.
+ * then AUTH and SELECT as the URL says within timeout_ms; CLIENT SETNAME (conn_name.h) is deferred
+ * to go out with the first command (no round trip of its own; a refusal is ignored: the name is
+ * for people). RL_ERR_CLOSED once the client is closing.
  *
  * Every timeout is a deadline for a whole call: the socket is non-blocking and each wait for it
  * is a poll() until the call's deadline, so a peer that trickles bytes cannot stretch a call. */
@@ -150,9 +154,10 @@ void rl_conn_defer(rl_conn *conn, const rl_cmd *cmd);
  * output buffer (-1: out of memory); flush sends it all within the connection's timeout;
  * receive reads what has arrived (with `wait`, waiting up to the timeout when nothing has;
  * without, never blocking); next_reply takes
- * one parsed reply (*reply NULL when none is complete). Each returns 0 or -1 with the reason in
- * conn->why; on -1 close the connection. buffered: bytes received but not yet seen by a poll() of
- * the socket (decrypted TLS data): read them before polling. */
+ * one parsed reply (*reply NULL when none is complete), the deferred commands' replies dropped.
+ * Each returns 0 or -1 with the reason in conn->why; on -1 close the connection. buffered: bytes
+ * received but not yet seen by a poll() of the socket (decrypted TLS data): read them before
+ * polling. */
 int rl_conn_append(rl_conn *conn, const rl_cmd *cmd);
 int rl_conn_flush(rl_conn *conn);
 int rl_conn_receive(rl_conn *conn, int wait);

@@ -31,6 +31,7 @@ function Client.new(ep, o)
     latch_ttl_ms = DEFAULT.latch_ttl,
     fair_wait_ms = DEFAULT.fair_wait,
     handover_grace_ms = o.handover_grace or DEFAULT.handover_grace,
+    client_name = o.client_name, -- nil: "<host>:<pid>"
     keepalive_ms = 60000,
     pool_size = 256,
     shut = false,
@@ -54,6 +55,11 @@ local function identity(self)
   if self.pid ~= pid then
     self.pid = pid
     self.uuid = owner.uuid()
+    -- CLIENT SETNAME on each new connection (conn.lua), as the core's conn_name.c names them;
+    -- pooled per identity, so that no connection carries another client's name.
+    local label = self.client_name or owner.host() .. ":" .. pid
+    self.conn_name = "redlease:" .. self.uuid .. ":" .. label
+    self.connect_opts = { pool = self.pool .. ":" .. self.uuid }
     self.latch_id_prefix = owner.random_hex(8)
     self.latch_serial = 0
     self.holds = {}

@@ -1,6 +1,7 @@
 -- Command connections: a cosocket from nginx's keepalive pool per call (a cosocket cannot outlive
 -- the request or timer that made it). A new connection (getreusedtimes() == 0) gets the TLS
--- handshake, AUTH and SELECT once; then it goes back to the pool. Unlock latches waiting to be
+-- handshake, AUTH, SELECT and CLIENT SETNAME once; then it goes back to the pool (one pool per
+-- client identity, so that a connection keeps its client's name). Unlock latches waiting to be
 -- deleted ride along with the next exchange (see client:delete_latch).
 local resp = require "redlease.resty.resp"
 local url = require "redlease.resty.url"
@@ -64,24 +65,29 @@ function conn.open(c, timeout_ms)
           "the connection was closed during the handshake (certificate verification failed?)")
       end
     end
-    local parts, n = {}, 0
+    local parts, n, what = {}, 0, {}
     if ep.password then
       encode(parts, ep.user and { "AUTH", ep.user, ep.password } or { "AUTH", ep.password })
       n = n + 1
+      what[n] = "AUTH"
     end
     if ep.db and ep.db ~= 0 then
       encode(parts, { "SELECT", ep.db })
+      n = n + 1
+      what[n] = "SELECT"
+    end
+    if c.conn_name then -- as the core's: a refusal (an ACL) leaves the connection unnamed
+      encode(parts, { "CLIENT", "SETNAME", c.conn_name })
       n = n + 1
     end
     if n > 0 then
       local replies, xerr = self:raw_exchange(parts, n)
       if not replies then return nil, xerr end
       for i = 1, n do
-        local e = is_error(replies[i])
+        local e = what[i] and is_error(replies[i])
         if e then
           sock:close()
-          return nil, ("connection: %s refused: %s"):format(i == 1 and ep.password and "AUTH"
-            or "SELECT", e)
+          return nil, ("connection: %s refused: %s"):format(what[i], e)
         end
       end
     end

@@ -14,7 +14,8 @@ local redlease = { _VERSION = generated._VERSION, backend = "resty" }
 
 -- connect(url, {watchdog_timeout=, connect_timeout=, command_timeout=, max_hold=,
 -- handover_grace= in seconds; tls_server_name=, tls_cert_file=, tls_key_file= strings and
--- tls_insecure_skip_verify= a boolean, for rediss://: see resty/tls.lua})
+-- tls_insecure_skip_verify= a boolean, for rediss://: see resty/tls.lua; client_name=, how its
+-- connections name themselves to Redis, default "<host>:<pid>"})
 -- -> client. Nothing connects here (any phase, init_by_lua and init_worker_by_lua included);
 -- each worker gets its own client identity on first use.
 function redlease.connect(u, opts)
@@ -26,12 +27,21 @@ function redlease.connect(u, opts)
       error(("bad argument '%s' to 'connect' (%s %s)"):format(row.name, row.name, row.bounds), 2)
     end
   end
+  local name = o.client_name -- as rl_client_name_check (csrc/core/conn_name.c) holds it
+  if name and (#name > 64) then
+    error("bad argument 'client_name' to 'connect' (client_name must be 1 to 64 characters long)",
+      2)
+  end
+  local bad = name and name:find("[^!-~]")
+  if bad then
+    error(("bad argument 'client_name' to 'connect' (client_name must be printable ASCII without "
+      .. "spaces (as Redis takes in a client name): character %d is not)"):format(bad), 2)
+  end
   if (o.sync_replicas or 0) > 0 then
     return nil, "unsupported: sync_replicas is not available in the OpenResty backend"
   end
   local ep, why = url.parse(u)
   if not ep then error(("bad argument 'url' to 'connect' (%s)"):format(why), 2) end
-  local name
   ep.tls_settings, name, why = tls.settings(ep, o)
   if name then error(("bad argument '%s' to 'connect' (%s)"):format(name, why), 2) end
   return Client.new(ep, o)

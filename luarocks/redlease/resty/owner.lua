@@ -55,6 +55,20 @@ function owner.ended(run)
   return co == nil or status(co) == "dead"
 end
 
+-- This host's name for client names (as the core's conn_name.c: at most 64 characters, any
+-- Redis would refuse in a client name shown as "_").
+local host
+function owner.host()
+  if not host then
+    local f = io.open("/proc/sys/kernel/hostname", "rb")
+    local name = f and f:read("*l")
+    if f then f:close() end
+    name = (name or ""):sub(1, 64):gsub("[^!-~]", "_")
+    host = name ~= "" and name or "unknown-host"
+  end
+  return host
+end
+
 -- Random hex from /dev/urandom (once per worker for the client id; never math.random, whose
 -- state every worker inherits from the master).
 function owner.random_hex(nbytes)

@@ -35,6 +35,7 @@ return {
     { name = "tls_insecure_skip_verify", kind = "flag" },
     { name = "sentinel_user", kind = "text" },
     { name = "sentinel_password", kind = "text" },
+    { name = "client_name", kind = "text" },
   },
   _ORDER = {
     "acquire", "release", "force_unlock", "renew",

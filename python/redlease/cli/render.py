@@ -60,19 +60,19 @@ def inspection_lines(name: bytes, url: str, found: Inspection) -> List[str]:
     owners = found["owners"]
     if found["kind"] != "counter":
         lines.append(f"owners      {len(owners)}")
-        rows = [[o["client_id"] or "?", o["context"],
+        rows = [[o["client_id"] or "?", o["name"] or "?", o["context"],
                  "write" if o["write"] else ("read" if found["kind"] == "read_write" else "-"),
                  str(o["count"]), seconds(o["lease"]), "yes" if o["local"] else "no"]
                 for o in owners]
         if rows:
-            lines += table(["CLIENT ID", "CONTEXT", "MODE", "HOLDS", "LEASE LEFT",
+            lines += table(["CLIENT ID", "NAME", "CONTEXT", "MODE", "HOLDS", "LEASE LEFT",
                             "THIS PROCESS"], rows)
     if found["kind"] == "fair":
         lines.append(f"queue       {len(found['queue'])} waiting, in order")
-        rows = [[str(i + 1), w["client_id"] or "?", w["context"], seconds(w["timeout"])]
-                for i, w in enumerate(found["queue"])]
+        rows = [[str(i + 1), w["client_id"] or "?", w["name"] or "?", w["context"],
+                 seconds(w["timeout"])] for i, w in enumerate(found["queue"])]
         if rows:
-            lines += table(["#", "CLIENT ID", "CONTEXT", "PLACE KEPT FOR"], rows)
+            lines += table(["#", "CLIENT ID", "NAME", "CONTEXT", "PLACE KEPT FOR"], rows)
     return lines
 
 
