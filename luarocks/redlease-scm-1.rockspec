@@ -134,6 +134,7 @@ build = {
             "csrc/core/watch.c",
             "csrc/core/watchdog.c",
             "csrc/core/workers.c",
+            "csrc/core/wrong_type.c",
             -- END sources
          },
          defines = { "_GNU_SOURCE", "RL_WITH_TLS" },

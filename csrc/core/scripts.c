@@ -137,6 +137,8 @@ rl_status rl_scripts_run(rl_scripts *s, rl_conn *conn, int64_t timeout_ms, rl_sc
             if (replies[i]->type != REDIS_REPLY_ERROR) continue;
             rl_status failed = rl_fail_reply(err, "the lock script", replies[i]);
             if (is_readonly(replies[i])) failed = rl_conn_lost_master(conn, err);
+            if (rl_reply_is_wrong_type(replies[i]))
+                failed = rl_fail_wrong_type(err, conn, timeout_ms, id, &cmds[i]);
             rl_redirect_parse(replies[i], &conn->redirect); /* a cluster's caller follows it */
             for (size_t j = 0; j < n; j++) {
                 freeReplyObject(replies[j]);
