@@ -286,7 +286,7 @@ rl_status rl_expirable_acquire(rl_expirable *s, int64_t lease_ms, int64_t wait_m
     if (st == RL_OK) st = rl_check_wait(wait_ms, err);
     if (st != RL_OK || (st = enter(s, err)) != RL_OK) return st;
     rl_client *c = s->o.client;
-    char hex[RL_PERMIT_ID_LEN + 1], shown[RL_NAME_SHOWN_MAX];
+    char hex[RL_PERMIT_ID_LEN + 1];
     acquire_try t = {.s = s};
     t.lease = lease_ms > 0 ? lease_ms : c->cfg.options.watchdog_timeout_ms;
     rl_random_hex(hex, PERMIT_BYTES);
@@ -302,8 +302,7 @@ rl_status rl_expirable_acquire(rl_expirable *s, int64_t lease_ms, int64_t wait_m
     if (st == RL_OK)
         memcpy(id, hex, sizeof hex);
     else if (st == RL_NOT_ACQUIRED)
-        rl_fail(err, RL_NOT_ACQUIRED, "semaphore \"%s\": no permit free %s",
-                rl_named_shown(&s->o, shown), wait_ms == 0 ? "now" : "within the wait");
+        rl_named_not_free(&s->o, 1, wait_ms, err);
     rl_client_leave(c);
     return st;
 }

@@ -51,6 +51,11 @@ rl_status rl_named_count_write(const rl_named *o, rl_script_id id, int64_t n, re
 rl_status rl_named_set_permits(const rl_named *o, rl_script_id id, int64_t n, int *set,
                                rl_error *err);
 
+/* A semaphore's wait that ran out (RL_NOT_ACQUIRED into err): "`count` permit(s) not free now"
+ * or "within <seconds>", or, when the semaphore does not exist, that it has no permits and how
+ * to set them (one EXISTS more; a user who never set permits waits for ever otherwise). */
+rl_status rl_named_not_free(const rl_named *o, int64_t count, int64_t wait_ms, rl_error *err);
+
 /* GET of the name as an integer (0 when it does not exist). */
 rl_status rl_named_get_count(const rl_named *o, int64_t *out, rl_error *err);
 /* An integer answer (a decimal string too; nil is 0), or RL_ERR_SERVER. */

@@ -163,11 +163,7 @@ rl_status rl_semaphore_acquire(rl_semaphore *s, int64_t permits, int64_t wait_ms
         acquire_try t = {s, permits};
         st = rl_wait_for(s->o.client, s->o.channel, s->o.channel_len, 0, try_acquire, &t, wait_ms,
                          hook, hook_userdata, err);
-        char shown[RL_NAME_SHOWN_MAX];
-        if (st == RL_NOT_ACQUIRED)
-            rl_fail(err, RL_NOT_ACQUIRED, "semaphore \"%s\": %lld permit(s) not free %s",
-                    rl_named_shown(&s->o, shown), (long long)permits,
-                    wait_ms == 0 ? "now" : "within the wait");
+        if (st == RL_NOT_ACQUIRED) rl_named_not_free(&s->o, permits, wait_ms, err);
     }
     rl_client_leave(s->o.client);
     return st;

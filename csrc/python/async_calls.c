@@ -152,7 +152,8 @@ int rlpy_refuse_green_wait(const char *what, int64_t wait_ms) {
     return -1;
 }
 
-int rlpy_refuse_on_event_loop(const char *what) {
+/* 1 when the calling thread runs an asyncio event loop, 0 when not, -1 with an exception set. */
+static int loop_running(void) {
     static PyObject *module_name, *get_running_loop; /* asyncio's, once it was imported */
     if (!get_running_loop) {
         if (!module_name && !(module_name = PyUnicode_InternFromString("asyncio.events")))
@@ -167,10 +168,25 @@ int rlpy_refuse_on_event_loop(const char *what) {
     if (!loop) return -1;
     int running = loop != Py_None;
     Py_DECREF(loop);
-    if (!running) return 0;
+    return running;
+}
+
+int rlpy_refuse_on_event_loop(const char *what) {
+    int running = loop_running();
+    if (running <= 0) return running;
     PyErr_Format(PyExc_RuntimeError,
                  "%s would block the event loop, and its owner would be the thread that every "
                  "task of the loop shares: use redlease.asyncio in coroutines",
                  what);
+    return -1;
+}
+
+int rlpy_refuse_loop_wait(const char *what, int64_t wait_ms, const char *instead) {
+    int running = wait_ms == 0 ? 0 : loop_running();
+    if (running <= 0) return running;
+    PyErr_Format(PyExc_RuntimeError,
+                 "%s with a wait would block the event loop, and every coroutine on it: in "
+                 "coroutines use redlease.asyncio's %s (one try, timeout=0, does not wait)",
+                 what, instead);
     return -1;
 }

@@ -43,12 +43,19 @@ PyObject *rlpy_set_green(PyObject *module, PyObject *args);
 /* Called by the sync API's blocking calls: -1 with RuntimeError set when the calling thread runs
  * an asyncio event loop (the owner would be the thread, shared by every task on it). */
 int rlpy_refuse_on_event_loop(const char *what);
+/* For what the client owns (semaphore permits, latches): no owner is at stake, only the wait;
+ * -1 with RuntimeError set (naming `instead`, redlease.asyncio's call) when the calling thread
+ * runs an asyncio event loop and the call may wait. */
+int rlpy_refuse_loop_wait(const char *what, int64_t wait_ms, const char *instead);
 /* For the family's waits (semaphores, latches, multi-locks): -1 with RuntimeError set when
  * gevent is active and the call may wait (it would block every greenlet of the thread). */
 int rlpy_refuse_green_wait(const char *what, int64_t wait_ms);
 
 /* Sets the Python exception for a failed core call and returns NULL. */
 PyObject *rlpy_raise(const rl_error *err);
+/* As rlpy_raise, naming the owner of a hold as the host does ("thread", "task"; under gevent
+ * "greenlet") in a NotOwnedError. */
+PyObject *rlpy_raise_for(const rl_error *err, const char *owner);
 /* The exception class redlease._errors defines for a status (borrowed reference). */
 PyObject *rlpy_error_class(rl_status status);
 

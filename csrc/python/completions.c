@@ -78,7 +78,7 @@ static int answer(rlpy_call *c, PyObject **value, PyObject **error) {
         *value = Py_NewRef(Py_None); /* cancelled: nothing held */
     } else {
         PyObject *type, *tb;
-        rlpy_raise(&c->err);
+        rlpy_raise_for(&c->err, "task");
         PyErr_Fetch(&type, error, &tb);
         PyErr_NormalizeException(&type, error, &tb);
         Py_XDECREF(type);

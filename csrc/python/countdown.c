@@ -65,7 +65,7 @@ static PyObject *countdown_wait(rlpy_countdown *self, PyObject *args, PyObject *
         return NULL;
     int64_t wait_ms = RL_WAIT_FOREVER;
     if (timeout && rlpy_timeout_ms(timeout, "timeout", &wait_ms) < 0) return NULL;
-    if (rlpy_refuse_on_event_loop("CountDownLatch.wait()") < 0 ||
+    if (rlpy_refuse_loop_wait("CountDownLatch.wait()", wait_ms, "Client.count_down_latch()") < 0 ||
         rlpy_refuse_green_wait("CountDownLatch.wait()", wait_ms) < 0)
         return NULL;
     rlpy_wait w = {NULL, 0};
