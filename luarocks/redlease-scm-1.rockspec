@@ -98,6 +98,7 @@ build = {
             "csrc/core/expirable.c",
             "csrc/core/extend.c",
             "csrc/core/family.c",
+            "csrc/core/family_async.c",
             "csrc/core/fork.c",
             "csrc/core/handoff.c",
             "csrc/core/handover.c",

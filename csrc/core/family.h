@@ -73,6 +73,21 @@ rl_status rl_wait_for(rl_client *client, const char *channel, size_t channel_len
                       rl_attempt_fn attempt, void *arg, int64_t wait_ms, rl_wait_hook hook,
                       void *hook_userdata, rl_error *err);
 
+/* rl_wait_for as an async call (family_async.c): the tries run on the client's workers, woken by
+ * a notified ticket on `channel` and a timer; `done` reports RL_OK, RL_NOT_ACQUIRED (its message
+ * by ran_out), RL_ABORTED (cancelled: a try that succeeded meanwhile is undone) or a failure.
+ * `arg` is the call's: steps->free_arg(arg) when it is freed (or cannot start). The object that
+ * owns `channel` must outlive the call. */
+typedef struct rl_wait_steps {
+    rl_attempt_fn attempt;
+    void (*undo)(void *arg);                                   /* may be NULL */
+    void (*ran_out)(void *arg, int64_t wait_ms, rl_error *err); /* may be NULL */
+    void (*free_arg)(void *arg);                               /* may be NULL */
+} rl_wait_steps;
+rl_status rl_wait_for_async(rl_client *client, const char *channel, size_t channel_len, int every,
+                            const rl_wait_steps *steps, void *arg, int64_t wait_ms,
+                            rl_done_fn done, void *userdata, rl_call **out, rl_error *err);
+
 /* A wait below RL_WAIT_FOREVER or beyond RL_MAX_LEASE_MS is refused. */
 rl_status rl_check_wait(int64_t wait_ms, rl_error *err);
 

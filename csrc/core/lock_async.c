@@ -6,13 +6,21 @@
 #include <stddef.h>
 #include <stdlib.h>
 
+#include "call.h"
 #include "clock.h"
 #include "error.h"
 #include "fork.h"
 #include "lock.h"
 #include "waiting.h"
 
-typedef enum { OP_ACQUIRE, OP_RELEASE, OP_QUERY, OP_FORCE_UNLOCK, OP_CONTEXT_ENDED } call_op;
+typedef enum {
+    OP_ACQUIRE,
+    OP_RELEASE,
+    OP_QUERY,
+    OP_FORCE_UNLOCK,
+    OP_CONTEXT_ENDED,
+    OP_STEPS /* another object's steps (call.h) */
+} call_op;
 
 struct rl_call {
     rl_job job; /* first: the job is the call */
@@ -35,6 +43,10 @@ struct rl_call {
     int joined;
     rl_sub_ticket ticket;
     int64_t deadline, retry_at; /* monotonic ms; -1 none */
+    /* OP_STEPS only */
+    void (*steps)(rl_call *k, void *arg);
+    void *arg;
+    void (*free_arg)(void *arg);
 };
 
 static atomic_uint_fast64_t next_context = 1;
@@ -50,6 +62,7 @@ static void call_ref(rl_job *job) {
 static void call_unref(rl_job *job) {
     rl_call *k = (rl_call *)job;
     if (atomic_fetch_sub(&k->refs, 1) != 1) return;
+    if (k->free_arg) k->free_arg(k->arg);
     rl_client_unref(k->client);
     free(k);
 }
@@ -221,6 +234,9 @@ static void step(rl_job *job) {
         st = rl_lock_force_unlock(k->lock, &deleted, &err);
         value = deleted;
         break;
+    case OP_STEPS:
+        k->steps(k, k->arg);
+        return;
     default: /* OP_CONTEXT_ENDED */
         rl_client_context_ended(k->client, k->context);
         st = RL_OK;
@@ -330,6 +346,49 @@ void rl_client_context_ended_later(rl_client *c, uint64_t context) {
         launch(k, NULL, NULL) != RL_OK) /* no workers: release them here, waiting */
         rl_client_context_ended(c, context);
     rl_client_leave(c);
+}
+
+rl_status rl_call_start(rl_client *c, void (*steps)(rl_call *call, void *arg), void *arg,
+                        void (*free_arg)(void *arg), rl_done_fn done, void *userdata, rl_call **out,
+                        rl_error *err) {
+    rl_error_clear(err);
+    if (out) *out = NULL;
+    rl_call *k = NULL;
+    rl_status st = !done || !out ? rl_fail(err, RL_ERR_ARGUMENT, "done and out must not be NULL")
+                                 : start(c, NULL, OP_STEPS, 0, done, userdata, &k, err);
+    if (st != RL_OK) {
+        if (free_arg) free_arg(arg);
+        return st;
+    }
+    k->steps = steps;
+    k->arg = arg;
+    k->free_arg = free_arg;
+    return launch(k, out, err);
+}
+
+int rl_call_cancelled(const rl_call *k) {
+    return atomic_load(&((rl_call *)k)->cancelled);
+}
+
+void rl_call_finish(rl_call *k, rl_status st, int64_t value, const rl_error *err) {
+    finish(k, st, value, err);
+}
+
+void rl_call_wake(void *call) {
+    rl_call *k = call;
+    rl_workers_schedule(&k->client->workers, &k->job);
+}
+
+int rl_call_timer(rl_call *k, int64_t at_ms) {
+    if (at_ms < 0) {
+        rl_workers_timer_clear(&k->client->workers, &k->job);
+        return 0;
+    }
+    return rl_workers_timer_set(&k->client->workers, &k->job, at_ms);
+}
+
+rl_client *rl_call_client(const rl_call *k) {
+    return k->client;
 }
 
 void rl_call_cancel(rl_call *k) {
