@@ -153,8 +153,8 @@ rl_status rl_countdown_wait(rl_countdown *l, int64_t wait_ms, rl_wait_hook hook,
     return st;
 }
 
-rl_status rl_countdown_wait_async(rl_countdown *l, int64_t wait_ms, rl_done_fn done,
-                                  void *userdata, rl_call **out, rl_error *err) {
+rl_status rl_countdown_wait_async(rl_countdown *l, int64_t wait_ms, rl_done_fn done, void *userdata,
+                                  rl_call **out, rl_error *err) {
     static const rl_wait_steps steps = {try_zero, NULL, wait_ran_out, NULL};
     rl_error_clear(err);
     if (out) *out = NULL;

@@ -455,8 +455,8 @@ static void acquire_ran_out(void *arg, int64_t wait_ms, rl_error *err) {
 }
 
 rl_status rl_expirable_acquire_async(rl_expirable *s, int64_t lease_ms, int64_t wait_ms,
-                                     char id[RL_PERMIT_ID_LEN + 1], rl_done_fn done,
-                                     void *userdata, rl_call **out, rl_error *err) {
+                                     char id[RL_PERMIT_ID_LEN + 1], rl_done_fn done, void *userdata,
+                                     rl_call **out, rl_error *err) {
     static const rl_wait_steps steps = {try_acquire_async, undo_acquire, acquire_ran_out, free};
     rl_error_clear(err);
     if (out) *out = NULL;

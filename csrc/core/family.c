@@ -162,8 +162,8 @@ rl_status rl_named_not_free(const rl_named *o, int64_t count, int64_t wait_ms, r
         return rl_fail(err, RL_NOT_ACQUIRED, "%s \"%s\": %lld permit(s) not free now", o->what,
                        rl_named_shown(o, shown), (long long)count);
     return rl_fail(err, RL_NOT_ACQUIRED, "%s \"%s\": %lld permit(s) not free within %lld.%03lld s",
-                   o->what, rl_named_shown(o, shown), (long long)count,
-                   (long long)(wait_ms / 1000), (long long)(wait_ms % 1000));
+                   o->what, rl_named_shown(o, shown), (long long)count, (long long)(wait_ms / 1000),
+                   (long long)(wait_ms % 1000));
 }
 
 rl_status rl_check_wait(int64_t wait_ms, rl_error *err) {

@@ -80,13 +80,13 @@ rl_status rl_wait_for(rl_client *client, const char *channel, size_t channel_len
  * owns `channel` must outlive the call. */
 typedef struct rl_wait_steps {
     rl_attempt_fn attempt;
-    void (*undo)(void *arg);                                   /* may be NULL */
+    void (*undo)(void *arg);                                    /* may be NULL */
     void (*ran_out)(void *arg, int64_t wait_ms, rl_error *err); /* may be NULL */
-    void (*free_arg)(void *arg);                               /* may be NULL */
+    void (*free_arg)(void *arg);                                /* may be NULL */
 } rl_wait_steps;
 rl_status rl_wait_for_async(rl_client *client, const char *channel, size_t channel_len, int every,
-                            const rl_wait_steps *steps, void *arg, int64_t wait_ms,
-                            rl_done_fn done, void *userdata, rl_call **out, rl_error *err);
+                            const rl_wait_steps *steps, void *arg, int64_t wait_ms, rl_done_fn done,
+                            void *userdata, rl_call **out, rl_error *err);
 
 /* A wait below RL_WAIT_FOREVER or beyond RL_MAX_LEASE_MS is refused. */
 rl_status rl_check_wait(int64_t wait_ms, rl_error *err);

@@ -96,8 +96,8 @@ static void free_wait(void *arg) {
 }
 
 rl_status rl_wait_for_async(rl_client *c, const char *channel, size_t channel_len, int every,
-                            const rl_wait_steps *steps, void *arg, int64_t wait_ms,
-                            rl_done_fn done, void *userdata, rl_call **out, rl_error *err) {
+                            const rl_wait_steps *steps, void *arg, int64_t wait_ms, rl_done_fn done,
+                            void *userdata, rl_call **out, rl_error *err) {
     family_wait *w = calloc(1, sizeof *w);
     if (!w) {
         if (steps->free_arg) steps->free_arg(arg);

@@ -29,9 +29,9 @@ static rl_status rejoin(rl_client *c, rl_sub_ticket *t, void (*notify)(void *), 
     memcpy(channel, t->entry->channel, len);
     rl_wait_leave(t);
     c->deploy->channel_moved(c, channel, len);
-    rl_status st = notify ? rl_wait_join_notified_every(c, channel, len, every, t, notify,
-                                                        userdata, err)
-                          : rl_wait_join(c, channel, len, every, t, err);
+    rl_status st =
+        notify ? rl_wait_join_notified_every(c, channel, len, every, t, notify, userdata, err)
+               : rl_wait_join(c, channel, len, every, t, err);
     free(channel);
     return st;
 }

@@ -75,13 +75,13 @@ rl_status rl_fail_wrong_type(rl_error *err, rl_conn *conn, int64_t timeout_ms, r
     for (int i = 0; i < nkeys; i++)
         freeReplyObject(replies[i]);
     if (culprit > 0)
-        return rl_fail(err, RL_ERR_SERVER,
-                       "\"%s\" holds a value of another type%s; redlease needs it for %s \"%s\" "
-                       "(WRONGTYPE)",
-                       name, type, what,
-                       rl_name_shown(cmd->argv[RL_SCRIPT_ARGV_HEAD], cmd->lens[RL_SCRIPT_ARGV_HEAD],
-                                     first));
+        return rl_fail(
+            err, RL_ERR_SERVER,
+            "\"%s\" holds a value of another type%s; redlease needs it for %s \"%s\" "
+            "(WRONGTYPE)",
+            name, type, what,
+            rl_name_shown(cmd->argv[RL_SCRIPT_ARGV_HEAD], cmd->lens[RL_SCRIPT_ARGV_HEAD], first));
     return rl_fail(err, RL_ERR_SERVER,
-                   "\"%s\" holds a value of another type%s; redlease needs it for %s (WRONGTYPE)", name,
-                   type, what);
+                   "\"%s\" holds a value of another type%s; redlease needs it for %s (WRONGTYPE)",
+                   name, type, what);
 }

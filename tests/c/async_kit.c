@@ -47,4 +47,3 @@ int is_done(outcome *o) {
     pthread_mutex_unlock(&o->mu);
     return d;
 }
-

@@ -29,8 +29,8 @@ TEST(async_semaphore_waiters_are_woken_by_releases_without_a_thread_each) {
     int threads_before = count_threads();
     for (int i = 0; i < N; i++) {
         outcome_init(&outs[i]);
-        CHECK_OK(rl_semaphore_acquire_async(s, 1, RL_WAIT_FOREVER, record, &outs[i], &calls[i],
-                                            err));
+        CHECK_OK(
+            rl_semaphore_acquire_async(s, 1, RL_WAIT_FOREVER, record, &outs[i], &calls[i], err));
     }
     CHECK_SOON(subscribers("redisson_sc:{asem}") == 1, 2000);
     CHECK(count_threads() <= threads_before + 4 + 1); /* the workers, the subscriber: no more */
@@ -75,8 +75,8 @@ TEST(async_semaphore_times_out_in_the_users_words) {
     CHECK_OK(rl_semaphore_acquire_async(s, 1, 150, record, &o, &call, err));
     CHECK_INT(wait_outcome(&o), RL_NOT_ACQUIRED);
     CHECK(o.at - start >= 140);
-    CHECK_MSG(strstr(o.message, "semaphore \"never-set\" has no permits (it does not exist)"),
-              "%s", o.message);
+    CHECK_MSG(strstr(o.message, "semaphore \"never-set\" has no permits (it does not exist)"), "%s",
+              o.message);
     rl_call_free(call);
     outcome_destroy(&o);
     CHECK_OK(rl_semaphore_try_set_permits(s, 0, NULL, err));
