@@ -129,6 +129,11 @@ void rlpy_named_dealloc(PyObject *self, rlpy_named *named);
 int rlpy_named_ready(int made, const char *type);
 /* The core lock of a redlease.Lock (any kind), or NULL with TypeError set. */
 rl_lock *rlpy_lock_core(PyObject *lock);
+/* The same for the family's objects, and (client not NULL) their open core client, else NULL
+ * with ClientClosedError set. */
+rl_semaphore *rlpy_semaphore_core(PyObject *sem, rl_client **client);
+rl_expirable *rlpy_expirable_core(PyObject *sem, rl_client **client);
+rl_countdown *rlpy_countdown_core(PyObject *latch, rl_client **client);
 
 /* ---- operating (ops.c): inspection, scan, watch; fixed-lease and hand-off lock methods ---- */
 PyObject *rlpy_client_inspect(PyObject *client, PyObject *name);

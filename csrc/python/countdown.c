@@ -132,3 +132,13 @@ PyTypeObject rlpy_countdown_type = {
     .tp_methods = countdown_methods,
     .tp_getset = countdown_getset,
 };
+
+rl_countdown *rlpy_countdown_core(PyObject *obj, rl_client **client) {
+    if (!PyObject_TypeCheck(obj, &rlpy_countdown_type) || !((rlpy_countdown *)obj)->latch) {
+        PyErr_Format(PyExc_TypeError, "a redlease count-down latch was expected, not %.100s",
+                     Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    if (client && !(*client = rlpy_open_client(((rlpy_countdown *)obj)->named.client))) return NULL;
+    return ((rlpy_countdown *)obj)->latch;
+}

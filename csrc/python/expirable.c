@@ -194,3 +194,14 @@ PyTypeObject rlpy_expirable_type = {
     .tp_methods = expirable_methods,
     .tp_getset = expirable_getset,
 };
+
+rl_expirable *rlpy_expirable_core(PyObject *obj, rl_client **client) {
+    if (!PyObject_TypeCheck(obj, &rlpy_expirable_type) || !((rlpy_expirable *)obj)->sem) {
+        PyErr_Format(PyExc_TypeError,
+                     "a redlease permit-expirable semaphore was expected, not %.100s",
+                     Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    if (client && !(*client = rlpy_open_client(((rlpy_expirable *)obj)->named.client))) return NULL;
+    return ((rlpy_expirable *)obj)->sem;
+}

@@ -60,16 +60,16 @@ static PyObject *raise_not_owned(PyObject *cls, const rl_error *err, const char 
     if (strncmp(err->message, "lock ", 5) == 0)
         hint = strcmp(owner, "task") == 0
                    ? "; a hold belongs to the task that acquired it: release it in that task"
-                   : strcmp(owner, "greenlet") == 0
-                         ? "; a hold belongs to the greenlet that acquired it: to release it in "
-                           "another greenlet, call lock.hand_off() in the holding one and pass "
-                           "its token to lock.release(token=...)"
-                         : "; a hold belongs to the thread that acquired it: to release it in "
-                           "another thread, call lock.hand_off() in the holding one and pass "
-                           "its token to lock.release(token=...)";
+               : strcmp(owner, "greenlet") == 0
+                   ? "; a hold belongs to the greenlet that acquired it: to release it in "
+                     "another greenlet, call lock.hand_off() in the holding one and pass "
+                     "its token to lock.release(token=...)"
+                   : "; a hold belongs to the thread that acquired it: to release it in "
+                     "another thread, call lock.hand_off() in the holding one and pass "
+                     "its token to lock.release(token=...)";
     char message[sizeof err->message + 256];
-    snprintf(message, sizeof message, "%.*s is not held by this %s%s%s",
-             (int)(at - err->message), err->message, owner, at + sizeof said - 1, hint);
+    snprintf(message, sizeof message, "%.*s is not held by this %s%s%s", (int)(at - err->message),
+             err->message, owner, at + sizeof said - 1, hint);
     PyErr_SetString(cls, message);
     return NULL;
 }

@@ -201,3 +201,13 @@ PyTypeObject rlpy_semaphore_type = {
     .tp_methods = semaphore_methods,
     .tp_getset = semaphore_getset,
 };
+
+rl_semaphore *rlpy_semaphore_core(PyObject *obj, rl_client **client) {
+    if (!PyObject_TypeCheck(obj, &rlpy_semaphore_type) || !((rlpy_semaphore *)obj)->sem) {
+        PyErr_Format(PyExc_TypeError, "a redlease semaphore was expected, not %.100s",
+                     Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    if (client && !(*client = rlpy_open_client(((rlpy_semaphore *)obj)->named.client))) return NULL;
+    return ((rlpy_semaphore *)obj)->sem;
+}

@@ -18,6 +18,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, Optional, Set, Union
 
 from . import _core
+from ._aio_family import CountDownLatch, PermitExpirableSemaphore, Semaphore
 from ._aio_locks import FairLock, FencedLock, Lock, ReadWriteLock, _Answer, _Guarded
 from ._client import Client as SyncClient
 from ._client import ClientOptions
@@ -29,7 +30,8 @@ from ._unset import UNSET, MaxHold
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-__all__ = ["Client", "Lock", "FencedLock", "FairLock", "ReadWriteLock"]
+__all__ = ["Client", "Lock", "FencedLock", "FairLock", "ReadWriteLock", "Semaphore",
+           "PermitExpirableSemaphore", "CountDownLatch"]
 
 Name = Union[str, bytes]
 OnLost = Callable[[Name, str], Union[None, Awaitable[None]]]
@@ -240,6 +242,21 @@ class Client:
         rw = self._sync.rw_lock(name)
         return ReadWriteLock(Lock(self, rw.read, timeout, lease, max_hold),
                              Lock(self, rw.write, timeout, lease, max_hold))
+
+    # ---- the rest of the family -----------------------------------------------------------
+
+    def semaphore(self, name: Name, *, timeout: float = -1) -> Semaphore:
+        """A Redisson RSemaphore on ``name`` (permits belong to the client); ``timeout`` for
+        ``async with`` and acquire() without one (-1 forever, 0 one try)."""
+        return Semaphore(self, self._sync.semaphore(name, timeout=timeout), timeout)
+
+    def permit_expirable_semaphore(self, name: Name) -> PermitExpirableSemaphore:
+        """A Redisson RPermitExpirableSemaphore on ``name``: permits with ids and leases."""
+        return PermitExpirableSemaphore(self, self._sync.permit_expirable_semaphore(name))
+
+    def count_down_latch(self, name: Name) -> CountDownLatch:
+        """A Redisson RCountDownLatch on ``name``."""
+        return CountDownLatch(self, self._sync.count_down_latch(name))
 
     # ---- the client -----------------------------------------------------------------------
 
