@@ -174,13 +174,20 @@ static int loop_running(void) {
     return running;
 }
 
-int rlpy_refuse_on_event_loop(const char *what) {
+int rlpy_refuse_on_event_loop(const char *what, const char *instead) {
     int running = loop_running();
     if (running <= 0) return running;
-    PyErr_Format(PyExc_RuntimeError,
-                 "%s would block the event loop, and its owner would be the thread that every "
-                 "task of the loop shares: use redlease.asyncio in coroutines",
-                 what);
+    if (instead)
+        PyErr_Format(PyExc_RuntimeError,
+                     "%s would block the event loop, and its owner would be the thread that "
+                     "every task of the loop shares: in coroutines use redlease.asyncio's %s",
+                     what, instead);
+    else
+        PyErr_Format(PyExc_RuntimeError,
+                     "%s would block the event loop, and its owner would be the thread that "
+                     "every task of the loop shares; redlease.asyncio has no multi-lock yet: "
+                     "take and release it on a thread of its own",
+                     what);
     return -1;
 }
 

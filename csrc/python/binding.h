@@ -41,8 +41,9 @@ PyObject *rlpy_set_green(PyObject *module, PyObject *args);
     } while (0)
 
 /* Called by the sync API's blocking calls: -1 with RuntimeError set when the calling thread runs
- * an asyncio event loop (the owner would be the thread, shared by every task on it). */
-int rlpy_refuse_on_event_loop(const char *what);
+ * an asyncio event loop (the owner would be the thread, shared by every task on it), naming
+ * `instead`, redlease.asyncio's call (NULL: it has none). */
+int rlpy_refuse_on_event_loop(const char *what, const char *instead);
 /* For what the client owns (semaphore permits, latches): no owner is at stake, only the wait;
  * -1 with RuntimeError set (naming `instead`, redlease.asyncio's call) when the calling thread
  * runs an asyncio event loop and the call may wait. */

@@ -73,7 +73,7 @@ static int ready(rlpy_multilock *self) {
 
 /* 1 acquired, 0 not, -1 exception set. */
 static int acquire(rlpy_multilock *self, int64_t lease_ms, int64_t wait_ms, int64_t max_hold_ms) {
-    if (rlpy_refuse_on_event_loop("MultiLock.acquire()") < 0 ||
+    if (rlpy_refuse_on_event_loop("MultiLock.acquire()", NULL) < 0 ||
         rlpy_refuse_green_wait("MultiLock.acquire()", wait_ms) < 0)
         return -1;
     rlpy_wait w = {NULL, 0};
