@@ -561,6 +561,12 @@ void rl_multilock_free(rl_multilock *multi);
  * counts a member that failed as not taken. */
 rl_status rl_multilock_acquire(rl_multilock *multi, uint64_t context,
                                const rl_acquire_options *options, rl_error *err);
+/* rl_multilock_acquire as an async call (see "Async calls"): each member is taken with an async
+ * acquire (no thread waits), pauses run on a timer. Cancelled, it reports RL_ABORTED and every
+ * lock it took is released. The locks' clients must outlive the call. */
+rl_status rl_multilock_acquire_async(rl_multilock *multi, uint64_t context,
+                                     const rl_acquire_options *options, rl_done_fn done,
+                                     void *userdata, rl_call **out, rl_error *err);
 /* Releases every lock of the multi-lock that `context` holds (RedLock: on every server). The
  * first failure is answered once all were tried; RL_NOT_OWNED when it held none. */
 rl_status rl_multilock_release(rl_multilock *multi, uint64_t context, rl_error *err);

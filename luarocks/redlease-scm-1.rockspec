@@ -113,6 +113,7 @@ build = {
             "csrc/core/lock_calls.c",
             "csrc/core/metrics.c",
             "csrc/core/multilock.c",
+            "csrc/core/multilock_async.c",
             "csrc/core/names.c",
             "csrc/core/options.c",
             "csrc/core/pool.c",

@@ -19,5 +19,9 @@ void rl_call_wake(void *call);
 /* Arms (moves) the call's timer to at_ms (monotonic); at_ms < 0 disarms it. -1 out of memory. */
 int rl_call_timer(rl_call *call, int64_t at_ms);
 rl_client *rl_call_client(const rl_call *call);
+/* A reference on the call (the call and its arg stay alive) for what may still wake it, such as
+ * another call it waits for; given back with rl_call_unkeep. */
+void rl_call_keep(rl_call *call);
+void rl_call_unkeep(rl_call *call);
 
 #endif

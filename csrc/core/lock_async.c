@@ -387,6 +387,14 @@ int rl_call_timer(rl_call *k, int64_t at_ms) {
     return rl_workers_timer_set(&k->client->workers, &k->job, at_ms);
 }
 
+void rl_call_keep(rl_call *k) {
+    call_ref(&k->job);
+}
+
+void rl_call_unkeep(rl_call *k) {
+    call_unref(&k->job);
+}
+
 rl_client *rl_call_client(const rl_call *k) {
     return k->client;
 }

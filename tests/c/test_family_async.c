@@ -254,3 +254,98 @@ TEST(async_family_waits_end_when_the_client_closes) {
     rl_semaphore_free(s);
     rl_countdown_free(l);
 }
+
+static rl_acquire_options waiting_for(int64_t wait_ms) {
+    rl_acquire_options o;
+    rl_acquire_options_init(&o);
+    o.wait_ms = wait_ms;
+    return o;
+}
+
+TEST(async_multilock_waits_for_its_last_lock_and_ends_cleanly) {
+    rl_client *c = new_client(g_server.url, 0);
+    rl_lock *locks[2] = {new_lock(c, "am:1"), new_lock(c, "am:2")};
+    rl_multilock *m;
+    CHECK_OK(rl_multilock_new(locks, 2, &m, err));
+    uint64_t me = rl_context_new(), other = rl_context_new();
+    rl_acquire_options now = waiting_for(0), forever = waiting_for(RL_WAIT_FOREVER);
+    CHECK_OK(rl_lock_acquire_with(locks[1], other, &now, err));
+    outcome o;
+    outcome_init(&o);
+    rl_call *call;
+    CHECK_OK(rl_multilock_acquire_async(m, me, &forever, record, &o, &call, err));
+    sleep_ms(300);
+    CHECK(!is_done(&o));
+    CHECK_OK(rl_lock_release(locks[1], other, err));
+    CHECK_INT(wait_outcome(&o), RL_OK);
+    CHECK_INT(rl_multilock_held(m, me), 2);
+    CHECK_OK(rl_multilock_release(m, me, err));
+    CHECK_INT(raw_int(g_raw, "EXISTS am:1"), 0);
+    rl_call_free(call);
+    outcome_destroy(&o);
+    /* a wait that runs out leaves nothing held */
+    CHECK_OK(rl_lock_acquire_with(locks[1], other, &now, err));
+    rl_acquire_options briefly = waiting_for(200);
+    outcome_init(&o);
+    CHECK_OK(rl_multilock_acquire_async(m, me, &briefly, record, &o, &call, err));
+    CHECK_INT(wait_outcome(&o), RL_NOT_ACQUIRED);
+    CHECK_MSG(strstr(o.message, "multi-lock not acquired"), "%s", o.message);
+    CHECK_INT(rl_multilock_held(m, me), 0);
+    CHECK_INT(raw_int(g_raw, "EXISTS am:1"), 0);
+    rl_call_free(call);
+    outcome_destroy(&o);
+    /* a waiting one cancelled: nothing held */
+    outcome_init(&o);
+    CHECK_OK(rl_multilock_acquire_async(m, me, &forever, record, &o, &call, err));
+    sleep_ms(100);
+    rl_call_cancel(call);
+    CHECK_INT(wait_outcome(&o), RL_ABORTED);
+    CHECK_INT(rl_multilock_held(m, me), 0);
+    CHECK_INT(raw_int(g_raw, "EXISTS am:1"), 0);
+    rl_call_free(call);
+    outcome_destroy(&o);
+    CHECK_OK(rl_lock_release(locks[1], other, err));
+    CHECK_STATUS(rl_multilock_acquire_async(m, me, NULL, record, &o, &call, err), RL_ERR_ARGUMENT);
+    rl_multilock_free(m);
+    rl_lock_free(locks[0]);
+    rl_lock_free(locks[1]);
+    rl_client_free(c);
+}
+
+TEST(async_multilock_cancelled_at_any_point_leaves_nothing_held) {
+    rl_client *c = new_client(g_server.url, 0);
+    rl_lock *locks[3] = {new_lock(c, "amc:1"), new_lock(c, "amc:2"), new_lock(c, "amc:3")};
+    rl_multilock *m;
+    CHECK_OK(rl_multilock_new(locks, 3, &m, err));
+    rl_acquire_options wait = waiting_for(1000);
+    int got = 0, aborted = 0;
+    for (int i = 0; i < 150; i++) {
+        uint64_t me = rl_context_new();
+        outcome o;
+        outcome_init(&o);
+        rl_call *call;
+        CHECK_OK(rl_multilock_acquire_async(m, me, &wait, record, &o, &call, err));
+        if (i % 3) sleep_ms(i % 4);
+        rl_call_cancel(call);
+        int st = wait_outcome(&o);
+        CHECK(st == RL_OK || st == RL_ABORTED);
+        if (st == RL_OK) {
+            got++;
+            CHECK_OK(rl_multilock_release(m, me, err));
+        } else {
+            aborted++;
+        }
+        rl_call_free(call);
+        outcome_destroy(&o);
+        CHECK_INT(rl_multilock_held(m, me), 0);
+        CHECK_INT(raw_int(g_raw, "EXISTS amc:1") + raw_int(g_raw, "EXISTS amc:2") +
+                      raw_int(g_raw, "EXISTS amc:3"),
+                  0);
+    }
+    printf("    (%d done first, %d cancelled)\n", got, aborted);
+    CHECK(aborted > 0);
+    rl_multilock_free(m);
+    for (int i = 0; i < 3; i++)
+        rl_lock_free(locks[i]);
+    rl_client_free(c);
+}
