@@ -567,6 +567,9 @@ rl_status rl_multilock_acquire(rl_multilock *multi, uint64_t context,
 rl_status rl_multilock_acquire_async(rl_multilock *multi, uint64_t context,
                                      const rl_acquire_options *options, rl_done_fn done,
                                      void *userdata, rl_call **out, rl_error *err);
+/* rl_multilock_release as an async call (run on the first lock's client's workers). */
+rl_status rl_multilock_release_async(rl_multilock *multi, uint64_t context, rl_done_fn done,
+                                     void *userdata, rl_call **out, rl_error *err);
 /* Releases every lock of the multi-lock that `context` holds (RedLock: on every server). The
  * first failure is answered once all were tried; RL_NOT_OWNED when it held none. */
 rl_status rl_multilock_release(rl_multilock *multi, uint64_t context, rl_error *err);

@@ -167,3 +167,28 @@ rl_status rl_multilock_acquire_async(rl_multilock *m, uint64_t context,
     atomic_init(&a->answered, 0);
     return rl_call_start(m->locks[0]->client, step, a, free_acquire, done, userdata, out, err);
 }
+
+/* ---- release ------------------------------------------------------------------------------ */
+
+typedef struct ml_release {
+    rl_multilock *m;
+    uint64_t context;
+} ml_release;
+
+static void release_step(rl_call *k, void *arg) {
+    ml_release *r = arg;
+    rl_error err;
+    rl_status st = rl_multilock_release(r->m, r->context, &err);
+    rl_call_finish(k, st, 0, &err);
+}
+
+rl_status rl_multilock_release_async(rl_multilock *m, uint64_t context, rl_done_fn done,
+                                     void *userdata, rl_call **out, rl_error *err) {
+    rl_error_clear(err);
+    if (out) *out = NULL;
+    if (!m) return rl_fail(err, RL_ERR_ARGUMENT, "multi-lock must not be NULL");
+    ml_release *r = malloc(sizeof *r);
+    if (!r) return rl_fail(err, RL_ERR_MEMORY, "out of memory");
+    *r = (ml_release){m, context};
+    return rl_call_start(m->locks[0]->client, release_step, r, free, done, userdata, out, err);
+}

@@ -177,17 +177,10 @@ static int loop_running(void) {
 int rlpy_refuse_on_event_loop(const char *what, const char *instead) {
     int running = loop_running();
     if (running <= 0) return running;
-    if (instead)
-        PyErr_Format(PyExc_RuntimeError,
-                     "%s would block the event loop, and its owner would be the thread that "
-                     "every task of the loop shares: in coroutines use redlease.asyncio's %s",
-                     what, instead);
-    else
-        PyErr_Format(PyExc_RuntimeError,
-                     "%s would block the event loop, and its owner would be the thread that "
-                     "every task of the loop shares; redlease.asyncio has no multi-lock yet: "
-                     "take and release it on a thread of its own",
-                     what);
+    PyErr_Format(PyExc_RuntimeError,
+                 "%s would block the event loop, and its owner would be the thread that every "
+                 "task of the loop shares: in coroutines use redlease.asyncio's %s",
+                 what, instead);
     return -1;
 }
 

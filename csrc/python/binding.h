@@ -42,7 +42,7 @@ PyObject *rlpy_set_green(PyObject *module, PyObject *args);
 
 /* Called by the sync API's blocking calls: -1 with RuntimeError set when the calling thread runs
  * an asyncio event loop (the owner would be the thread, shared by every task on it), naming
- * `instead`, redlease.asyncio's call (NULL: it has none). */
+ * `instead`, redlease.asyncio's call. */
 int rlpy_refuse_on_event_loop(const char *what, const char *instead);
 /* For what the client owns (semaphore permits, latches): no owner is at stake, only the wait;
  * -1 with RuntimeError set (naming `instead`, redlease.asyncio's call) when the calling thread
@@ -135,6 +135,7 @@ rl_lock *rlpy_lock_core(PyObject *lock);
 rl_semaphore *rlpy_semaphore_core(PyObject *sem, rl_client **client);
 rl_expirable *rlpy_expirable_core(PyObject *sem, rl_client **client);
 rl_countdown *rlpy_countdown_core(PyObject *latch, rl_client **client);
+rl_multilock *rlpy_multilock_core(PyObject *multi);
 
 /* ---- operating (ops.c): inspection, scan, watch; fixed-lease and hand-off lock methods ---- */
 PyObject *rlpy_client_inspect(PyObject *client, PyObject *name);

@@ -164,6 +164,8 @@ PyObject *rlpy_start_semaphore_acquire(rlpy_completions *self, PyObject *args);
 PyObject *rlpy_start_permit_acquire(rlpy_completions *self, PyObject *args);
 PyObject *rlpy_start_latch_wait(rlpy_completions *self, PyObject *args);
 PyObject *rlpy_start_family(rlpy_completions *self, PyObject *args);
+PyObject *rlpy_start_multilock_acquire(rlpy_completions *self, PyObject *args, PyObject *kwargs);
+PyObject *rlpy_start_multilock_release(rlpy_completions *self, PyObject *args);
 
 static PyMethodDef completions_methods[] = {
     {"fileno", (PyCFunction)completions_fileno, METH_NOARGS,
@@ -197,6 +199,13 @@ static PyMethodDef completions_methods[] = {
     {"family", (PyCFunction)rlpy_start_family, METH_VARARGS,
      "family(obj, op, done, a=0, b=None, /) -> Call\n--\n\nStarts one of the family's calls "
      "of one round trip (op: a FAMILY_* constant); done(its answer, error)."},
+    {"multilock_acquire", (PyCFunction)(void (*)(void))rlpy_start_multilock_acquire,
+     METH_VARARGS | METH_KEYWORDS,
+     "multilock_acquire(multi, context, timeout, lease, done, max_hold=...) -> Call\n--\n\n"
+     "Starts a MultiLock's acquire; done as acquire's."},
+    {"multilock_release", (PyCFunction)rlpy_start_multilock_release, METH_VARARGS,
+     "multilock_release(multi, context, done, /) -> Call\n--\n\nStarts a MultiLock's "
+     "release; done(None, error)."},
     {"local_state", rlpy_local_state, METH_VARARGS,
      "local_state(lock, context, /) -> tuple\n--\n\n(holds, lost reason or None, token): what this "
      "client knows of the context's hold, without a round trip."},

@@ -205,3 +205,37 @@ PyObject *rlpy_start_latch_wait(rlpy_completions *self, PyObject *args) {
     rl_status st = rl_countdown_wait_async(core, wait_ms, rlpy_call_ended, c, &c->call, &err);
     return rlpy_call_started(c, st, &err);
 }
+
+PyObject *rlpy_start_multilock_acquire(rlpy_completions *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"multi", "context", "timeout", "lease", "done", "max_hold", NULL};
+    PyObject *multi, *timeout, *lease, *done, *max_hold = NULL;
+    unsigned long long context;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OKOOO|$O:multilock_acquire", keywords, &multi,
+                                     &context, &timeout, &lease, &done, &max_hold))
+        return NULL;
+    rl_multilock *core = rlpy_multilock_core(multi);
+    rl_acquire_options o;
+    rl_acquire_options_init(&o);
+    if (!core || rlpy_timeout_ms(timeout, "timeout", &o.wait_ms) < 0 ||
+        rlpy_lease_ms(lease, &o.lease_ms) < 0 ||
+        (max_hold && rlpy_max_hold_ms(max_hold, &o.max_hold_ms) < 0))
+        return NULL;
+    rlpy_call *c = rlpy_new_call(self, CALL_ACQUIRE, multi, done);
+    if (!c) return NULL;
+    rl_error err;
+    rl_status st =
+        rl_multilock_acquire_async(core, context, &o, rlpy_call_ended, c, &c->call, &err);
+    return rlpy_call_started(c, st, &err);
+}
+
+PyObject *rlpy_start_multilock_release(rlpy_completions *self, PyObject *args) {
+    PyObject *multi, *done;
+    unsigned long long context;
+    if (!PyArg_ParseTuple(args, "OKO:multilock_release", &multi, &context, &done)) return NULL;
+    rl_multilock *core = rlpy_multilock_core(multi);
+    rlpy_call *c = core ? rlpy_new_call(self, CALL_RELEASE, multi, done) : NULL;
+    if (!c) return NULL;
+    rl_error err;
+    rl_status st = rl_multilock_release_async(core, context, rlpy_call_ended, c, &c->call, &err);
+    return rlpy_call_started(c, st, &err);
+}

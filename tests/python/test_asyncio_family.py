@@ -360,3 +360,130 @@ def test_closing_the_client_ends_the_family_waits(run, server):
             with pytest.raises(redlease.ClientClosedError):
                 await w
     run(main)
+
+
+# ---- multi-lock and RedLock -------------------------------------------------------------------
+
+def test_multi_lock_all_or_none_owned_by_the_task(run, server, raw):
+    async def main():
+        async with Client(server.url) as a, Client(server.url) as b:
+            multi = a.multi_lock(a.lock("m:a"), a.fair_lock("m:b"), a.rw_lock("m:c").write)
+            other = b.fair_lock("m:b")  # the same kind: its release wakes the fair waiter
+            held = asyncio.Event()
+
+            async def hold_briefly():
+                assert await other.acquire()
+                held.set()
+                await asyncio.sleep(0.4)
+                await other.release()
+            holder = asyncio.create_task(hold_briefly())
+            await held.wait()
+            assert await multi.acquire(blocking=False) is False
+            assert multi.held == 0 and raw("EXISTS", "m:a") == 0
+            start = time.monotonic()
+            assert await multi.acquire(timeout=5) is True  # woken by the holder's release
+            assert 0.2 < time.monotonic() - start < 3
+            await holder
+            assert multi.held == 3
+            assert await asyncio.create_task(multi.acquire(timeout=0)) is False  # another task
+            with pytest.raises(redlease.NotOwnedError):
+                await asyncio.create_task(multi.release())
+            await multi.release()
+            assert raw("EXISTS", "m:a") + raw("EXISTS", "m:b") + raw("EXISTS", "m:c") == 0
+            async with multi:
+                assert multi.held == 3
+            with pytest.raises(redlease.NotOwnedError):
+                await multi.release()
+            assert multi.redlock is False and "m:a" in repr(multi)
+    run(main)
+
+
+def test_multi_lock_wait_covers_all_and_sets_the_lease(run, server, raw):
+    async def main():
+        async with Client(server.url) as a, Client(server.url) as b:
+            multi = a.multi_lock(a.lock("w:a"), a.lock("w:b"), timeout=0.2)
+            assert await b.lock("w:b").acquire(lease=0.5)  # another owner; expires by itself
+            with pytest.raises(redlease.LockTimeout, match="multi-lock of 2 locks not acquired"):
+                async with multi:
+                    pass
+            start = time.monotonic()
+            assert await multi.acquire(timeout=3, lease=8)
+            assert 0.1 < time.monotonic() - start < 2.5
+            assert 7000 < raw("PTTL", "w:a") <= 8000 and 7000 < raw("PTTL", "w:b") <= 8000
+            await multi.release()
+            with pytest.raises(ValueError, match="lease"):
+                await multi.acquire(lease=0)
+            with pytest.raises(ValueError, match="non-blocking"):
+                await multi.acquire(False, 1)
+            with pytest.raises(TypeError, match="redlease.asyncio locks"):
+                a.multi_lock(a.lock("x"), a.sync.lock("y"))  # type: ignore[arg-type]
+    run(main)
+
+
+def test_a_cancelled_multi_lock_acquire_leaves_nothing_held(run, server, raw):
+    async def main():
+        async with Client(server.url) as client, Client(server.url) as other:
+            locks = [client.lock(f"mc:{i}") for i in range(3)]
+            multi = client.multi_lock(*locks)
+            holder = other.lock("mc:2")
+            assert await holder.acquire(timeout=0)
+            waiter = asyncio.create_task(multi.acquire())  # forever
+            await asyncio.sleep(0.3)
+            waiter.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiter
+            assert raw("EXISTS", "mc:0") + raw("EXISTS", "mc:1") == 0 and multi.held == 0
+            await holder.release()
+            outcomes = set()
+            for i in range(100):
+                task = asyncio.create_task(multi.acquire(timeout=1))
+                for _ in range(i % 5):
+                    await asyncio.sleep(0)
+                task.cancel()
+                try:
+                    assert await task is True
+                    outcomes.add("acquired")
+                    await multi.release()
+                except asyncio.CancelledError:
+                    outcomes.add("cancelled")
+                assert sum(raw("EXISTS", f"mc:{j}") for j in range(3)) == 0, f"held after {i}"
+            assert "cancelled" in outcomes
+    run(main)
+
+
+def test_red_lock_over_independent_servers_and_a_task_that_ends_holding(run, raw):
+    from redlease.testing import RedisServer
+    from redlease.asyncio import red_lock
+
+    async def main(servers):
+        clients = [Client(s.url, command_timeout=0.5) for s in servers]
+        try:
+            red = red_lock(*(c.lock("red") for c in clients), lease=10)
+            assert red.redlock and "RedLock" in repr(red)
+            async with red:
+                assert red.held == 3
+            servers[2].stop()  # one of three down: still a majority
+            async with red:
+                assert red.held == 2
+            assert await clients[0].lock("red").locked() is False
+
+            async def ends_holding():
+                assert await red.acquire(timeout=5, lease=None)  # the watchdog renews
+            await asyncio.create_task(ends_holding())
+            # the task ended: its holds are released on every member's client
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline and (await clients[0].lock("red").locked() or
+                                                   await clients[1].lock("red").locked()):
+                await asyncio.sleep(0.05)
+            assert not await clients[0].lock("red").locked()
+            assert not await clients[1].lock("red").locked()
+        finally:
+            for c in clients:
+                await c.close()
+
+    servers = [RedisServer().start() for _ in range(3)]
+    try:
+        run(main, servers)
+    finally:
+        for s in servers:
+            s.close()
