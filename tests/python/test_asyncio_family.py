@@ -9,7 +9,8 @@ import time
 import pytest
 
 import redlease
-from redlease.asyncio import Client
+from redlease.asyncio import Client, red_lock
+from redlease.testing import RedisServer
 
 try:
     import uvloop
@@ -452,9 +453,6 @@ def test_a_cancelled_multi_lock_acquire_leaves_nothing_held(run, server, raw):
 
 
 def test_red_lock_over_independent_servers_and_a_task_that_ends_holding(run, raw):
-    from redlease.testing import RedisServer
-    from redlease.asyncio import red_lock
-
     async def main(servers):
         clients = [Client(s.url, command_timeout=0.5) for s in servers]
         try:
