@@ -76,7 +76,7 @@ static void cancelled(ml_acquire *a, rl_error *err) {
 
 static void step(rl_call *k, void *arg) {
     ml_acquire *a = arg;
-    a->k = k;
+    if (!a->k) a->k = k; /* once, before any member starts: member_done reads it */
     rl_error err;
     rl_error_clear(&err);
     if (a->member || a->pending) { /* a member's acquire was started */
