@@ -39,10 +39,11 @@ def numsub(raw, channel):
 
 
 async def until(check, seconds=5.0):
+    """Waits until check() is true once (asking again could see a later change)."""
     deadline = time.monotonic() + seconds
-    while not check() and time.monotonic() < deadline:
+    while not check():
+        assert time.monotonic() < deadline, "not within the time"
         await asyncio.sleep(0.01)
-    assert check()
 
 
 # ---- semaphore ------------------------------------------------------------------------------
@@ -308,6 +309,7 @@ def test_a_permit_waiter_is_woken_by_a_release_and_a_cancelled_one_takes_none(ru
             await sem.release(held)
             permit = await waiter
             assert permit is not None and permit != held
+            await until(lambda: numsub(raw, "redisson_sc:{pw}") == 0)  # the waiter's is gone
             cancelled = asyncio.create_task(sem.acquire(10))
             await until(lambda: numsub(raw, "redisson_sc:{pw}") == 1)
             cancelled.cancel()
