@@ -455,6 +455,13 @@ void rl_call_cancel(rl_call *call);
 /* Gives back the caller's reference; a call not done yet is cancelled and ends by itself. */
 void rl_call_free(rl_call *call);
 
+/* Any other call of the client (a semaphore's release, a latch's count down, ...) run on its
+ * workers: fn(arg, &value, err) once, its status and value reported to `done`. `arg` must live
+ * until `done` ran. Cancelling does not stop it. */
+typedef rl_status (*rl_async_fn)(void *arg, int64_t *value, rl_error *err);
+rl_status rl_client_run_async(rl_client *client, rl_async_fn fn, void *arg, rl_done_fn done,
+                              void *userdata, rl_call **out, rl_error *err);
+
 /* The Redis scripts of the lock protocol (docs/protocol.md), for tools that must send exactly the
  * same texts (the OpenResty backend's generator, benchmarks): the name ("acquire", "release",
  * ...) and the text of script `index`, from 0; NULL past the last. */
@@ -500,6 +507,12 @@ rl_status rl_semaphore_available(rl_semaphore *sem, int64_t *permits, rl_error *
 rl_status rl_semaphore_drain(rl_semaphore *sem, int64_t *drained, rl_error *err);
 /* Local, no round trip: the permits of this semaphore this client holds. */
 int64_t rl_semaphore_held(rl_semaphore *sem);
+/* rl_semaphore_acquire as an async call (see "Async calls"): no thread waits, the releases'
+ * messages wake it. Cancelled (rl_call_cancel), it reports RL_ABORTED and leaves no permit
+ * taken: permits a try got meanwhile are given back. */
+rl_status rl_semaphore_acquire_async(rl_semaphore *sem, int64_t permits, int64_t wait_ms,
+                                     rl_done_fn done, void *userdata, rl_call **out,
+                                     rl_error *err);
 
 /* ---- permit-expirable semaphore (RPermitExpirableSemaphore) ------------------------------- */
 
@@ -540,6 +553,11 @@ rl_status rl_expirable_available(rl_expirable *sem, int64_t *permits, rl_error *
 /* Local, no round trip: whether a permit this client renews was lost while held (it expired
  * before a renewal, or was released or deleted by someone else). */
 int rl_expirable_lost(rl_expirable *sem, const char *id, rl_lost_reason *reason);
+/* rl_expirable_acquire as an async call: on RL_OK `id` (which must live until `done` ran) holds
+ * the permit's id. Cancelled, it reports RL_ABORTED and a permit it got meanwhile is released. */
+rl_status rl_expirable_acquire_async(rl_expirable *sem, int64_t lease_ms, int64_t wait_ms,
+                                     char id[RL_PERMIT_ID_LEN + 1], rl_done_fn done,
+                                     void *userdata, rl_call **out, rl_error *err);
 
 /* ---- count-down latch (RCountDownLatch) --------------------------------------------------- */
 
@@ -561,6 +579,9 @@ rl_status rl_countdown_count(rl_countdown *latch, int64_t *count, rl_error *err)
 /* Waits until the count is 0 (RL_OK; at once when the latch does not exist). */
 rl_status rl_countdown_wait(rl_countdown *latch, int64_t wait_ms, rl_wait_hook hook,
                             void *hook_userdata, rl_error *err);
+/* rl_countdown_wait as an async call (woken by the latch's messages; cancelled: RL_ABORTED). */
+rl_status rl_countdown_wait_async(rl_countdown *latch, int64_t wait_ms, rl_done_fn done,
+                                  void *userdata, rl_call **out, rl_error *err);
 /* Deletes the latch whatever its count; *deleted = 1 when it existed. redlease's waiters then
  * find a count of 0 and return (Redisson's keep waiting for a "0" message). */
 rl_status rl_countdown_delete(rl_countdown *latch, int *deleted, rl_error *err);
@@ -585,6 +606,15 @@ void rl_multilock_free(rl_multilock *multi);
  * counts a member that failed as not taken. */
 rl_status rl_multilock_acquire(rl_multilock *multi, uint64_t context,
                                const rl_acquire_options *options, rl_error *err);
+/* rl_multilock_acquire as an async call (see "Async calls"): each member is taken with an async
+ * acquire (no thread waits), pauses run on a timer. Cancelled, it reports RL_ABORTED and every
+ * lock it took is released. The locks' clients must outlive the call. */
+rl_status rl_multilock_acquire_async(rl_multilock *multi, uint64_t context,
+                                     const rl_acquire_options *options, rl_done_fn done,
+                                     void *userdata, rl_call **out, rl_error *err);
+/* rl_multilock_release as an async call (run on the first lock's client's workers). */
+rl_status rl_multilock_release_async(rl_multilock *multi, uint64_t context, rl_done_fn done,
+                                     void *userdata, rl_call **out, rl_error *err);
 /* Releases every lock of the multi-lock that `context` holds (RedLock: on every server). The
  * first failure is answered once all were tried; RL_NOT_OWNED when it held none. */
 rl_status rl_multilock_release(rl_multilock *multi, uint64_t context, rl_error *err);

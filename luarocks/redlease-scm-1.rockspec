@@ -96,8 +96,10 @@ build = {
             "csrc/core/family/countdown.c",
             "csrc/core/family/expirable.c",
             "csrc/core/family/family.c",
+            "csrc/core/family/family_async.c",
             "csrc/core/family/fencing.c",
             "csrc/core/family/multilock.c",
+            "csrc/core/family/multilock_async.c",
             "csrc/core/family/semaphore.c",
             "csrc/core/fork.c",
             "csrc/core/handoff.c",
@@ -142,6 +144,7 @@ build = {
             "csrc/core/watch.c",
             "csrc/core/watchdog.c",
             "csrc/core/workers.c",
+            "csrc/core/wrong_type.c",
             -- END sources
          },
          defines = { "_GNU_SOURCE", "RL_WITH_TLS" },

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 
+#include "call.h"
 #include "clock.h"
 #include "error.h"
 #include "fork.h"
@@ -18,7 +19,8 @@ typedef enum {
     OP_QUERY,
     OP_FORCE_UNLOCK,
     OP_INSPECT,
-    OP_CONTEXT_ENDED
+    OP_CONTEXT_ENDED,
+    OP_STEPS /* another object's steps (call.h) */
 } call_op;
 
 struct rl_call {
@@ -43,6 +45,10 @@ struct rl_call {
     int joined;
     rl_sub_ticket ticket;
     int64_t deadline, retry_at; /* monotonic ms; -1 none */
+    /* OP_STEPS only */
+    void (*steps)(rl_call *k, void *arg);
+    void *arg;
+    void (*free_arg)(void *arg);
 };
 
 static atomic_uint_fast64_t next_context = 1;
@@ -59,6 +65,7 @@ static void call_unref(rl_job *job) {
     rl_call *k = (rl_call *)job;
     if (atomic_fetch_sub(&k->refs, 1) != 1) return;
     rl_inspection_free(k->inspection);
+    if (k->free_arg) k->free_arg(k->arg);
     rl_client_unref(k->client);
     free(k);
 }
@@ -233,6 +240,9 @@ static void step(rl_job *job) {
     case OP_INSPECT:
         st = rl_inspect(k->client, k->lock->name, k->lock->name_len, &k->inspection, &err);
         break;
+    case OP_STEPS:
+        k->steps(k, k->arg);
+        return;
     default: /* OP_CONTEXT_ENDED */
         rl_client_context_ended(k->client, k->context);
         st = RL_OK;
@@ -356,6 +366,57 @@ void rl_client_context_ended_later(rl_client *c, uint64_t context) {
         launch(k, NULL, NULL) != RL_OK) /* no workers: release them here, waiting */
         rl_client_context_ended(c, context);
     rl_client_leave(c);
+}
+
+rl_status rl_call_start(rl_client *c, void (*steps)(rl_call *call, void *arg), void *arg,
+                        void (*free_arg)(void *arg), rl_done_fn done, void *userdata, rl_call **out,
+                        rl_error *err) {
+    rl_error_clear(err);
+    if (out) *out = NULL;
+    rl_call *k = NULL;
+    rl_status st = !done || !out ? rl_fail(err, RL_ERR_ARGUMENT, "done and out must not be NULL")
+                                 : start(c, NULL, OP_STEPS, 0, done, userdata, &k, err);
+    if (st != RL_OK) {
+        if (free_arg) free_arg(arg);
+        return st;
+    }
+    k->steps = steps;
+    k->arg = arg;
+    k->free_arg = free_arg;
+    return launch(k, out, err);
+}
+
+int rl_call_cancelled(const rl_call *k) {
+    return atomic_load(&((rl_call *)k)->cancelled);
+}
+
+void rl_call_finish(rl_call *k, rl_status st, int64_t value, const rl_error *err) {
+    finish(k, st, value, err);
+}
+
+void rl_call_wake(void *call) {
+    rl_call *k = call;
+    rl_workers_schedule(&k->client->workers, &k->job);
+}
+
+int rl_call_timer(rl_call *k, int64_t at_ms) {
+    if (at_ms < 0) {
+        rl_workers_timer_clear(&k->client->workers, &k->job);
+        return 0;
+    }
+    return rl_workers_timer_set(&k->client->workers, &k->job, at_ms);
+}
+
+void rl_call_keep(rl_call *k) {
+    call_ref(&k->job);
+}
+
+void rl_call_unkeep(rl_call *k) {
+    call_unref(&k->job);
+}
+
+rl_client *rl_call_client(const rl_call *k) {
+    return k->client;
 }
 
 void rl_call_cancel(rl_call *k) {

@@ -168,6 +168,8 @@ rl_status rl_scripts_run_led(rl_scripts *s, rl_conn *conn, int64_t timeout_ms, r
             if (answers[i]->type != REDIS_REPLY_ERROR) continue;
             rl_status failed = rl_fail_reply(err, "the lock script", answers[i]);
             if (is_readonly(answers[i])) failed = rl_conn_lost_master(conn, err);
+            if (rl_reply_is_wrong_type(answers[i]))
+                failed = rl_fail_wrong_type(err, conn, timeout_ms, id, &all[i]);
             rl_redirect_parse(answers[i], &conn->redirect); /* a cluster's caller follows it */
             free_replies(answers, n + off);
             st = failed;

@@ -82,4 +82,11 @@ rl_status rl_scripts_run_led(rl_scripts *scripts, rl_conn *conn, int64_t timeout
                              int idempotent, const rl_cmd *lead, redisReply **lead_reply,
                              rl_error *err);
 
+/* A WRONGTYPE answer (wrong_type.c): whether `reply` is one, and the error in the user's words
+ * (which of the call's keys holds a value of another type, and what redlease needs it for),
+ * found with TYPE on conn. */
+int rl_reply_is_wrong_type(const redisReply *reply);
+rl_status rl_fail_wrong_type(rl_error *err, rl_conn *conn, int64_t timeout_ms, rl_script_id id,
+                             const rl_cmd *cmd);
+
 #endif

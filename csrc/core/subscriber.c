@@ -361,6 +361,12 @@ rl_status rl_sub_join_notified(rl_subscriber *sub, const char *channel, size_t l
     return join(sub, channel, len, 0, t, notify, userdata, err);
 }
 
+rl_status rl_sub_join_notified_every(rl_subscriber *sub, const char *channel, size_t len,
+                                     rl_sub_ticket *t, void (*notify)(void *), void *userdata,
+                                     rl_error *err) {
+    return join(sub, channel, len, 1, t, notify, userdata, err);
+}
+
 rl_status rl_sub_join_every(rl_subscriber *sub, const char *channel, size_t len, rl_sub_ticket *t,
                             rl_error *err) {
     return join(sub, channel, len, 1, t, NULL, NULL, err);

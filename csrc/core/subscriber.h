@@ -99,6 +99,10 @@ rl_status rl_sub_wait(rl_subscriber *sub, rl_sub_ticket *ticket, int64_t until_m
 rl_status rl_sub_join_notified(rl_subscriber *sub, const char *channel, size_t len,
                                rl_sub_ticket *ticket, void (*notify)(void *), void *userdata,
                                rl_error *err);
+/* As rl_sub_join_notified, on a channel where every message wakes every waiter (a latch's). */
+rl_status rl_sub_join_notified_every(rl_subscriber *sub, const char *channel, size_t len,
+                                     rl_sub_ticket *ticket, void (*notify)(void *), void *userdata,
+                                     rl_error *err);
 /* rl_sub_wait without waiting: RL_OK when woken (try again), RL_NOT_ACQUIRED when not (yet),
  * or RL_ERR_CONNECTION / RL_ERR_CLOSED. *recheck_at_ms: when to poll again even if not
  * notified (the subscription is late: the connection limit), else -1. */

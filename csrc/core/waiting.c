@@ -29,8 +29,9 @@ static rl_status rejoin(rl_client *c, rl_sub_ticket *t, void (*notify)(void *), 
     memcpy(channel, t->entry->channel, len);
     rl_wait_leave(t);
     c->deploy->channel_moved(c, channel, len);
-    rl_status st = notify ? rl_wait_join_notified(c, channel, len, t, notify, userdata, err)
-                          : rl_wait_join(c, channel, len, every, t, err);
+    rl_status st =
+        notify ? rl_wait_join_notified_every(c, channel, len, every, t, notify, userdata, err)
+               : rl_wait_join(c, channel, len, every, t, err);
     free(channel);
     return st;
 }
@@ -47,9 +48,16 @@ rl_status rl_wait_poll(rl_client *c, rl_sub_ticket *t, int64_t *recheck_at_ms,
 
 rl_status rl_wait_join_notified(rl_client *c, const char *channel, size_t len, rl_sub_ticket *t,
                                 void (*notify)(void *), void *userdata, rl_error *err) {
+    return rl_wait_join_notified_every(c, channel, len, 0, t, notify, userdata, err);
+}
+
+rl_status rl_wait_join_notified_every(rl_client *c, const char *channel, size_t len, int every,
+                                      rl_sub_ticket *t, void (*notify)(void *), void *userdata,
+                                      rl_error *err) {
     rl_subscriber *sub = serving(c, channel, len, err);
     if (!sub) return err ? err->status : RL_ERR_CONNECTION;
-    return rl_sub_join_notified(sub, channel, len, t, notify, userdata, err);
+    return every ? rl_sub_join_notified_every(sub, channel, len, t, notify, userdata, err)
+                 : rl_sub_join_notified(sub, channel, len, t, notify, userdata, err);
 }
 
 rl_status rl_wait_sleep(rl_client *c, rl_sub_ticket *t, int64_t until_ms, rl_wait_hook hook,

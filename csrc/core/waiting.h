@@ -13,6 +13,10 @@ rl_status rl_wait_join(rl_client *c, const char *channel, size_t len, int every,
  * woken with `moved` set; the caller leaves and joins again (rl_wait_leave, then this). */
 rl_status rl_wait_join_notified(rl_client *c, const char *channel, size_t len, rl_sub_ticket *t,
                                 void (*notify)(void *), void *userdata, rl_error *err);
+/* The same where each message wakes every waiter (`every`, as rl_wait_join's). */
+rl_status rl_wait_join_notified_every(rl_client *c, const char *channel, size_t len, int every,
+                                      rl_sub_ticket *t, void (*notify)(void *), void *userdata,
+                                      rl_error *err);
 /* rl_sub_poll for a notified ticket; after a move it joins again at the slot's owner and
  * answers RL_NOT_ACQUIRED (the new subscription's confirmation wakes it). */
 rl_status rl_wait_poll(rl_client *c, rl_sub_ticket *t, int64_t *recheck_at_ms,

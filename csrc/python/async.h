@@ -25,7 +25,10 @@ typedef enum {
     CALL_RELEASE,
     CALL_QUERY,
     CALL_FORCE_UNLOCK,
-    CALL_OWNER
+    CALL_OWNER,  /* lock.owner(): list[Owner] */
+    CALL_WAIT,   /* a family wait: True; not in time: LockTimeout; cancelled: None */
+    CALL_PERMIT, /* a permit acquire: its id; as CALL_WAIT otherwise */
+    CALL_RUN     /* a family call of one step (family_calls.c): its answer as `answer` says */
 } rlpy_call_kind;
 
 struct rlpy_call {
@@ -39,7 +42,21 @@ struct rlpy_call {
     int64_t value;
     rl_error err;
     rlpy_call *next;
+    /* family calls (family_calls.c): what the core call works on and with, kept here until the
+     * call has ended */
+    void *target;
+    int op;
+    int64_t a, b;
+    char id[RL_PERMIT_ID_LEN + 1];
 };
+
+/* A new Call of `kind` on `obj` (kept alive with `done` while the core may use them), holding
+ * the core's reference too; NULL with an exception set. */
+rlpy_call *rlpy_new_call(rlpy_completions *q, rlpy_call_kind kind, PyObject *obj, PyObject *done);
+/* The call started (RL_OK: the Call) or not (its references go; the exception is raised). */
+PyObject *rlpy_call_started(rlpy_call *c, rl_status st, const rl_error *err);
+/* The Python answer of an ended CALL_RUN call (a new reference). */
+PyObject *rlpy_run_answer(const rlpy_call *c);
 
 extern PyTypeObject rlpy_completions_type, rlpy_call_type;
 

@@ -33,8 +33,7 @@ PyTypeObject rlpy_call_type = {
 };
 
 /* A Call for `lock`; its second reference is the core's, dropped by Completions.run. */
-static rlpy_call *new_call(rlpy_completions *q, rlpy_call_kind kind, PyObject *lock,
-                           PyObject *done) {
+rlpy_call *rlpy_new_call(rlpy_completions *q, rlpy_call_kind kind, PyObject *lock, PyObject *done) {
     if (!PyCallable_Check(done)) {
         PyErr_SetString(PyExc_TypeError, "done must be callable");
         return NULL;
@@ -49,12 +48,16 @@ static rlpy_call *new_call(rlpy_completions *q, rlpy_call_kind kind, PyObject *l
     c->status = RL_OK;
     c->value = 0;
     c->next = NULL;
+    c->target = NULL;
+    c->op = 0;
+    c->a = c->b = 0;
+    c->id[0] = '\0';
     Py_INCREF(c);
     return c;
 }
 
 /* The call started (the core will queue it) or did not: then both references go. */
-static PyObject *started(rlpy_call *c, rl_status st, const rl_error *err) {
+PyObject *rlpy_call_started(rlpy_call *c, rl_status st, const rl_error *err) {
     if (st == RL_OK) return (PyObject *)c;
     Py_DECREF(c);
     Py_DECREF(c);
@@ -75,11 +78,11 @@ PyObject *rlpy_start_acquire(rlpy_completions *self, PyObject *args, PyObject *k
         rlpy_lease_ms(lease, &o.lease_ms) < 0 ||
         (max_hold && rlpy_max_hold_ms(max_hold, &o.max_hold_ms) < 0))
         return NULL;
-    rlpy_call *c = new_call(self, CALL_ACQUIRE, lock, done);
+    rlpy_call *c = rlpy_new_call(self, CALL_ACQUIRE, lock, done);
     if (!c) return NULL;
     rl_error err;
     rl_status st = rl_lock_acquire_async(core, context, &o, rlpy_call_ended, c, &c->call, &err);
-    return started(c, st, &err);
+    return rlpy_call_started(c, st, &err);
 }
 
 PyObject *rlpy_start_release(rlpy_completions *self, PyObject *args) {
@@ -87,11 +90,11 @@ PyObject *rlpy_start_release(rlpy_completions *self, PyObject *args) {
     unsigned long long context;
     if (!PyArg_ParseTuple(args, "OKO:release", &lock, &context, &done)) return NULL;
     rl_lock *core = rlpy_lock_core(lock);
-    rlpy_call *c = core ? new_call(self, CALL_RELEASE, lock, done) : NULL;
+    rlpy_call *c = core ? rlpy_new_call(self, CALL_RELEASE, lock, done) : NULL;
     if (!c) return NULL;
     rl_error err;
     rl_status st = rl_lock_release_async(core, context, rlpy_call_ended, c, &c->call, &err);
-    return started(c, st, &err);
+    return rlpy_call_started(c, st, &err);
 }
 
 PyObject *rlpy_start_query(rlpy_completions *self, PyObject *args) {
@@ -100,23 +103,23 @@ PyObject *rlpy_start_query(rlpy_completions *self, PyObject *args) {
     unsigned long long context;
     if (!PyArg_ParseTuple(args, "OiKO:query", &lock, &what, &context, &done)) return NULL;
     rl_lock *core = rlpy_lock_core(lock);
-    rlpy_call *c = core ? new_call(self, CALL_QUERY, lock, done) : NULL;
+    rlpy_call *c = core ? rlpy_new_call(self, CALL_QUERY, lock, done) : NULL;
     if (!c) return NULL;
     rl_error err;
     rl_status st =
         rl_lock_query_async(core, (rl_query)what, context, rlpy_call_ended, c, &c->call, &err);
-    return started(c, st, &err);
+    return rlpy_call_started(c, st, &err);
 }
 
 PyObject *rlpy_start_force_unlock(rlpy_completions *self, PyObject *args) {
     PyObject *lock, *done;
     if (!PyArg_ParseTuple(args, "OO:force_unlock", &lock, &done)) return NULL;
     rl_lock *core = rlpy_lock_core(lock);
-    rlpy_call *c = core ? new_call(self, CALL_FORCE_UNLOCK, lock, done) : NULL;
+    rlpy_call *c = core ? rlpy_new_call(self, CALL_FORCE_UNLOCK, lock, done) : NULL;
     if (!c) return NULL;
     rl_error err;
     rl_status st = rl_lock_force_unlock_async(core, rlpy_call_ended, c, &c->call, &err);
-    return started(c, st, &err);
+    return rlpy_call_started(c, st, &err);
 }
 
 PyObject *rlpy_start_owner(rlpy_completions *self, PyObject *args) {
@@ -163,7 +166,8 @@ int rlpy_refuse_green_wait(const char *what, int64_t wait_ms) {
     return -1;
 }
 
-int rlpy_refuse_on_event_loop(const char *what) {
+/* 1 when the calling thread runs an asyncio event loop, 0 when not, -1 with an exception set. */
+static int loop_running(void) {
     static PyObject *module_name, *get_running_loop; /* asyncio's, once it was imported */
     if (!get_running_loop) {
         if (!module_name && !(module_name = PyUnicode_InternFromString("asyncio.events")))
@@ -178,10 +182,25 @@ int rlpy_refuse_on_event_loop(const char *what) {
     if (!loop) return -1;
     int running = loop != Py_None;
     Py_DECREF(loop);
-    if (!running) return 0;
+    return running;
+}
+
+int rlpy_refuse_on_event_loop(const char *what, const char *instead) {
+    int running = loop_running();
+    if (running <= 0) return running;
     PyErr_Format(PyExc_RuntimeError,
                  "%s would block the event loop, and its owner would be the thread that every "
-                 "task of the loop shares: use redlease.asyncio in coroutines",
-                 what);
+                 "task of the loop shares: in coroutines use redlease.asyncio's %s",
+                 what, instead);
+    return -1;
+}
+
+int rlpy_refuse_loop_wait(const char *what, int64_t wait_ms, const char *instead) {
+    int running = wait_ms == 0 ? 0 : loop_running();
+    if (running <= 0) return running;
+    PyErr_Format(PyExc_RuntimeError,
+                 "%s with a wait would block the event loop, and every coroutine on it: in "
+                 "coroutines use redlease.asyncio's %s (one try, timeout=0, does not wait)",
+                 what, instead);
     return -1;
 }

@@ -41,14 +41,22 @@ PyObject *rlpy_set_green(PyObject *module, PyObject *args);
     } while (0)
 
 /* Called by the sync API's blocking calls: -1 with RuntimeError set when the calling thread runs
- * an asyncio event loop (the owner would be the thread, shared by every task on it). */
-int rlpy_refuse_on_event_loop(const char *what);
+ * an asyncio event loop (the owner would be the thread, shared by every task on it), naming
+ * `instead`, redlease.asyncio's call. */
+int rlpy_refuse_on_event_loop(const char *what, const char *instead);
+/* For what the client owns (semaphore permits, latches): no owner is at stake, only the wait;
+ * -1 with RuntimeError set (naming `instead`, redlease.asyncio's call) when the calling thread
+ * runs an asyncio event loop and the call may wait. */
+int rlpy_refuse_loop_wait(const char *what, int64_t wait_ms, const char *instead);
 /* For the family's waits (semaphores, latches, multi-locks): -1 with RuntimeError set when
  * gevent is active and the call may wait (it would block every greenlet of the thread). */
 int rlpy_refuse_green_wait(const char *what, int64_t wait_ms);
 
 /* Sets the Python exception for a failed core call and returns NULL. */
 PyObject *rlpy_raise(const rl_error *err);
+/* As rlpy_raise, naming the owner of a hold as the host does ("thread", "task"; under gevent
+ * "greenlet") in a NotOwnedError. */
+PyObject *rlpy_raise_for(const rl_error *err, const char *owner);
 /* The exception class redlease._errors defines for a status (borrowed reference). */
 PyObject *rlpy_error_class(rl_status status);
 
@@ -122,6 +130,12 @@ void rlpy_named_dealloc(PyObject *self, rlpy_named *named);
 int rlpy_named_ready(int made, const char *type);
 /* The core lock of a redlease.Lock (any kind), or NULL with TypeError set. */
 rl_lock *rlpy_lock_core(PyObject *lock);
+/* The same for the family's objects, and (client not NULL) their open core client, else NULL
+ * with ClientClosedError set. */
+rl_semaphore *rlpy_semaphore_core(PyObject *sem, rl_client **client);
+rl_expirable *rlpy_expirable_core(PyObject *sem, rl_client **client);
+rl_countdown *rlpy_countdown_core(PyObject *latch, rl_client **client);
+rl_multilock *rlpy_multilock_core(PyObject *multi);
 
 /* ---- operating (ops.c): inspection, scan, watch; fixed-lease and hand-off lock methods ---- */
 PyObject *rlpy_client_inspect(PyObject *client, PyObject *name);

@@ -83,16 +83,26 @@ static int answer(rlpy_call *c, PyObject **value, PyObject **error) {
             }
             break;
         }
+        case CALL_WAIT:
+            *value = Py_NewRef(Py_True);
+            break;
+        case CALL_PERMIT:
+            *value = PyUnicode_FromStringAndSize(c->id, RL_PERMIT_ID_LEN);
+            break;
+        case CALL_RUN:
+            *value = rlpy_run_answer(c);
+            break;
         default:
             *value = Py_NewRef(Py_None);
         }
     } else if (c->status == RL_NOT_ACQUIRED && c->kind == CALL_ACQUIRE) {
         *value = Py_NewRef(Py_False);
-    } else if (c->status == RL_ABORTED && c->kind == CALL_ACQUIRE) {
+    } else if (c->status == RL_ABORTED &&
+               (c->kind == CALL_ACQUIRE || c->kind == CALL_WAIT || c->kind == CALL_PERMIT)) {
         *value = Py_NewRef(Py_None); /* cancelled: nothing held */
     } else {
         PyObject *type, *tb;
-        rlpy_raise(&c->err);
+        rlpy_raise_for(&c->err, "task");
         PyErr_Fetch(&type, error, &tb);
         PyErr_NormalizeException(&type, error, &tb);
         Py_XDECREF(type);
@@ -164,6 +174,13 @@ PyObject *rlpy_start_query(rlpy_completions *self, PyObject *args);
 PyObject *rlpy_start_force_unlock(rlpy_completions *self, PyObject *args);
 PyObject *rlpy_start_owner(rlpy_completions *self, PyObject *args);
 PyObject *rlpy_local_state(PyObject *self, PyObject *args);
+/* The family's calls: family_calls.c. */
+PyObject *rlpy_start_semaphore_acquire(rlpy_completions *self, PyObject *args);
+PyObject *rlpy_start_permit_acquire(rlpy_completions *self, PyObject *args);
+PyObject *rlpy_start_latch_wait(rlpy_completions *self, PyObject *args);
+PyObject *rlpy_start_family(rlpy_completions *self, PyObject *args);
+PyObject *rlpy_start_multilock_acquire(rlpy_completions *self, PyObject *args, PyObject *kwargs);
+PyObject *rlpy_start_multilock_release(rlpy_completions *self, PyObject *args);
 
 static PyMethodDef completions_methods[] = {
     {"fileno", (PyCFunction)completions_fileno, METH_NOARGS,
@@ -188,6 +205,25 @@ static PyMethodDef completions_methods[] = {
     {"owner", (PyCFunction)rlpy_start_owner, METH_VARARGS,
      "owner(lock, done) -> Call\n--\n\nStarts reading the lock's owners; done(list[Owner], "
      "error)."},
+    {"semaphore_acquire", (PyCFunction)rlpy_start_semaphore_acquire, METH_VARARGS,
+     "semaphore_acquire(sem, permits, timeout, done, /) -> Call\n--\n\nStarts a Semaphore's "
+     "acquire; done(True, None), or (None, LockTimeout) not in time, (None, None) cancelled."},
+    {"permit_acquire", (PyCFunction)rlpy_start_permit_acquire, METH_VARARGS,
+     "permit_acquire(sem, lease, timeout, done, /) -> Call\n--\n\nStarts a "
+     "PermitExpirableSemaphore's acquire; done(permit id, None), else as semaphore_acquire."},
+    {"latch_wait", (PyCFunction)rlpy_start_latch_wait, METH_VARARGS,
+     "latch_wait(latch, timeout, done, /) -> Call\n--\n\nStarts a CountDownLatch's wait; "
+     "done as semaphore_acquire's."},
+    {"family", (PyCFunction)rlpy_start_family, METH_VARARGS,
+     "family(obj, op, done, a=0, b=None, /) -> Call\n--\n\nStarts one of the family's calls "
+     "of one round trip (op: a FAMILY_* constant); done(its answer, error)."},
+    {"multilock_acquire", (PyCFunction)(void (*)(void))rlpy_start_multilock_acquire,
+     METH_VARARGS | METH_KEYWORDS,
+     "multilock_acquire(multi, context, timeout, lease, done, max_hold=...) -> Call\n--\n\n"
+     "Starts a MultiLock's acquire; done as acquire's."},
+    {"multilock_release", (PyCFunction)rlpy_start_multilock_release, METH_VARARGS,
+     "multilock_release(multi, context, done, /) -> Call\n--\n\nStarts a MultiLock's "
+     "release; done(None, error)."},
     {"local_state", rlpy_local_state, METH_VARARGS,
      "local_state(lock, context, /) -> tuple\n--\n\n(holds, lost reason or None, token): what this "
      "client knows of the context's hold, without a round trip."},

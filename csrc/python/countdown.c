@@ -65,7 +65,7 @@ static PyObject *countdown_wait(rlpy_countdown *self, PyObject *args, PyObject *
         return NULL;
     int64_t wait_ms = RL_WAIT_FOREVER;
     if (timeout && rlpy_timeout_ms(timeout, "timeout", &wait_ms) < 0) return NULL;
-    if (rlpy_refuse_on_event_loop("CountDownLatch.wait()") < 0 ||
+    if (rlpy_refuse_loop_wait("CountDownLatch.wait()", wait_ms, "Client.count_down_latch()") < 0 ||
         rlpy_refuse_green_wait("CountDownLatch.wait()", wait_ms) < 0)
         return NULL;
     rlpy_wait w = {NULL, 0};
@@ -132,3 +132,13 @@ PyTypeObject rlpy_countdown_type = {
     .tp_methods = countdown_methods,
     .tp_getset = countdown_getset,
 };
+
+rl_countdown *rlpy_countdown_core(PyObject *obj, rl_client **client) {
+    if (!PyObject_TypeCheck(obj, &rlpy_countdown_type) || !((rlpy_countdown *)obj)->latch) {
+        PyErr_Format(PyExc_TypeError, "a redlease count-down latch was expected, not %.100s",
+                     Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    if (client && !(*client = rlpy_open_client(((rlpy_countdown *)obj)->named.client))) return NULL;
+    return ((rlpy_countdown *)obj)->latch;
+}

@@ -39,7 +39,9 @@ static int permit_id(PyObject *arg, const char **id) {
     return *id ? 0 : -1;
 }
 
-static PyObject *expirable_acquire(rlpy_expirable *self, PyObject *args, PyObject *kwargs) {
+/* acquire() answers None when no permit came in time; permit() (`timed_out`) raises the core's
+ * LockTimeout, whose words say why (none free, or no permits at all). */
+static PyObject *acquire(rlpy_expirable *self, PyObject *args, PyObject *kwargs, int timed_out) {
     static char *keywords[] = {"lease", "timeout", NULL};
     PyObject *lease, *timeout = NULL;
     if (!ready(self) ||
@@ -49,7 +51,8 @@ static PyObject *expirable_acquire(rlpy_expirable *self, PyObject *args, PyObjec
     if (rlpy_lease_ms(lease, &lease_ms) < 0 ||
         (timeout && rlpy_timeout_ms(timeout, "timeout", &wait_ms) < 0))
         return NULL;
-    if (rlpy_refuse_on_event_loop("PermitExpirableSemaphore.acquire()") < 0 ||
+    if (rlpy_refuse_loop_wait("PermitExpirableSemaphore.acquire()", wait_ms,
+                              "Client.permit_expirable_semaphore()") < 0 ||
         rlpy_refuse_green_wait("PermitExpirableSemaphore.acquire()", wait_ms) < 0)
         return NULL;
     char id[RL_PERMIT_ID_LEN + 1];
@@ -59,8 +62,16 @@ static PyObject *expirable_acquire(rlpy_expirable *self, PyObject *args, PyObjec
     RLPY_WAITING(&w, st = rl_expirable_acquire(self->sem, lease_ms, wait_ms,
                                                wait_ms != 0 ? rlpy_wait_hook : NULL, &w, id, &err));
     if (st == RL_OK) return PyUnicode_FromStringAndSize(id, RL_PERMIT_ID_LEN);
-    if (st == RL_NOT_ACQUIRED) Py_RETURN_NONE;
+    if (st == RL_NOT_ACQUIRED && !timed_out) Py_RETURN_NONE;
     return rlpy_raise(&err);
+}
+
+static PyObject *expirable_acquire(rlpy_expirable *self, PyObject *args, PyObject *kwargs) {
+    return acquire(self, args, kwargs, 0);
+}
+
+static PyObject *expirable_take(rlpy_expirable *self, PyObject *args, PyObject *kwargs) {
+    return acquire(self, args, kwargs, 1);
 }
 
 static PyObject *expirable_release(rlpy_expirable *self, PyObject *arg) {
@@ -143,6 +154,9 @@ static PyMethodDef expirable_methods[] = {
      "lease: seconds after which the permit comes back by itself unless released, or None to "
      "have the client's watchdog renew it until released (redlease's addition). timeout: "
      "seconds to wait, -1 forever, 0 one try; None when no permit came in time."},
+    {"_take", (PyCFunction)(void (*)(void))expirable_take, METH_VARARGS | METH_KEYWORDS,
+     "_take(lease, timeout=-1) -> str\n--\n\nAs acquire(), raising LockTimeout (saying why) "
+     "when no permit came in time."},
     {"release", (PyCFunction)expirable_release, METH_O,
      "release(permit_id) -> None\n--\n\nGives the permit back. NotOwnedError when no such "
      "permit is held; LockLostError when it had expired (it is back in the pool)."},
@@ -180,3 +194,14 @@ PyTypeObject rlpy_expirable_type = {
     .tp_methods = expirable_methods,
     .tp_getset = expirable_getset,
 };
+
+rl_expirable *rlpy_expirable_core(PyObject *obj, rl_client **client) {
+    if (!PyObject_TypeCheck(obj, &rlpy_expirable_type) || !((rlpy_expirable *)obj)->sem) {
+        PyErr_Format(PyExc_TypeError,
+                     "a redlease permit-expirable semaphore was expected, not %.100s",
+                     Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    if (client && !(*client = rlpy_open_client(((rlpy_expirable *)obj)->named.client))) return NULL;
+    return ((rlpy_expirable *)obj)->sem;
+}

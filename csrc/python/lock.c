@@ -91,7 +91,7 @@ static int open_client(rlpy_lock *self) {
 
 /* 1 acquired, 0 not acquired (another owner), -1 exception set. */
 static int acquire(rlpy_lock *self, int64_t lease_ms, int64_t wait_ms, int64_t max_hold_ms) {
-    if (rlpy_refuse_on_event_loop("Lock.acquire()") < 0) return -1;
+    if (rlpy_refuse_on_event_loop("Lock.acquire()", "Client.lock()") < 0) return -1;
     uint64_t context = rlpy_owner_context();
     if (wait_ms != 0 && rlpy_green_active())
         return rlpy_green_acquire((PyObject *)self, context, lease_ms, wait_ms, max_hold_ms);
@@ -119,7 +119,7 @@ static PyObject *lock_acquire(rlpy_lock *self, PyObject *args, PyObject *kwargs)
 }
 
 static int release(rlpy_lock *self) {
-    if (rlpy_refuse_on_event_loop("Lock.release()") < 0) return -1;
+    if (rlpy_refuse_on_event_loop("Lock.release()", "Client.lock()") < 0) return -1;
     rl_error err;
     rl_status st;
     uint64_t context = rlpy_owner_context();

@@ -1,9 +1,9 @@
 /* redlease._core: module setup, owner contexts and the status -> exception mapping. */
 #include <pthread.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "async.h"
-#include "binding.h"
 
 static PyObject *errors_module; /* redlease._errors, where the exception classes live */
 static PyObject *error_classes[RL_ERR_REPLICA + 1];
@@ -46,8 +46,44 @@ PyObject *rlpy_error_class(rl_status status) {
     return error_classes[RL_OK]; /* LockError */
 }
 
+/* The core says a hold "is not held by this context"; the user knows a thread, a task or a
+ * greenlet, and may have meant to release it elsewhere: say what the host calls an owner and
+ * how a hold is released by another one. */
+static PyObject *raise_not_owned(PyObject *cls, const rl_error *err, const char *owner) {
+    static const char said[] = " is not held by this context";
+    const char *at = strstr(err->message, said);
+    if (!at) {
+        PyErr_SetString(cls, err->message);
+        return NULL;
+    }
+    const char *hint = "";
+    if (strncmp(err->message, "lock ", 5) == 0)
+        hint = strcmp(owner, "task") == 0
+                   ? "; a hold belongs to the task that acquired it: release it in that task"
+               : strcmp(owner, "greenlet") == 0
+                   ? "; a hold belongs to the greenlet that acquired it: to release it in "
+                     "another greenlet, call lock.hand_off() in the holding one and pass "
+                     "its token to lock.release(token=...)"
+                   : "; a hold belongs to the thread that acquired it: to release it in "
+                     "another thread, call lock.hand_off() in the holding one and pass "
+                     "its token to lock.release(token=...)";
+    char message[sizeof err->message + 256];
+    snprintf(message, sizeof message, "%.*s is not held by this %s%s%s", (int)(at - err->message),
+             err->message, owner, at + sizeof said - 1, hint);
+    PyErr_SetString(cls, message);
+    return NULL;
+}
+
+PyObject *rlpy_raise_for(const rl_error *err, const char *owner) {
+    if (err->status == RL_NOT_OWNED)
+        return raise_not_owned(rlpy_error_class(RL_NOT_OWNED), err,
+                               rlpy_green_active() ? "greenlet" : owner);
+    return rlpy_raise(err);
+}
+
 PyObject *rlpy_raise(const rl_error *err) {
     if (err->status == RL_ABORTED && PyErr_Occurred()) return NULL; /* e.g. KeyboardInterrupt */
+    if (err->status == RL_NOT_OWNED) return rlpy_raise_for(err, "thread");
     PyObject *cls = rlpy_error_class(err->status);
     if (err->status == RL_LOST) {
         /* LockLostError(message, reason) */

@@ -73,7 +73,7 @@ static int ready(rlpy_multilock *self) {
 
 /* 1 acquired, 0 not, -1 exception set. */
 static int acquire(rlpy_multilock *self, int64_t lease_ms, int64_t wait_ms, int64_t max_hold_ms) {
-    if (rlpy_refuse_on_event_loop("MultiLock.acquire()") < 0 ||
+    if (rlpy_refuse_on_event_loop("MultiLock.acquire()", "Client.multi_lock()") < 0 ||
         rlpy_refuse_green_wait("MultiLock.acquire()", wait_ms) < 0)
         return -1;
     rlpy_wait w = {NULL, 0};
@@ -134,6 +134,12 @@ static PyObject *multilock_exit(rlpy_multilock *self, PyObject *args) {
     Py_RETURN_FALSE;
 }
 
+static PyObject *multilock_held_by(rlpy_multilock *self, PyObject *arg) {
+    unsigned long long context = ready(self) ? PyLong_AsUnsignedLongLong(arg) : 0;
+    if (PyErr_Occurred()) return NULL;
+    return PyLong_FromSize_t(rl_multilock_held(self->multi, context));
+}
+
 static PyObject *multilock_get_held(rlpy_multilock *self, void *unused) {
     (void)unused;
     if (!ready(self)) return NULL;
@@ -158,6 +164,8 @@ static PyObject *multilock_repr(rlpy_multilock *self) {
 }
 
 static PyMethodDef multilock_methods[] = {
+    {"_held_by", (PyCFunction)multilock_held_by, METH_O,
+     "_held_by(context) -> int\n--\n\nHow many of its locks an owner context holds (local)."},
     {"acquire", (PyCFunction)(void (*)(void))multilock_acquire, METH_VARARGS | METH_KEYWORDS,
      "acquire(blocking=True, timeout=-1, lease=None, *, max_hold=...) -> bool\n--\n\nTakes "
      "every lock (a RedLock: a majority) for the calling thread, all or none, within one "
@@ -193,3 +201,12 @@ PyTypeObject rlpy_multilock_type = {
     .tp_methods = multilock_methods,
     .tp_getset = multilock_getset,
 };
+
+rl_multilock *rlpy_multilock_core(PyObject *obj) {
+    if (!PyObject_TypeCheck(obj, &rlpy_multilock_type) || !((rlpy_multilock *)obj)->multi) {
+        PyErr_Format(PyExc_TypeError, "a redlease multi-lock was expected, not %.100s",
+                     Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    return ((rlpy_multilock *)obj)->multi;
+}

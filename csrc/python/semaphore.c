@@ -37,19 +37,18 @@ static int ready(rlpy_semaphore *self) {
     return rlpy_named_ready(self->sem != NULL, "Semaphore");
 }
 
-/* 1 acquired, 0 not within the wait, -1 exception set. */
-static int acquire(rlpy_semaphore *self, long long permits, int64_t wait_ms) {
-    if (rlpy_refuse_on_event_loop("Semaphore.acquire()") < 0 ||
+/* 1 acquired, 0 not within the wait (why: in *err), -1 exception set. */
+static int acquire(rlpy_semaphore *self, long long permits, int64_t wait_ms, rl_error *err) {
+    if (rlpy_refuse_loop_wait("Semaphore.acquire()", wait_ms, "Client.semaphore()") < 0 ||
         rlpy_refuse_green_wait("Semaphore.acquire()", wait_ms) < 0)
         return -1;
     rlpy_wait w = {NULL, 0};
-    rl_error err;
     rl_status st;
     RLPY_WAITING(&w, st = rl_semaphore_acquire(self->sem, permits, wait_ms,
-                                               wait_ms != 0 ? rlpy_wait_hook : NULL, &w, &err));
+                                               wait_ms != 0 ? rlpy_wait_hook : NULL, &w, err));
     if (st == RL_OK) return 1;
     if (st == RL_NOT_ACQUIRED) return 0;
-    rlpy_raise(&err);
+    rlpy_raise(err);
     return -1;
 }
 
@@ -62,7 +61,8 @@ static PyObject *semaphore_acquire(rlpy_semaphore *self, PyObject *args, PyObjec
         return NULL;
     int64_t wait_ms = self->timeout_ms;
     if (timeout && rlpy_timeout_ms(timeout, "timeout", &wait_ms) < 0) return NULL;
-    int got = acquire(self, permits, wait_ms);
+    rl_error err;
+    int got = acquire(self, permits, wait_ms, &err);
     return got < 0 ? NULL : PyBool_FromLong(got);
 }
 
@@ -125,13 +125,10 @@ static PyObject *semaphore_drain_permits(rlpy_semaphore *self, PyObject *unused)
 static PyObject *semaphore_enter(rlpy_semaphore *self, PyObject *unused) {
     (void)unused;
     if (!ready(self)) return NULL;
-    int got = acquire(self, 1, self->timeout_ms);
+    rl_error err;
+    int got = acquire(self, 1, self->timeout_ms, &err);
     if (got < 0) return NULL;
-    if (!got)
-        return PyErr_Format(rlpy_error_class(RL_NOT_ACQUIRED),
-                            "semaphore %R: no permit free within %lld.%03lld s", self->named.name,
-                            (long long)(self->timeout_ms / 1000),
-                            (long long)(self->timeout_ms % 1000));
+    if (!got) return rlpy_raise(&err); /* LockTimeout, in the core's words */
     return Py_NewRef(self);
 }
 
@@ -204,3 +201,13 @@ PyTypeObject rlpy_semaphore_type = {
     .tp_methods = semaphore_methods,
     .tp_getset = semaphore_getset,
 };
+
+rl_semaphore *rlpy_semaphore_core(PyObject *obj, rl_client **client) {
+    if (!PyObject_TypeCheck(obj, &rlpy_semaphore_type) || !((rlpy_semaphore *)obj)->sem) {
+        PyErr_Format(PyExc_TypeError, "a redlease semaphore was expected, not %.100s",
+                     Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    if (client && !(*client = rlpy_open_client(((rlpy_semaphore *)obj)->named.client))) return NULL;
+    return ((rlpy_semaphore *)obj)->sem;
+}

@@ -7,7 +7,7 @@ client's Completions on the loop; nothing here blocks the loop, polls or uses an
 import asyncio
 import time
 import weakref
-from typing import TYPE_CHECKING, Any, List, Optional, Set, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Set, Tuple, Union
 
 from . import _core
 from ._errors import LockError, LockLostError, LockTimeout
@@ -85,6 +85,36 @@ class _Done:
             answer(value, error)
 
 
+_Start = Callable[[_core.Completions, int, "_Done"], _core.Call]
+
+
+async def _acquire(client: "Client", start: _Start, release: _Start) -> bool:
+    """An acquire for the current task: True, or False when not acquired in time. Cancelled, it
+    leaves nothing held: a waiting acquire stops, one in flight releases what it got, and one
+    that ended before the cancel came is released here."""
+    context = client._context()
+    comp = client._completions_now()
+    answer = client._answer()
+    call = start(comp, context, answer.done)
+    owners = client._owners_now()
+    owners.waiting(context, call)  # cancelled if the task is gone or its loop closed
+    try:
+        return bool(await answer.fut)
+    except asyncio.CancelledError:
+        call.cancel()
+        await answer.through_cancels()
+        if answer.error is None and answer.value:  # it ended before the cancel came
+            undo = client._answer()
+            release(comp, context, undo.done)
+            await undo.through_cancels()
+        raise
+    except GeneratorExit:  # the coroutine was closed unfinished: it can await no more
+        call.cancel()
+        raise
+    finally:
+        owners.waited(context, call)
+
+
 class Lock:
     """A lock owned by the current asyncio Task (see docs/asyncio.md). Made by Client.lock()."""
 
@@ -114,27 +144,11 @@ class Lock:
         hold = self._lease if lease is UNSET else lease
         cap = self._max_hold if max_hold is UNSET else max_hold
         extra = {} if cap is UNSET else {"max_hold": cap}
-        context = self._client._context()
-        comp = self._client._completions_now()
-        answer = self._client._answer()
-        call = comp.acquire(self._core, context, wait, hold, answer.done, **extra)
-        owners = self._client._owners_now()
-        owners.waiting(context, call)  # cancelled if the task is gone or its loop closed
-        try:
-            return bool(await answer.fut)
-        except asyncio.CancelledError:
-            call.cancel()  # a waiting acquire stops; one in flight releases what it got
-            await answer.through_cancels()
-            if answer.error is None and answer.value:  # it ended before the cancel came
-                undo = self._client._answer()
-                comp.release(self._core, context, undo.done)
-                await undo.through_cancels()
-            raise
-        except GeneratorExit:  # the coroutine was closed unfinished: it can await no more
-            call.cancel()
-            raise
-        finally:
-            owners.waited(context, call)
+        return await _acquire(
+            self._client,
+            lambda comp, context, done: comp.acquire(self._core, context, wait, hold, done,
+                                                     **extra),
+            lambda comp, context, done: comp.release(self._core, context, done))
 
     async def release(self) -> None:
         """Releases one hold of the current task (NotOwnedError when it holds none;
@@ -268,6 +282,81 @@ class ReadWriteLock:
     def __init__(self, read: Lock, write: Lock) -> None:
         self.read = read
         self.write = write
+
+
+class MultiLock:
+    """Several locks (any kinds, any clients) taken as one by the current task, with
+    RedissonMultiLock's rules; a RedLock when made by red_lock(). Made by Client.multi_lock()."""
+
+    def __init__(self, client: "Client", locks: Sequence[Lock], redlock: bool, timeout: float,
+                 lease: Optional[float], max_hold: MaxHold) -> None:
+        if not all(isinstance(lock, Lock) for lock in locks):
+            raise TypeError("a multi-lock takes redlease.asyncio locks")
+        extra = {} if max_hold is UNSET else {"max_hold": max_hold}
+        self._client = client
+        self._locks = tuple(locks)
+        self._core = _core.MultiLock([lock._core for lock in locks], redlock=redlock,
+                                     timeout=timeout, lease=lease, **extra)
+        self._timeout = timeout
+        self._lease = lease
+        self._max_hold = max_hold
+
+    @property
+    def locks(self) -> Tuple[Lock, ...]:
+        return self._locks
+
+    @property
+    def redlock(self) -> bool:
+        return self._core.redlock
+
+    @property
+    def held(self) -> int:
+        """How many of its locks the current task holds (no round trip)."""
+        return self._core._held_by(self._client._context())
+
+    async def acquire(self, blocking: bool = True, timeout: Optional[float] = None,
+                      lease: Union[float, None, Unset] = UNSET, *,
+                      max_hold: MaxHold = UNSET) -> bool:
+        """Takes every lock (a RedLock: a majority) for the current task, all or none, within
+        one timeout; arguments as Lock.acquire's. Cancelled, it leaves nothing held."""
+        if not blocking:
+            if timeout is not None and timeout != -1:
+                raise ValueError("can't specify a timeout for a non-blocking call")
+            timeout = 0
+        wait = self._timeout if timeout is None else timeout
+        hold = self._lease if lease is UNSET else lease
+        cap = self._max_hold if max_hold is UNSET else max_hold
+        extra = {} if cap is UNSET else {"max_hold": cap}
+        owners, context = self._client._owners_now(), self._client._context()
+        for lock in self._locks:  # the task's end releases its holds on every member's client
+            owners.holds_on(context, lock._client.sync)
+        return await _acquire(
+            self._client,
+            lambda comp, context, done: comp.multilock_acquire(self._core, context, wait, hold,
+                                                               done, **extra),
+            lambda comp, context, done: comp.multilock_release(self._core, context, done))
+
+    async def release(self) -> None:
+        """Releases every lock of it the current task holds (RedLock: on every server);
+        NotOwnedError when it holds none. Cancelled, it still completes."""
+        answer = self._client._answer()
+        self._client._completions_now().multilock_release(self._core, self._client._context(),
+                                                          answer.done)
+        await Lock._finish(answer)
+
+    async def __aenter__(self) -> "MultiLock":
+        if not await self.acquire():
+            kind = "RedLock" if self.redlock else "multi-lock"
+            raise LockTimeout(f"{kind} of {len(self._locks)} locks not acquired within "
+                              f"{self._timeout:.3f} s")
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.release()
+
+    def __repr__(self) -> str:
+        kind = "RedLock" if self.redlock else "MultiLock"
+        return f"<redlease.asyncio.{kind} {[lock.name for lock in self._locks]!r}>"
 
 
 class _Guarded:

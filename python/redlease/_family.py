@@ -12,7 +12,6 @@ from typing import Optional
 
 from . import _core
 from ._core import CountDownLatch, Lock, MultiLock, Semaphore
-from ._errors import LockTimeout
 from ._unset import UNSET, MaxHold
 
 __all__ = ["Semaphore", "PermitExpirableSemaphore", "CountDownLatch", "MultiLock", "red_lock"]
@@ -33,9 +32,7 @@ class PermitExpirableSemaphore(_core.PermitExpirableSemaphore):
     def permit(self, lease: Optional[float], timeout: float = -1) -> Iterator[str]:
         """``with sem.permit(lease) as permit_id:`` takes a permit for the block and gives it
         back at its end; LockTimeout when none came within ``timeout`` seconds."""
-        permit_id = self.acquire(lease, timeout)
-        if permit_id is None:
-            raise LockTimeout(f"semaphore {self.name!r}: no permit free within {timeout} s")
+        permit_id = self._take(lease, timeout)  # LockTimeout in the core's words
         try:
             yield permit_id
         finally:

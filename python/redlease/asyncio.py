@@ -18,7 +18,8 @@ import weakref
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, Optional, Set, Union
 
 from . import _core
-from ._aio_locks import FairLock, FencedLock, Lock, ReadWriteLock, _Answer, _Guarded
+from ._aio_family import CountDownLatch, PermitExpirableSemaphore, Semaphore
+from ._aio_locks import FairLock, FencedLock, Lock, MultiLock, ReadWriteLock, _Answer, _Guarded
 from ._client import Client as SyncClient
 from ._client import ClientOptions
 from ._errors import ClientClosedError
@@ -29,7 +30,8 @@ from ._unset import UNSET, MaxHold
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-__all__ = ["Client", "Lock", "FencedLock", "FairLock", "ReadWriteLock"]
+__all__ = ["Client", "Lock", "FencedLock", "FairLock", "ReadWriteLock", "Semaphore",
+           "PermitExpirableSemaphore", "CountDownLatch", "MultiLock", "red_lock"]
 
 Name = Union[str, bytes]
 OnLost = Callable[[Name, str], Union[None, Awaitable[None]]]
@@ -45,6 +47,7 @@ class _Owners:
         self._completions = completions
         self._ends: "Dict[int, weakref.finalize[Any, Any]]" = {}
         self._waits: Dict[int, Set[_core.Call]] = {}
+        self._others: Dict[int, Set[SyncClient]] = {}  # other clients a context holds on
 
     def begin(self, task: "asyncio.Task[Any]") -> int:
         """A context for the task, ended when it ends or when it is collected unfinished."""
@@ -58,6 +61,12 @@ class _Owners:
 
     def waiting(self, context: int, call: _core.Call) -> None:
         self._waits.setdefault(context, set()).add(call)
+
+    def holds_on(self, context: int, other: SyncClient) -> None:
+        """The context may hold locks of another client too (a multi-lock's members): its end
+        releases them there as well."""
+        if other is not self._sync:
+            self._others.setdefault(context, set()).add(other)
 
     def waited(self, context: int, call: _core.Call) -> None:
         calls = self._waits.get(context)
@@ -74,8 +83,9 @@ class _Owners:
         self._ends.pop(context, None)
         for call in self._waits.pop(context, ()):
             call.cancel()
-        if not self._sync.closed:
-            self._completions.context_ended(self._sync._core, context)
+        for client in (self._sync, *self._others.pop(context, ())):
+            if not client.closed:
+                self._completions.context_ended(client._core, context)
 
     def loop_gone(self) -> None:
         """The loop was closed (or collected): none of its tasks will run again."""
@@ -241,6 +251,27 @@ class Client:
         return ReadWriteLock(Lock(self, rw.read, timeout, lease, max_hold),
                              Lock(self, rw.write, timeout, lease, max_hold))
 
+    # ---- the rest of the family -----------------------------------------------------------
+
+    def semaphore(self, name: Name, *, timeout: float = -1) -> Semaphore:
+        """A Redisson RSemaphore on ``name`` (permits belong to the client); ``timeout`` for
+        ``async with`` and acquire() without one (-1 forever, 0 one try)."""
+        return Semaphore(self, self._sync.semaphore(name, timeout=timeout), timeout)
+
+    def permit_expirable_semaphore(self, name: Name) -> PermitExpirableSemaphore:
+        """A Redisson RPermitExpirableSemaphore on ``name``: permits with ids and leases."""
+        return PermitExpirableSemaphore(self, self._sync.permit_expirable_semaphore(name))
+
+    def count_down_latch(self, name: Name) -> CountDownLatch:
+        """A Redisson RCountDownLatch on ``name``."""
+        return CountDownLatch(self, self._sync.count_down_latch(name))
+
+    def multi_lock(self, *locks: Lock, timeout: float = -1, lease: Optional[float] = None,
+                   max_hold: MaxHold = UNSET) -> MultiLock:
+        """Locks (of any redlease.asyncio clients) taken as one by the current task, all or
+        none, with RedissonMultiLock's rules; ``timeout``, ``lease``, ``max_hold`` as lock()."""
+        return MultiLock(self, locks, False, timeout, lease, max_hold)
+
     # ---- the client -----------------------------------------------------------------------
 
     @property
@@ -285,3 +316,13 @@ class Client:
     def __repr__(self) -> str:
         state = "closed" if self.closed else self.id
         return f"<redlease.asyncio.Client {self.url!r} {state}>"
+
+
+def red_lock(*locks: Lock, timeout: float = -1, lease: Optional[float] = None,
+             max_hold: MaxHold = UNSET) -> MultiLock:
+    """A RedLock over ``locks``, each made by a client of its own independent Redis server, owned
+    by the current task (see redlease.red_lock); answers reach the loop through the first lock's
+    client."""
+    if not locks:
+        raise ValueError("a RedLock needs locks")
+    return MultiLock(locks[0]._client, locks, True, timeout, lease, max_hold)

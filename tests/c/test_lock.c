@@ -135,6 +135,13 @@ TEST(wrong_type_is_a_server_error_and_changes_nothing) {
     CHECK_STATUS(rl_lock_acquire(l, 1, 1000, 0, NULL, NULL, err), RL_ERR_SERVER);
     int deleted = -1;
     CHECK_STATUS(rl_lock_force_unlock(l, &deleted, err), RL_ERR_SERVER); /* not a lock: kept */
+    rl_error e;
+    CHECK(rl_lock_acquire(l, 1, 1000, 0, NULL, NULL, &e) == RL_ERR_SERVER);
+    /* The user's words: which name, what it holds, what redlease wanted; no script SHA. */
+    CHECK_MSG(strstr(e.message, "\"notalock\" holds a value of another type (string); redlease "
+                                "needs it for a lock"),
+              "%s", e.message);
+    CHECK_MSG(!strstr(e.message, "user_script") && !strstr(e.message, "f_"), "%s", e.message);
     redisReply *r = raw(g_raw, "GET notalock");
     CHECK(r->type == REDIS_REPLY_STRING && strcmp(r->str, "hello") == 0);
     freeReplyObject(r);

@@ -206,6 +206,10 @@ TEST(semaphore_bad_input_is_refused) {
     rl_semaphore *wrong = new_semaphore(c, "lockname"); /* the name holds a lock */
     CHECK_STATUS(rl_semaphore_acquire(wrong, 1, 0, NULL, NULL, err), RL_ERR_SERVER);
     CHECK_STATUS(rl_semaphore_try_set_permits(wrong, 1, NULL, err), RL_ERR_SERVER);
+    CHECK(rl_semaphore_acquire(wrong, 1, 0, NULL, NULL, &e) == RL_ERR_SERVER);
+    CHECK_MSG(strstr(e.message, "\"lockname\" holds a value of another type (hash); redlease "
+                                "needs it for a semaphore"),
+              "%s", e.message);
     CHECK_INT(raw_int(g_raw, "HGET lockname owner"), 1);
     rl_semaphore_free(wrong);
     rl_semaphore_free(s);
@@ -221,4 +225,24 @@ TEST(semaphore_on_a_closed_client_answers_closed) {
     CHECK_STATUS(rl_semaphore_acquire(s, 1, 0, NULL, NULL, err), RL_ERR_CLOSED);
     CHECK_INT(rl_semaphore_held(s), 0);
     rl_semaphore_free(s);
+}
+
+TEST(semaphore_never_given_permits_says_so) {
+    rl_client *c = new_client(g_server.url, 0);
+    rl_semaphore *s = new_semaphore(c, "unset");
+    rl_error e;
+    for (int64_t wait_ms = 0; wait_ms <= 100; wait_ms += 100) {
+        CHECK(rl_semaphore_acquire(s, 1, wait_ms, NULL, NULL, &e) == RL_NOT_ACQUIRED);
+        CHECK_MSG(strstr(e.message, "semaphore \"unset\" has no permits (it does not exist): "
+                                    "set them with try_set_permits or add_permits"),
+                  "%s", e.message);
+    }
+    CHECK_INT(raw_int(g_raw, "EXISTS unset"), 0); /* asking wrote nothing */
+    int set = 0;
+    CHECK_OK(rl_semaphore_try_set_permits(s, 0, &set, err)); /* exists, none free: the usual */
+    CHECK(rl_semaphore_acquire(s, 1, 0, NULL, NULL, &e) == RL_NOT_ACQUIRED);
+    CHECK_MSG(strstr(e.message, "1 permit(s) not free now") && !strstr(e.message, "no permits"),
+              "%s", e.message);
+    rl_semaphore_free(s);
+    rl_client_free(c);
 }

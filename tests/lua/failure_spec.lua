@@ -114,7 +114,8 @@ while True:
     fx.raw("SET", "job", "not a lock")
     local g, err = lock:acquire({ timeout = 0 })
     assert.is_nil(g)
-    assert.matches("^server: .*WRONGTYPE", err)
+    assert.matches('^server: "job" holds a value of another type %(string%); redlease needs it for '
+      .. "a lock %(WRONGTYPE%)", err)
     assert.equal("not a lock", fx.raw("GET", "job"))
   end)
 

@@ -72,6 +72,9 @@ def test_owner_is_the_greenlet_reentrant_within_it(server):
         releaser = gevent.spawn(lock.release)
         releaser.join()
         assert isinstance(releaser.exception, redlease.NotOwnedError), releaser.exception
+        words = str(releaser.exception)
+        assert words.startswith('lock "own" is not held by this greenlet'), words
+        assert "hand_off()" in words, words
         lock.release()
         lock.release()
     """)

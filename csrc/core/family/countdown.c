@@ -135,18 +135,34 @@ static rl_status try_zero(void *arg, int64_t *hint_ms, rl_error *err) {
     return n > 0 ? RL_NOT_ACQUIRED : RL_OK;
 }
 
+static void wait_ran_out(void *arg, int64_t wait_ms, rl_error *err) {
+    rl_countdown *l = arg;
+    char shown[RL_NAME_SHOWN_MAX], waited[RL_WAITED_SIZE];
+    rl_fail(err, RL_NOT_ACQUIRED, "count-down latch \"%s\" did not reach 0 %s",
+            rl_named_shown(&l->o, shown), rl_waited(wait_ms, "yet", waited));
+}
+
 rl_status rl_countdown_wait(rl_countdown *l, int64_t wait_ms, rl_wait_hook hook,
                             void *hook_userdata, rl_error *err) {
     rl_status st = rl_check_wait(wait_ms, err);
     if (st != RL_OK || (st = enter(l, err)) != RL_OK) return st;
     st = rl_wait_for(l->o.client, l->o.channel, l->o.channel_len, 1, try_zero, l, wait_ms, hook,
                      hook_userdata, err);
-    char shown[RL_NAME_SHOWN_MAX], waited[RL_WAITED_SIZE];
-    if (st == RL_NOT_ACQUIRED)
-        rl_fail(err, RL_NOT_ACQUIRED, "count-down latch \"%s\" did not reach 0 %s",
-                rl_named_shown(&l->o, shown), rl_waited(wait_ms, "yet", waited));
+    if (st == RL_NOT_ACQUIRED) wait_ran_out(l, wait_ms, err);
     rl_client_leave(l->o.client);
     return st;
+}
+
+rl_status rl_countdown_wait_async(rl_countdown *l, int64_t wait_ms, rl_done_fn done, void *userdata,
+                                  rl_call **out, rl_error *err) {
+    static const rl_wait_steps steps = {try_zero, NULL, wait_ran_out, NULL};
+    rl_error_clear(err);
+    if (out) *out = NULL;
+    if (!l) return rl_fail(err, RL_ERR_ARGUMENT, "latch must not be NULL");
+    rl_status st = rl_check_wait(wait_ms, err);
+    if (st != RL_OK) return st;
+    return rl_wait_for_async(l->o.client, l->o.channel, l->o.channel_len, 1, &steps, l, wait_ms,
+                             done, userdata, out, err);
 }
 
 rl_status rl_countdown_delete(rl_countdown *l, int *deleted, rl_error *err) {

@@ -286,7 +286,7 @@ rl_status rl_expirable_acquire(rl_expirable *s, int64_t lease_ms, int64_t wait_m
     if (st == RL_OK) st = rl_check_wait(wait_ms, err);
     if (st != RL_OK || (st = enter(s, err)) != RL_OK) return st;
     rl_client *c = s->o.client;
-    char hex[RL_PERMIT_ID_LEN + 1], shown[RL_NAME_SHOWN_MAX], waited[RL_WAITED_SIZE];
+    char hex[RL_PERMIT_ID_LEN + 1];
     acquire_try t = {.s = s};
     t.lease = lease_ms > 0 ? lease_ms : c->cfg.options.watchdog_timeout_ms;
     rl_random_hex(hex, PERMIT_BYTES);
@@ -302,8 +302,7 @@ rl_status rl_expirable_acquire(rl_expirable *s, int64_t lease_ms, int64_t wait_m
     if (st == RL_OK)
         memcpy(id, hex, sizeof hex);
     else if (st == RL_NOT_ACQUIRED)
-        rl_fail(err, RL_NOT_ACQUIRED, "semaphore \"%s\": no permit free %s",
-                rl_named_shown(&s->o, shown), rl_waited(wait_ms, "now", waited));
+        rl_named_not_free(&s->o, 1, wait_ms, err);
     rl_client_leave(c);
     return st;
 }
@@ -420,4 +419,61 @@ int rl_expirable_lost(rl_expirable *s, const char *id, rl_lost_reason *reason) {
     }
     if (reason) *reason = r;
     return r != RL_LOST_NONE;
+}
+
+/* ---- async ------------------------------------------------------------------------------- */
+
+typedef struct async_acquire {
+    acquire_try t; /* first: the tries' arg */
+    int watchdog;
+    char hex[RL_PERMIT_ID_LEN + 1];
+    char *id; /* the caller's, written on success */
+} async_acquire;
+
+/* A try; a permit it got in watchdog mode is watched at once (given back when it cannot be). */
+static rl_status try_acquire_async(void *arg, int64_t *hint_ms, rl_error *err) {
+    async_acquire *a = arg;
+    rl_status st = try_acquire(&a->t, hint_ms, err);
+    if (st == RL_OK && a->watchdog && (st = watch_permit(a->t.s, a->hex, &a->t, err)) != RL_OK) {
+        int64_t ignored_answer;
+        rl_error ignored;
+        release_raw(a->t.s, a->t.raw, &ignored_answer, &ignored);
+    }
+    if (st == RL_OK) memcpy(a->id, a->hex, sizeof a->hex);
+    return st;
+}
+
+static void undo_acquire(void *arg) { /* a permit taken after a cancel: released at once */
+    async_acquire *a = arg;
+    rl_error ignored;
+    rl_expirable_release(a->t.s, a->hex, &ignored);
+}
+
+static void acquire_ran_out(void *arg, int64_t wait_ms, rl_error *err) {
+    async_acquire *a = arg;
+    rl_named_not_free(&a->t.s->o, 1, wait_ms, err);
+}
+
+rl_status rl_expirable_acquire_async(rl_expirable *s, int64_t lease_ms, int64_t wait_ms,
+                                     char id[RL_PERMIT_ID_LEN + 1], rl_done_fn done, void *userdata,
+                                     rl_call **out, rl_error *err) {
+    static const rl_wait_steps steps = {try_acquire_async, undo_acquire, acquire_ran_out, free};
+    rl_error_clear(err);
+    if (out) *out = NULL;
+    if (!s || !id) return rl_fail(err, RL_ERR_ARGUMENT, "semaphore and id must not be NULL");
+    if ((lease_ms <= 0 && lease_ms != RL_LEASE_WATCHDOG) || lease_ms > RL_MAX_LEASE_MS)
+        return rl_fail(err, RL_ERR_ARGUMENT,
+                       "a permit's lease must be from 1 ms to 2^40 ms (or the watchdog mode)");
+    rl_status st = rl_check_wait(wait_ms, err);
+    if (st != RL_OK) return st;
+    async_acquire *a = calloc(1, sizeof *a);
+    if (!a) return rl_fail(err, RL_ERR_MEMORY, "out of memory");
+    a->t.s = s;
+    a->t.lease = lease_ms > 0 ? lease_ms : s->o.client->cfg.options.watchdog_timeout_ms;
+    a->watchdog = lease_ms == RL_LEASE_WATCHDOG;
+    a->id = id;
+    rl_random_hex(a->hex, PERMIT_BYTES);
+    parse_id(a->hex, a->hex, a->t.raw, NULL);
+    return rl_wait_for_async(s->o.client, s->o.channel, s->o.channel_len, 0, &steps, a, wait_ms,
+                             done, userdata, out, err);
 }

@@ -144,6 +144,25 @@ rl_status rl_named_get_count(const rl_named *o, int64_t *out, rl_error *err) {
     return st;
 }
 
+rl_status rl_named_not_free(const rl_named *o, int64_t count, int64_t wait_ms, rl_error *err) {
+    const char *argv[2] = {"EXISTS", o->name};
+    size_t lens[2] = {6, o->name_len};
+    redisReply *reply = NULL;
+    rl_error ignored;
+    int missing = rl_client_command(o->client, 2, argv, lens, &reply, &ignored) == RL_OK &&
+                  reply->type == REDIS_REPLY_INTEGER && reply->integer == 0;
+    freeReplyObject(reply);
+    char shown[RL_NAME_SHOWN_MAX];
+    if (missing)
+        return rl_fail(err, RL_NOT_ACQUIRED,
+                       "%s \"%s\" has no permits (it does not exist): set them with "
+                       "try_set_permits or add_permits",
+                       o->what, rl_named_shown(o, shown));
+    char waited[RL_WAITED_SIZE];
+    return rl_fail(err, RL_NOT_ACQUIRED, "%s \"%s\": %lld permit(s) not free %s", o->what,
+                   rl_named_shown(o, shown), (long long)count, rl_waited(wait_ms, "now", waited));
+}
+
 rl_status rl_check_wait(int64_t wait_ms, rl_error *err) {
     if (wait_ms < RL_WAIT_FOREVER || wait_ms > RL_MAX_LEASE_MS)
         return rl_fail(err, RL_ERR_ARGUMENT, "a wait must be from 0 to 2^40 ms, or forever (-1)");

@@ -51,6 +51,11 @@ rl_status rl_named_count_write(const rl_named *o, rl_script_id id, int64_t n, re
 rl_status rl_named_set_permits(const rl_named *o, rl_script_id id, int64_t n, int *set,
                                rl_error *err);
 
+/* A semaphore's wait that ran out (RL_NOT_ACQUIRED into err): "`count` permit(s) not free now"
+ * or "within <seconds>", or, when the semaphore does not exist, that it has no permits and how
+ * to set them (one EXISTS more; a user who never set permits waits for ever otherwise). */
+rl_status rl_named_not_free(const rl_named *o, int64_t count, int64_t wait_ms, rl_error *err);
+
 /* GET of the name as an integer (0 when it does not exist). */
 rl_status rl_named_get_count(const rl_named *o, int64_t *out, rl_error *err);
 /* An integer answer (a decimal string too; nil is 0), or RL_ERR_SERVER. */
@@ -67,6 +72,21 @@ typedef rl_status (*rl_attempt_fn)(void *arg, int64_t *hint_ms, rl_error *err);
 rl_status rl_wait_for(rl_client *client, const char *channel, size_t channel_len, int every,
                       rl_attempt_fn attempt, void *arg, int64_t wait_ms, rl_wait_hook hook,
                       void *hook_userdata, rl_error *err);
+
+/* rl_wait_for as an async call (family_async.c): the tries run on the client's workers, woken by
+ * a notified ticket on `channel` and a timer; `done` reports RL_OK, RL_NOT_ACQUIRED (its message
+ * by ran_out), RL_ABORTED (cancelled: a try that succeeded meanwhile is undone) or a failure.
+ * `arg` is the call's: steps->free_arg(arg) when it is freed (or cannot start). The object that
+ * owns `channel` must outlive the call. */
+typedef struct rl_wait_steps {
+    rl_attempt_fn attempt;
+    void (*undo)(void *arg);                                    /* may be NULL */
+    void (*ran_out)(void *arg, int64_t wait_ms, rl_error *err); /* may be NULL */
+    void (*free_arg)(void *arg);                                /* may be NULL */
+} rl_wait_steps;
+rl_status rl_wait_for_async(rl_client *client, const char *channel, size_t channel_len, int every,
+                            const rl_wait_steps *steps, void *arg, int64_t wait_ms, rl_done_fn done,
+                            void *userdata, rl_call **out, rl_error *err);
 
 /* A wait below RL_WAIT_FOREVER or beyond RL_MAX_LEASE_MS is refused. */
 rl_status rl_check_wait(int64_t wait_ms, rl_error *err);

@@ -25,14 +25,9 @@
 #include "error.h"
 #include "extend.h"
 #include "lock.h"
+#include "multilock.h"
 #include "names.h"
 #include "random.h"
-
-struct rl_multilock {
-    size_t n;
-    int redlock;
-    rl_lock **locks; /* not owned */
-};
 
 #define BASE_WAIT_MS 1500  /* per lock, for one try of a wait without end */
 #define ERROR_PAUSE_MS 100 /* RedLock: a round that failed on errors only waits this long */
@@ -167,106 +162,169 @@ static int still_valid(rl_multilock *m, uint64_t context, const char *taken, int
     return alive >= m->n / 2 + 1 && shortest - elapsed - drift > 0;
 }
 
-/* One tryLock(wait, lease) of RedissonMultiLock (RedLock: with its majority rule). */
-static rl_status try_all(rl_multilock *m, uint64_t context, int64_t wait, int64_t lease,
-                         const rl_acquire_options *o, rl_error *err) {
-    const size_t n = m->n, tolerated = m->redlock ? n - (n / 2 + 1) : 0;
-    int64_t taken_lease = lease <= 0 ? RL_LEASE_WATCHDOG : wait > 0 ? wait * 2 : lease;
-    if (taken_lease > RL_MAX_LEASE_MS) taken_lease = RL_MAX_LEASE_MS;
-    int64_t start = rl_now_ms(), time = start, remain = wait > 0 ? wait : -1;
-    int64_t lock_wait = remain;
-    if (m->redlock) lock_wait = remain / (int64_t)n > 1 ? remain / (int64_t)n : 1;
-    char *taken = calloc(n, 1);
-    if (!taken) return rl_fail(err, RL_ERR_MEMORY, "out of memory");
-    size_t ntaken = 0, left_to_fail = tolerated;
-    int failed_on_errors = 1;
-    rl_error failure = {.status = RL_NOT_ACQUIRED, .message = ""};
-    rl_status st = RL_OK;
-    for (size_t i = 0; i < n;) {
-        rl_acquire_options member = *o;
-        member.lease_ms = taken_lease;
-        member.wait_ms = 0;
-        if (wait > 0 || lease > 0) {
-            int64_t await = min64(lock_wait, remain);
-            member.wait_ms = await > 0 ? await : 0;
-        }
-        int64_t held_before = rl_lock_local_holds(m->locks[i], context);
-        rl_error e;
-        st = rl_lock_acquire_with(m->locks[i], context, &member, &e);
-        if (st == RL_OK) {
-            taken[i] = 1;
-            ntaken++;
-            i++;
-        } else {
-            int counted = st == RL_NOT_ACQUIRED ||
-                          (m->redlock && (st == RL_ERR_CONNECTION || st == RL_ERR_SERVER ||
-                                          st == RL_ERR_REPLICA));
-            if (!counted) { /* aborted, closed, lost, bad input; a multi-lock's errors */
-                release_taken(m, context, taken);
-                if (err) *err = e;
-                free(taken);
-                return st;
-            }
-            if (st == RL_ERR_CONNECTION && held_before == 0)
-                undo_maybe_taken(m->locks[i], context, taken_lease);
-            if (st == RL_NOT_ACQUIRED) failed_on_errors = 0;
-            failure = e;
-            if (n - ntaken == tolerated) break; /* RedLock: the rest may fail; a majority is in */
-            if (left_to_fail == 0) {
-                release_taken(m, context, taken);
-                ntaken = 0;
-                if (wait <= 0) break;
-                left_to_fail = tolerated;
-                i = 0; /* start over */
-                if (failed_on_errors &&
-                    pause_ms(min64(ERROR_PAUSE_MS, remain - (rl_now_ms() - time)), o->hook,
-                             o->hook_userdata)) {
-                    free(taken);
-                    return rl_fail(err, RL_ABORTED, "the wait was interrupted");
-                }
-                failed_on_errors = 1;
-            } else {
-                left_to_fail--;
-                i++;
-            }
-        }
-        if (remain > 0) {
-            int64_t now = rl_now_ms();
-            remain -= now - time;
-            time = now;
-            if (remain <= 0) {
-                release_taken(m, context, taken);
-                ntaken = 0;
-                break;
-            }
+/* One tryLock(wait, lease) of RedissonMultiLock (RedLock: with its majority rule), as steps that
+ * the blocking acquire runs in a loop and the async one (multilock_async.c) between member
+ * calls: round_next says which member to acquire with what options, round_answer takes its
+ * outcome, round_tick counts the time spent, round_end decides. */
+rl_status rl_round_begin(rl_round *r, rl_multilock *m, uint64_t context, int64_t wait,
+                         int64_t lease, const rl_acquire_options *o, rl_error *err) {
+    const size_t n = m->n;
+    *r = (rl_round){.m = m, .context = context, .wait = wait, .lease = lease, .o = *o};
+    r->tolerated = m->redlock ? n - (n / 2 + 1) : 0;
+    r->taken_lease = lease <= 0 ? RL_LEASE_WATCHDOG : wait > 0 ? wait * 2 : lease;
+    if (r->taken_lease > RL_MAX_LEASE_MS) r->taken_lease = RL_MAX_LEASE_MS;
+    r->start = r->time = rl_now_ms();
+    r->remain = wait > 0 ? wait : -1;
+    r->lock_wait = r->remain;
+    if (m->redlock) r->lock_wait = r->remain / (int64_t)n > 1 ? r->remain / (int64_t)n : 1;
+    r->taken = calloc(n, 1);
+    if (!r->taken) return rl_fail(err, RL_ERR_MEMORY, "out of memory");
+    r->left_to_fail = r->tolerated;
+    r->failed_on_errors = 1;
+    r->failure = (rl_error){.status = RL_NOT_ACQUIRED, .message = ""};
+    return RL_OK;
+}
+
+void rl_round_free(rl_round *r) {
+    free(r->taken);
+    r->taken = NULL;
+}
+
+int rl_round_next(rl_round *r, rl_acquire_options *member) {
+    if (r->over || r->i >= r->m->n) return 0;
+    *member = r->o;
+    member->lease_ms = r->taken_lease;
+    member->wait_ms = 0;
+    if (r->wait > 0 || r->lease > 0) {
+        int64_t await = min64(r->lock_wait, r->remain);
+        member->wait_ms = await > 0 ? await : 0;
+    }
+    r->held_before = rl_lock_local_holds(r->m->locks[r->i], r->context);
+    return 1;
+}
+
+int rl_round_answer(rl_round *r, rl_status st, const rl_error *e, rl_error *err) {
+    rl_multilock *m = r->m;
+    const size_t n = m->n;
+    r->pause_ms = 0;
+    if (st == RL_OK) {
+        r->taken[r->i] = 1;
+        r->ntaken++;
+        r->i++;
+        return 1;
+    }
+    int counted =
+        st == RL_NOT_ACQUIRED ||
+        (m->redlock && (st == RL_ERR_CONNECTION || st == RL_ERR_SERVER || st == RL_ERR_REPLICA));
+    if (!counted) { /* aborted, closed, lost, bad input; a multi-lock's errors */
+        release_taken(m, r->context, r->taken);
+        if (err) *err = *e;
+        r->hard = st;
+        return -1;
+    }
+    if (st == RL_ERR_CONNECTION && r->held_before == 0)
+        undo_maybe_taken(m->locks[r->i], r->context, r->taken_lease);
+    if (st == RL_NOT_ACQUIRED) r->failed_on_errors = 0;
+    r->failure = *e;
+    if (n - r->ntaken == r->tolerated) return 0; /* RedLock: the rest may fail; a majority is in */
+    if (r->left_to_fail == 0) {
+        release_taken(m, r->context, r->taken);
+        r->ntaken = 0;
+        if (r->wait <= 0) return 0;
+        r->left_to_fail = r->tolerated;
+        r->i = 0; /* start over */
+        if (r->failed_on_errors)
+            r->pause_ms = min64(ERROR_PAUSE_MS, r->remain - (rl_now_ms() - r->time));
+        r->failed_on_errors = 1;
+    } else {
+        r->left_to_fail--;
+        r->i++;
+    }
+    return 1;
+}
+
+int rl_round_tick(rl_round *r) {
+    if (r->remain > 0) {
+        int64_t now = rl_now_ms();
+        r->remain -= now - r->time;
+        r->time = now;
+        if (r->remain <= 0) {
+            release_taken(r->m, r->context, r->taken);
+            r->ntaken = 0;
+            r->over = 1;
+            return 0;
         }
     }
-    st = ntaken > 0 && ntaken >= n - tolerated ? RL_OK : RL_NOT_ACQUIRED;
+    return 1;
+}
+
+rl_status rl_round_end(rl_round *r, rl_error *err) {
+    rl_multilock *m = r->m;
+    const size_t n = m->n;
+    rl_status st = r->ntaken > 0 && r->ntaken >= n - r->tolerated ? RL_OK : RL_NOT_ACQUIRED;
     if (st == RL_OK && m->redlock &&
-        !still_valid(m, context, taken, taken_lease, rl_now_ms() - start)) {
-        release_taken(m, context, taken);
-        failure = (rl_error){.status = RL_NOT_ACQUIRED};
-        rl_fail(&failure, RL_NOT_ACQUIRED, "the majority was taken too late (validity ran out)");
+        !still_valid(m, r->context, r->taken, r->taken_lease, rl_now_ms() - r->start)) {
+        release_taken(m, r->context, r->taken);
+        r->failure = (rl_error){.status = RL_NOT_ACQUIRED};
+        rl_fail(&r->failure, RL_NOT_ACQUIRED, "the majority was taken too late (validity ran out)");
         st = RL_NOT_ACQUIRED;
     }
-    for (size_t i = 0; st == RL_OK && lease > 0 && i < n; i++) {
-        if (taken[i] && (st = lock_lease(m->locks[i], context, lease, err)) != RL_OK)
-            release_taken(m, context, taken);
+    for (size_t i = 0; st == RL_OK && r->lease > 0 && i < n; i++) {
+        if (r->taken[i] && (st = lock_lease(m->locks[i], r->context, r->lease, err)) != RL_OK)
+            release_taken(m, r->context, r->taken);
     }
     if (st == RL_NOT_ACQUIRED) {
-        size_t need = n - tolerated;
+        size_t need = n - r->tolerated;
         char waited[RL_WAITED_SIZE];
         rl_fail(err, RL_NOT_ACQUIRED, "%s not acquired%s%s: %zu of %zu lock(s) needed%s%s",
-                m->redlock ? "RedLock" : "multi-lock", wait > 0 ? " " : "",
-                rl_waited(wait, "", waited), need, n, failure.message[0] ? "; last failure: " : "",
-                failure.message);
+                m->redlock ? "RedLock" : "multi-lock", r->wait > 0 ? " " : "",
+                rl_waited(r->wait, "", waited), need, n,
+                r->failure.message[0] ? "; last failure: " : "", r->failure.message);
     }
-    free(taken);
+    rl_round_free(r);
     return st;
 }
 
-rl_status rl_multilock_acquire(rl_multilock *m, uint64_t context, const rl_acquire_options *o,
-                               rl_error *err) {
+void rl_round_give_back(rl_round *r) {
+    release_taken(r->m, r->context, r->taken);
+    r->ntaken = 0;
+    rl_round_free(r);
+}
+
+static rl_status try_all(rl_multilock *m, uint64_t context, int64_t wait, int64_t lease,
+                         const rl_acquire_options *o, rl_error *err) {
+    rl_round r;
+    rl_status st = rl_round_begin(&r, m, context, wait, lease, o, err);
+    if (st != RL_OK) return st;
+    rl_acquire_options member;
+    while (rl_round_next(&r, &member)) {
+        rl_error e;
+        st = rl_lock_acquire_with(m->locks[r.i], context, &member, &e);
+        int go = rl_round_answer(&r, st, &e, err);
+        if (go < 0) {
+            rl_round_free(&r);
+            return r.hard;
+        }
+        if (go == 0) break;
+        if (r.pause_ms > 0 && pause_ms(r.pause_ms, o->hook, o->hook_userdata)) {
+            rl_round_free(&r);
+            return rl_fail(err, RL_ABORTED, "the wait was interrupted");
+        }
+        if (!rl_round_tick(&r)) break;
+    }
+    return rl_round_end(&r, err);
+}
+
+int64_t rl_round_forever_wait(const rl_multilock *m, int64_t lease) {
+    /* RedissonMultiLock.lockInterruptibly: tries of a bounded wait, until one succeeds. */
+    const int64_t base = (int64_t)m->n * BASE_WAIT_MS;
+    int64_t one_wait = base;
+    if (lease > 0)
+        one_wait = lease <= base ? random_between(lease / 2, lease) : random_between(base, lease);
+    return one_wait < 1 ? 1 : one_wait;
+}
+
+rl_status rl_multilock_check(const rl_multilock *m, const rl_acquire_options *o, rl_error *err) {
     rl_error_clear(err);
     if (!m) return rl_fail(err, RL_ERR_ARGUMENT, "multi-lock must not be NULL");
     if (!o) return rl_fail(err, RL_ERR_ARGUMENT, "options must not be NULL");
@@ -276,16 +334,16 @@ rl_status rl_multilock_acquire(rl_multilock *m, uint64_t context, const rl_acqui
                        "lease must be from 1 ms to 2^40 ms (or the watchdog mode)");
     if (wait < RL_WAIT_FOREVER || wait > RL_MAX_LEASE_MS)
         return rl_fail(err, RL_ERR_ARGUMENT, "a wait must be from 0 to 2^40 ms, or forever (-1)");
-    if (wait != RL_WAIT_FOREVER) return try_all(m, context, wait, lease, o, err);
-    /* RedissonMultiLock.lockInterruptibly: tries of a bounded wait, until one succeeds. */
-    const int64_t base = (int64_t)m->n * BASE_WAIT_MS;
+    return RL_OK;
+}
+
+rl_status rl_multilock_acquire(rl_multilock *m, uint64_t context, const rl_acquire_options *o,
+                               rl_error *err) {
+    rl_status st = rl_multilock_check(m, o, err);
+    if (st != RL_OK) return st;
+    if (o->wait_ms != RL_WAIT_FOREVER) return try_all(m, context, o->wait_ms, o->lease_ms, o, err);
     for (;;) {
-        int64_t one_wait = base;
-        if (lease > 0)
-            one_wait =
-                lease <= base ? random_between(lease / 2, lease) : random_between(base, lease);
-        if (one_wait < 1) one_wait = 1;
-        rl_status st = try_all(m, context, one_wait, lease, o, err);
+        st = try_all(m, context, rl_round_forever_wait(m, o->lease_ms), o->lease_ms, o, err);
         if (st != RL_NOT_ACQUIRED) return st;
         if (o->hook && o->hook(o->hook_userdata))
             return rl_fail(err, RL_ABORTED, "the wait was interrupted");

@@ -163,11 +163,7 @@ rl_status rl_semaphore_acquire(rl_semaphore *s, int64_t permits, int64_t wait_ms
         acquire_try t = {s, permits};
         st = rl_wait_for(s->o.client, s->o.channel, s->o.channel_len, 0, try_acquire, &t, wait_ms,
                          hook, hook_userdata, err);
-        char shown[RL_NAME_SHOWN_MAX], waited[RL_WAITED_SIZE];
-        if (st == RL_NOT_ACQUIRED)
-            rl_fail(err, RL_NOT_ACQUIRED, "semaphore \"%s\": %lld permit(s) not free %s",
-                    rl_named_shown(&s->o, shown), (long long)permits,
-                    rl_waited(wait_ms, "now", waited));
+        if (st == RL_NOT_ACQUIRED) rl_named_not_free(&s->o, permits, wait_ms, err);
     }
     rl_client_leave(s->o.client);
     return st;
@@ -239,4 +235,42 @@ int64_t rl_semaphore_held(rl_semaphore *s) {
     pthread_mutex_unlock(&c->mu);
     rl_client_leave(c);
     return n;
+}
+
+/* ---- async ------------------------------------------------------------------------------- */
+
+static void undo_acquire(void *arg) { /* permits taken after a cancel: given back at once */
+    acquire_try *t = arg;
+    rl_error ignored;
+    rl_semaphore_release(t->s, t->permits, &ignored);
+}
+
+static void acquire_ran_out(void *arg, int64_t wait_ms, rl_error *err) {
+    acquire_try *t = arg;
+    rl_named_not_free(&t->s->o, t->permits, wait_ms, err);
+}
+
+static rl_status took_none(void *arg, int64_t *hint_ms, rl_error *err) {
+    (void)arg;
+    (void)err;
+    *hint_ms = -1;
+    return RL_OK; /* 0 permits: nothing to take */
+}
+
+rl_status rl_semaphore_acquire_async(rl_semaphore *s, int64_t permits, int64_t wait_ms,
+                                     rl_done_fn done, void *userdata, rl_call **out,
+                                     rl_error *err) {
+    static const rl_wait_steps steps = {try_acquire, undo_acquire, acquire_ran_out, free};
+    static const rl_wait_steps none = {took_none, NULL, NULL, free};
+    rl_error_clear(err);
+    if (out) *out = NULL;
+    if (!s) return rl_fail(err, RL_ERR_ARGUMENT, "semaphore must not be NULL");
+    rl_status st = rl_check_permits(permits, 0, "permits", err);
+    if (st == RL_OK) st = rl_check_wait(wait_ms, err);
+    if (st != RL_OK) return st;
+    acquire_try *t = malloc(sizeof *t);
+    if (!t) return rl_fail(err, RL_ERR_MEMORY, "out of memory");
+    *t = (acquire_try){s, permits};
+    return rl_wait_for_async(s->o.client, s->o.channel, s->o.channel_len, 0,
+                             permits > 0 ? &steps : &none, t, wait_ms, done, userdata, out, err);
 }
