@@ -404,6 +404,25 @@ function app.tls()
   out(r)
 end
 
+-- /lost_retry?name=&kind=&secs=: a one-try acquire whose answer is lost (the test stalls Redis),
+-- then `secs` later the same run acquires again (waiting up to 5 s): the taking back of the lost
+-- acquire never takes the new hold with it.
+function app.lost_retry()
+  local runner = require "redlease.resty.runner"
+  local l = lock_of(app.client)
+  local r = {}
+  local g, err = l:acquire { timeout = 0 }
+  r.first = g and "acquired" or err:match("^(%w+):")
+  ngx.sleep(num("secs", 0.2))
+  local g2, err2 = l:acquire { timeout = 5 }
+  r.second = g2 and "acquired" or err2
+  ngx.sleep(0.5) -- a late undo would strike now
+  r.count = l:hold_count()
+  r.release = g2 and g2:release()
+  r.gone = runner.command(app.client, { "EXISTS", l.name }) == 0
+  out(r)
+end
+
 -- /gc: a full collection in this worker.
 function app.gc()
   collectgarbage()

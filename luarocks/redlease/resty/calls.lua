@@ -14,16 +14,17 @@ local function epoch_ms()
   return math.floor(ngx.now() * 1000)
 end
 
+-- -> reply | nil, err, unanswered (sent, no answer: Redis may have run it)
 local function one(client, call, idempotent)
-  local replies, err = runner.run(client, { call }, idempotent)
-  if not replies then return nil, err end
+  local replies, err, _, unanswered = runner.run(client, { call }, idempotent)
+  if not replies then return nil, err, unanswered end
   return replies[1]
 end
 
 -- One acquire try for `owner`. -> true, token, reentered | false, wait hint ms (-1: unknown) |
--- nil, err. reentered: Redis answered that this owner already held the lock (REENTERED, or a
--- fenced {-1, token, 1}), else it was granted afresh. queue (fair): join the wait queue for
--- `window` ms.
+-- nil, err, unanswered (sent, and its answer lost: Redis may have granted it). reentered: Redis
+-- answered that this owner already held the lock (REENTERED, or a fenced {-1, token, 1}), else
+-- it was granted afresh. queue (fair): join the wait queue for `window` ms.
 function calls.acquire(l, owner, lease, queue, window)
   local k, kind = l._keys, l.kind
   local call
@@ -40,8 +41,8 @@ function calls.acquire(l, owner, lease, queue, window)
   else
     call = { "acquire", 1, k.name, lease, owner }
   end
-  local reply, err = one(l.client, call, false)
-  if reply == nil then return nil, err end
+  local reply, err, unanswered = one(l.client, call, false)
+  if reply == nil then return nil, err, unanswered end
   if reply == null then return true, nil, false end
   if reply == REENTERED then return true, nil, true end
   if type(reply) == "number" then

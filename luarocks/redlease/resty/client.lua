@@ -36,6 +36,7 @@ function Client.new(ep, o)
     shut = false,
     holds = {},
     latches = {},
+    takebacks = {}, -- hold key -> a hold being taken back (takeback.lua)
     wd = {},
     counters = { renew_rounds = 0, renew_round_trips = 0, renew_calls = 0, renewed_holds = 0,
       last_round_holds = 0 },
@@ -58,6 +59,8 @@ local function identity(self)
     self.latch_serial = 0
     self.holds = {}
     self.latches = {}
+    self.takebacks = {}
+    self.takeback_running = false
     self.wd = {}
     self.sub = Sub.new(self)
     self.handovers = Handovers.new()

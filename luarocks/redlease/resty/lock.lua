@@ -9,6 +9,7 @@ local keys = require "redlease.resty.keys"
 local owner = require "redlease.resty.owner"
 local resp = require "redlease.resty.resp"
 local runner = require "redlease.resty.runner"
+local takeback = require "redlease.resty.takeback"
 local watchdog = require "redlease.resty.watchdog"
 local with = require "redlease.with"
 
@@ -16,6 +17,7 @@ local Lock = {}
 Lock.__index = Lock
 
 local null = resp.null
+local forget_lost_acquire -- (below the release helpers it shares)
 local FAIR_RECHECK_MS = 100 -- a fair waiter told "0 ms" (another is first in line) looks again
 
 local function now_ms()
@@ -45,12 +47,13 @@ function Lock:_hold()
   return self.client.holds[self._key .. "\0" .. run.id], run
 end
 
--- -> as calls.acquire (got, token or wait hint or err, reentered), and when it was sent.
+-- -> as calls.acquire (got, token or wait hint or err, reentered or unanswered), and when it
+-- was sent.
 local function try_once(self, who, lease, queue, window)
   local sent_at = now_ms()
-  local got, x, reentered = calls.acquire(self, who, lease, queue, window)
+  local got, x, flag = calls.acquire(self, who, lease, queue, window)
   if got == false and self.kind == "fair" and x < FAIR_RECHECK_MS then x = FAIR_RECHECK_MS end
-  return got, x, sent_at, reentered
+  return got, x, sent_at, flag
 end
 
 -- Leaves the lock to the waiter our release woke (handover.lua), subscribed: until that
@@ -104,7 +107,17 @@ end
 -- Before an acquire: the run's hold must be healthy, and a release of it that failed on the
 -- network is settled first (the same request again, answered from its unlock latch if Redis
 -- did it), so that the acquire starts from what Redis holds and the new hold is renewed.
-local function check_before_acquire(self, hold)
+local function check_before_acquire(self, hold, run, wait_ms)
+  local client = self.client
+  -- an earlier acquire of this run whose answer was lost is being taken back: wait for that,
+  -- or its release could take the hold this acquire gets
+  local key = self._key .. "\0" .. run.id
+  if client.takebacks[key] then
+    ngx.update_time()
+    local ok, err = takeback.settled(client, key, now_ms() + (wait_ms >= 0 and
+      math.max(wait_ms, client.command_ms) or client.watchdog_ms), self._shown)
+    if not ok then return nil, err end
+  end
   if not hold then return true end
   if hold.lost then return nil, lost_message(self, hold.lost, "; release it first") end
   if not hold.release_failed then return true end
@@ -120,7 +133,7 @@ function Lock:_acquire(lease_ms, wait_ms, max_hold)
   local ok, err = client:ready("acquire")
   if not ok then return nil, err end
   local hold, run = self:_hold()
-  ok, err = check_before_acquire(self, hold)
+  ok, err = check_before_acquire(self, hold, run, wait_ms)
   if not ok then return nil, err end
   local who = client:owner_of(run)
   local lease = lease_ms > 0 and lease_ms or client.watchdog_ms
@@ -130,7 +143,7 @@ function Lock:_acquire(lease_ms, wait_ms, max_hold)
   -- only an acquire that may wait gives way to a waiter our release woke: its chance first
   local yield_until, floor
   if wait_ms ~= 0 then yield_until, floor = client.handovers:until_ms(self._key, start) end
-  local got, x, sent_at, reentered = false, -1, nil, nil
+  local got, x, sent_at, reentered = false, -1, nil, nil -- (reentered: unanswered when got nil)
   if not yield_until then
     got, x, sent_at, reentered = try_once(self, who, lease, wait_ms ~= 0, window)
   end
@@ -142,7 +155,10 @@ function Lock:_acquire(lease_ms, wait_ms, max_hold)
   if got ~= true and wait_ms ~= 0 and self.kind == "fair" then
     calls.leave_queue(self, who, window)
   end
-  if got == nil then return nil, x end
+  if got == nil then
+    if reentered then forget_lost_acquire(self, run, who, lease, sent_at, x) end
+    return nil, x
+  end
   if got == false then
     return nil, ('timeout: lock "%s" is held by another owner'):format(self._shown)
   end
@@ -207,6 +223,19 @@ local function field_shared(client, hold)
     end
   end
   return false
+end
+
+-- An acquire whose answer was lost: Redis may have granted it (a stalled Redis runs it when it
+-- wakes). When the run counted nothing in that Redis field, nobody would release it: it is
+-- taken back from a timer (takeback.lua). Otherwise the run's last release removes the extra
+-- count (release_stray_holds), or the watchdog's release once the run ended.
+function forget_lost_acquire(self, run, who, lease, sent_at, why)
+  local client = self.client
+  local key = self._key .. "\0" .. run.id
+  local hold = client.holds[key]
+  if hold and hold.count > 0 then return end
+  if field_shared(client, { kind = self.kind, name = self.name, run = run }) then return end
+  takeback.start(self, key, keys.field(self.kind, who), lease, sent_at + lease, why, false)
 end
 
 -- The last hold was released and Redis answered "still held": it counts more holds of this

@@ -47,7 +47,8 @@ local function is_noscript(v)
 end
 
 -- calls: a list of {name, nkeys, keys and args...} (name as in ORDER). Runs them pipelined on
--- one connection of client `client`. -> replies | nil, err; and the round trips it took.
+-- one connection of client `client`. -> replies | nil, err; and the round trips it took; and,
+-- with nil, whether the calls were sent and not answered (Redis may have run them).
 -- `idempotent`: a call that failed on the network is tried once more on a fresh connection.
 -- `timeout_ms`: the whole run ends within that long (else the client's timeouts, per try).
 function runner.run(client, calls, idempotent, timeout_ms)
@@ -62,7 +63,7 @@ function runner.run(client, calls, idempotent, timeout_ms)
       parts[#parts + 1] = "$" .. #a .. "\r\n" .. a .. "\r\n"
     end
   end
-  local trips, err = 0, "connection: no time left for the call"
+  local trips, err, unanswered = 0, "connection: no time left for the call", false
   local deadline = timeout_ms and ngx.now() * 1000 + timeout_ms
   for _ = 1, idempotent and 2 or 1 do
     local left
@@ -73,7 +74,7 @@ function runner.run(client, calls, idempotent, timeout_ms)
     end
     local c
     c, err = conn.open(client, left)
-    if not c then return nil, err, trips end
+    if not c then return nil, err, trips, unanswered end
     local replies
     replies, err = c:exchange(parts, #calls)
     if replies then
@@ -89,6 +90,7 @@ function runner.run(client, calls, idempotent, timeout_ms)
       end
     end
     trips = trips + c.exchanges
+    unanswered = unanswered or not replies
     if replies then
       c:done()
       for i = 1, #calls do
@@ -102,7 +104,7 @@ function runner.run(client, calls, idempotent, timeout_ms)
       return replies, nil, trips
     end
   end
-  return nil, err, trips
+  return nil, err, trips, unanswered
 end
 
 -- One plain command (a list of strings) -> reply | nil, err; retried once (read-only queries).
