@@ -8,6 +8,8 @@ local var = ngx.var
 function app.init(url, opts)
   app.url = url
   app.client = assert(redlease.connect(url, opts))
+  -- the internal client, for raw Redis commands through the backend's runner
+  app.core = require("redlease.resty.client").of(app.client)
 end
 
 local function num(name, default)
@@ -157,12 +159,12 @@ function app.critical()
   for _ = 1, num("n", 1) do
     local g, err = l:acquire { timeout = 60 }
     if not g then return out { done = done, err = err, pid = ngx.worker.pid() } end
-    if runner.command(app.client, { "INCR", key }) ~= 1 then
+    if runner.command(app.core, { "INCR", key }) ~= 1 then
       overlaps = overlaps + 1
-      runner.command(app.client, { "INCR", key .. ":overlaps" })
+      runner.command(app.core, { "INCR", key .. ":overlaps" })
     end
     ngx.sleep(0.002)
-    runner.command(app.client, { "DECR", key })
+    runner.command(app.core, { "DECR", key })
     local ok, rerr = g:release()
     if not ok then return out { done = done, err = rerr, pid = ngx.worker.pid() } end
     done = done + 1
@@ -218,12 +220,12 @@ function app.afresh()
   local g2 = assert(l:acquire { timeout = 0, lease = 10 })
   r.count = l:hold_count()
   r.release2 = g2:release()
-  runner.command(app.client, { "DEL", l.name })
+  runner.command(app.core, { "DEL", l.name })
   local g3, err = l:acquire { timeout = 0, lease = 10 }
   r.afresh = g3 == nil and err:match("^(%w+):") .. ":" .. err:match("%((%w+)%)$")
   local lost, reason = l:lost()
   r.lost = tostring(lost) .. ":" .. tostring(reason)
-  r.taken_back = runner.command(app.client, { "EXISTS", l.name }) == 0
+  r.taken_back = runner.command(app.core, { "EXISTS", l.name }) == 0
   local ok, rerr = g1:release()
   r.release1 = ok or rerr:match("^(%w+):")
   local g4 = l:acquire { timeout = 0, lease = 10 }
@@ -290,7 +292,7 @@ function app.settle()
   local l = c:lock(ngx.unescape_uri(var.arg_name))
   local r = {}
   local g1 = assert(l:acquire { timeout = 0 })
-  local stall = ngx.thread.spawn(runner.command, app.client, { "DEBUG", "SLEEP", "1" })
+  local stall = ngx.thread.spawn(runner.command, app.core, { "DEBUG", "SLEEP", "1" })
   ngx.sleep(0.05) -- the stall is under way
   local ok, err = g1:release()
   r.release = ok or err:match("^(%w+):")
@@ -315,8 +317,8 @@ end
 function app.stray()
   local runner = require "redlease.resty.runner"
   local owner = require "redlease.resty.owner"
-  local c, name = app.client, ngx.unescape_uri(var.arg_name)
-  local l, f = c:lock(name), c:fenced_lock(name)
+  local c, name = app.core, ngx.unescape_uri(var.arg_name)
+  local l, f = app.client:lock(name), app.client:fenced_lock(name)
   local r = {}
   local g = assert(l:acquire { timeout = 0, lease = 10 })
   runner.command(c, { "HINCRBY", name, c:owner_of(owner.run()), "2" })
@@ -419,7 +421,7 @@ function app.lost_retry()
   ngx.sleep(0.5) -- a late undo would strike now
   r.count = l:hold_count()
   r.release = g2 and g2:release()
-  r.gone = runner.command(app.client, { "EXISTS", l.name }) == 0
+  r.gone = runner.command(app.core, { "EXISTS", l.name }) == 0
   out(r)
 end
 

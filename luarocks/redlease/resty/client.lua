@@ -187,4 +187,35 @@ function Client:__tostring()
   return self.shut and "redlease.client (closed)" or "redlease.client " .. tostring(self.uuid)
 end
 
+-- The object connect() returns: the documented API and nothing else. The state and the helpers
+-- the backend's modules share (holds, latches, forget_hold, ...) stay on the internal client,
+-- which only Client.of reaches.
+local PUBLIC = { "lock", "fenced_lock", "fair_lock", "rw_lock", "id", "stats", "close", "closed" }
+local internal = setmetatable({}, { __mode = "k" }) -- public object -> internal client
+local Public = {}
+for _, name in ipairs(PUBLIC) do
+  Public[name] = function(self, ...)
+    local c = internal[self]
+    if not c then
+      error(("bad argument 'self' to '%s' (a redlease client expected: client:%s(...))")
+        :format(name, name), 2)
+    end
+    return c[name](c, ...) -- a tail call: argument errors point at the caller
+  end
+end
+local PUBLIC_MT = { __index = Public, __metatable = "redlease.client",
+  __newindex = function() error("a redlease client has no fields to set", 2) end,
+  __tostring = function(self) return tostring(internal[self]) end }
+
+function Client.public(c)
+  local p = setmetatable({}, PUBLIC_MT)
+  internal[p] = c
+  return p
+end
+
+-- The internal client of a public one (the backend's tests reach Redis through it).
+function Client.of(p)
+  return internal[p]
+end
+
 return Client

@@ -33,7 +33,7 @@ function redlease.connect(u, opts)
   local name
   ep.tls_settings, name, why = tls.settings(ep, o)
   if name then error(("bad argument '%s' to 'connect' (%s)"):format(name, why), 2) end
-  return Client.new(ep, o)
+  return Client.public(Client.new(ep, o))
 end
 
 return redlease
