@@ -148,7 +148,9 @@ SURFACE = r"""
       local _, err = pcall(c.lock, "orders")
       ngx.say("dot_call=", (tostring(err):gsub("^.-:%d+: ", "")))
       ngx.say("set=", tostring(pcall(function() c.holds = {} end)))
-      local g = assert(c:lock("surface"):acquire { timeout = 0 })
+      local l = c:lock("surface")
+      ngx.say("lock_client=", tostring(l.client == c))
+      local g = assert(l:acquire { timeout = 0 })
       ngx.say("works=", tostring(g:release()))
     } }
 """
@@ -164,4 +166,4 @@ def test_the_client_object_shows_only_the_documented_api(server, make_nginx):
         "metatable": "redlease.client", "shown": "redlease.client UUID", "internals": "",
         "dot_call": "bad argument 'self' to 'lock' (a redlease client expected: "
                     "client:lock(...))",
-        "set": "false", "works": "true"}, r
+        "set": "false", "lock_client": "true", "works": "true"}, r

@@ -41,7 +41,7 @@ function calls.acquire(l, owner, lease, queue, window)
   else
     call = { "acquire", 1, k.name, lease, owner }
   end
-  local reply, err, unanswered = one(l.client, call, false)
+  local reply, err, unanswered = one(l._core, call, false)
   if reply == nil then return nil, err, unanswered end
   if reply == null then return true, nil, false end
   if reply == REENTERED then return true, nil, true end
@@ -63,7 +63,7 @@ end
 -- Takes back what an acquire just granted `owner` (one release under a fresh request id; best
 -- effort: otherwise it expires by its lease).
 function calls.undo_acquire(l, owner, lease)
-  local client = l.client
+  local client = l._core
   local reply, latch = calls.release(l, keys.field(l.kind, owner), lease, client:request_id())
   if reply ~= nil then client:delete_latch(latch) end
 end
@@ -71,14 +71,14 @@ end
 -- Fair locks: leave the wait queue (best effort).
 function calls.leave_queue(l, owner, window)
   local k = l._keys
-  one(l.client, { "fair_cancel", 4, k.queue, k.deadlines, k.name, k.channel, owner, window,
+  one(l._core, { "fair_cancel", 4, k.queue, k.deadlines, k.name, k.channel, owner, window,
     ONE_MAY_GO, PUBLISH }, true)
 end
 
 -- One release of `field`'s hold under the latch of request_id. -> reply (null = not held,
 -- 0 = still held, 1 = released), latch key | nil, err.
 function calls.release(l, field, lease, request_id)
-  local k, kind, client = l._keys, l.kind, l.client
+  local k, kind, client = l._keys, l.kind, l._core
   local latch = k.latch_prefix .. request_id
   local ttl = client.latch_ttl_ms
   local call
@@ -102,7 +102,7 @@ end
 -- held" (at most RELEASE_FULLY_MAX). -> the number of "still held" answers | nil, err, that
 -- number.
 function calls.release_fully(l, field, lease)
-  local client, still_held = l.client, 0
+  local client, still_held = l._core, 0
   for _ = 1, RELEASE_FULLY_MAX do
     local reply, latch = calls.release(l, field, lease, client:request_id())
     if reply == nil then return nil, latch, still_held end
@@ -126,7 +126,7 @@ function calls.force_unlock(l)
   else
     call = { "force_unlock", 2, k.name, k.channel, ONE_MAY_GO, PUBLISH }
   end
-  local reply, err = one(l.client, call, false)
+  local reply, err = one(l._core, call, false)
   if reply == nil then return nil, err end
   return reply == 1
 end

@@ -210,6 +210,7 @@ local PUBLIC_MT = { __index = Public, __metatable = "redlease.client",
 function Client.public(c)
   local p = setmetatable({}, PUBLIC_MT)
   internal[p] = c
+  c.public = p -- (lock.client)
   return p
 end
 

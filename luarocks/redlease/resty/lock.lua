@@ -24,8 +24,10 @@ local function now_ms()
   return ngx.now() * 1000
 end
 
+-- client: the internal client (client.lua); lock.client is the public one, as in the rock.
 function Lock.new(client, name, kind)
-  return setmetatable({ client = client, name = name, kind = kind, _keys = keys.of(kind, name),
+  return setmetatable({ client = client.public, _core = client, name = name, kind = kind,
+    _keys = keys.of(kind, name),
     _shown = keys.shown(name), _key = kind .. ":" .. name }, Lock)
 end
 
@@ -44,7 +46,7 @@ end
 -- The calling run's hold of this lock, or nil (and the run).
 function Lock:_hold()
   local run = owner.run()
-  return self.client.holds[self._key .. "\0" .. run.id], run
+  return self._core.holds[self._key .. "\0" .. run.id], run
 end
 
 -- -> as calls.acquire (got, token or wait hint or err, reentered or unanswered), and when it
@@ -72,7 +74,7 @@ end
 -- (its coroutine is dropped, this function never returns), the subscriber removes it, and a
 -- fair waiter's place in the queue is given up.
 local function wait_and_retry(self, run, who, lease, window, deadline, yield_until, floor)
-  local sub = self.client.sub
+  local sub = self._core.sub
   local gone
   if self.kind == "fair" then gone = function() calls.leave_queue(self, who, window) end end
   local entry, err = sub:join(keys.wait_channel(self.kind, self._keys, who), run, gone)
@@ -108,7 +110,7 @@ end
 -- network is settled first (the same request again, answered from its unlock latch if Redis
 -- did it), so that the acquire starts from what Redis holds and the new hold is renewed.
 local function check_before_acquire(self, hold, run, wait_ms)
-  local client = self.client
+  local client = self._core
   -- an earlier acquire of this run whose answer was lost is being taken back: wait for that,
   -- or its release could take the hold this acquire gets
   local key = self._key .. "\0" .. run.id
@@ -129,7 +131,7 @@ local function check_before_acquire(self, hold, run, wait_ms)
 end
 
 function Lock:_acquire(lease_ms, wait_ms, max_hold)
-  local client = self.client
+  local client = self._core
   local ok, err = client:ready("acquire")
   if not ok then return nil, err end
   local hold, run = self:_hold()
@@ -230,7 +232,7 @@ end
 -- taken back from a timer (takeback.lua). Otherwise the run's last release removes the extra
 -- count (release_stray_holds), or the watchdog's release once the run ended.
 function forget_lost_acquire(self, run, who, lease, sent_at, why)
-  local client = self.client
+  local client = self._core
   local key = self._key .. "\0" .. run.id
   local hold = client.holds[key]
   if hold and hold.count > 0 then return end
@@ -253,7 +255,7 @@ end
 -- (max_hold, or Redis unreachable until the lease ran out) the key may still be this owner's:
 -- it is freed now instead of blocking others until it expires.
 local function release_lost(self, hold, lease)
-  local client, reason = self.client, hold.lost
+  local client, reason = self._core, hold.lost
   if not hold.freed and (reason == "max_hold" or reason == "unreachable") then
     hold.freed = true
     hold.releasing = owner.run() -- the releasing run: the mark is void once it ended
@@ -268,7 +270,7 @@ end
 -- guard: the guard being released (kept with a failed release, which an acquire settles).
 -- settling: an acquire settles this run's failed release.
 function Lock:_release_one(hold, settling, guard)
-  local client = self.client
+  local client = self._core
   local ok, err = client:ready("release")
   if not ok then return nil, err, true end
   if client.holds[hold.key] ~= hold or hold.count <= 0 then
@@ -339,14 +341,14 @@ Lock.with = with.lock
 
 -- Server-side queries, one round trip each: value, or nil and an error.
 local function query(self, what, cmd)
-  local ok, err = self.client:ready(what)
+  local ok, err = self._core:ready(what)
   if not ok then return nil, err end
-  return runner.command(self.client, cmd)
+  return runner.command(self._core, cmd)
 end
 
 local function my_field(self)
   local _, run = self:_hold()
-  return keys.field(self.kind, self.client:owner_of(run))
+  return keys.field(self.kind, self._core:owner_of(run))
 end
 
 function Lock:locked()
@@ -382,7 +384,7 @@ function Lock:remaining()
 end
 
 function Lock:force_unlock()
-  local ok, err = self.client:ready("force_unlock")
+  local ok, err = self._core:ready("force_unlock")
   if not ok then return nil, err end
   return calls.force_unlock(self)
 end

@@ -102,7 +102,7 @@ end
 -- `until_ms`. key: the run's hold key (a later acquire of the same run waits for it); why: the
 -- error that lost the answer; fully: every count (a request that ended), else one.
 function takeback.start(l, key, field, lease, until_ms, why, fully)
-  local client = l.client
+  local client = l._core
   local prev = client.takebacks[key]
   if prev then -- only an ended run's release can come now (its acquires waited for prev)
     prev.until_ms = math.max(prev.until_ms, until_ms)
