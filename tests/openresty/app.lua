@@ -425,6 +425,64 @@ function app.lost_retry()
   out(r)
 end
 
+-- /ops?name=: extend, reacquire, hand_off and release_token within one request, as the rock's
+-- tests/lua/ops_spec.lua checks them.
+function app.ops()
+  local runner = require "redlease.resty.runner"
+  local function raw(...) return runner.command(app.core, { ... }) end
+  local function word(_, err) return err and err:match("^([%w_]+):") end
+  local name = ngx.unescape_uri(var.arg_name)
+  local l = app.client:lock(name)
+  local r = {}
+  r.extend_none = word(l:extend(1))
+  local g = assert(l:acquire { timeout = 0, lease = 5 })
+  r.extend = l:extend(20)
+  local pttl = raw("PTTL", name)
+  r.extended = pttl > 23000 and pttl <= 25000
+  r.replace = l:extend(2, { replace = true })
+  r.replaced = raw("PTTL", name) <= 2000
+  r.reacquire = l:reacquire()
+  r.reacquired = raw("PTTL", name) > 4000
+  r.zero_raises = not pcall(l.extend, l, 0)
+  r.release = g:release()
+  g = assert(l:acquire { timeout = 0 })
+  r.dog = select(2, l:extend(5)):match("^argument: .*watchdog") ~= nil
+  r.dog_reacquire = select(2, l:reacquire()):match("watchdog") ~= nil
+  g:release()
+  g = assert(l:acquire { timeout = 0, lease = 5 })
+  raw("DEL", name)
+  r.revive = word(l:extend(5))
+  r.revived = raw("EXISTS", name) == 1
+  g:release()
+  local h1, h2 = assert(l:acquire { timeout = 0 }), assert(l:acquire { timeout = 0 })
+  local token = assert(l:hand_off())
+  r.token_names_client = token:match("^(.-):%d+$") == app.client:id()
+  r.guards_closed = h1:released() and h2:released()
+  r.release_after = word(l:release())
+  r.closed_guard = h2:release()
+  r.still_held = raw("EXISTS", name) == 1
+  local t = ngx.thread.spawn(function() return l:release_token(token) end)
+  r.token_release = select(2, ngx.thread.wait(t))
+  r.gone = raw("EXISTS", name) == 0
+  r.token_again = word(l:release_token(token))
+  r.nonsense = word(l:release_token("nonsense"))
+  out(r)
+end
+
+-- /hand_off?name=: takes the lock (lease 10 s) and hands it off: the token, and the request ends.
+-- /release_token?name=&token=: releases what the token names.
+function app.hand_off()
+  local l = app.client:lock(ngx.unescape_uri(var.arg_name))
+  assert(l:acquire { timeout = 0, lease = 10 })
+  out { token = assert(l:hand_off()) }
+end
+
+function app.release_token()
+  local l = app.client:lock(ngx.unescape_uri(var.arg_name))
+  local ok, err = l:release_token(ngx.unescape_uri(var.arg_token))
+  out { ok = ok, err = err }
+end
+
 -- /gc: a full collection in this worker.
 function app.gc()
   collectgarbage()

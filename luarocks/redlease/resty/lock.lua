@@ -6,6 +6,7 @@ local args = require "redlease.args"
 local calls = require "redlease.resty.calls"
 local Guard = require "redlease.resty.guard"
 local keys = require "redlease.resty.keys"
+local lease_ops = require "redlease.resty.lease_ops"
 local owner = require "redlease.resty.owner"
 local resp = require "redlease.resty.resp"
 local runner = require "redlease.resty.runner"
@@ -338,6 +339,32 @@ end
 
 -- Acquires, calls fn(...), releases; returns fn's results (redlease/with.lua).
 Lock.with = with.lock
+
+-- Fixed-lease holds of the calling run (the rock's extend/reacquire, lease_ops.lua):
+-- extend(seconds, {replace = true}) adds to the lease left (replace: sets it); reacquire()
+-- gives the hold its own lease again. true, or nil and an error ("argument: ..." in watchdog
+-- mode, "not_owned: ...", "lost: ..." when Redis no longer has it).
+function Lock:extend(seconds, opts)
+  local ms = args.seconds("extend", "seconds", seconds)
+  if opts ~= nil and type(opts) ~= "table" then
+    error("bad argument #2 to 'extend' (table expected, got " .. type(opts) .. ")", 2)
+  end
+  return lease_ops.extend(self, ms, opts and opts.replace or false)
+end
+
+function Lock:reacquire() return lease_ops.reacquire(self) end
+
+-- Hand-off: the calling run's hold becomes a token ("<client id>:<run>") and is let go of here
+-- (its renewal stops, its guards close without releasing); any request, timer or process then
+-- frees it with lock:release_token(token). token, or nil and "not_owned: ...".
+function Lock:hand_off() return lease_ops.hand_off(self) end
+
+-- Releases every hold of the owner a hand-off token names: true, or nil and "not_owned: ..."
+-- when that owner holds none.
+function Lock:release_token(token)
+  args.string("release_token", "token", token)
+  return lease_ops.release_token(self, token)
+end
 
 -- Server-side queries, one round trip each: value, or nil and an error.
 local function query(self, what, cmd)
