@@ -483,6 +483,60 @@ function app.release_token()
   out { ok = ok, err = err }
 end
 
+-- /inspect: redlease.inspect and lock:owner() as the rock's tests/lua/ops_spec.lua checks them.
+function app.inspect()
+  local runner = require "redlease.resty.runner"
+  local function raw(...) return runner.command(app.core, { ... }) end
+  local c, r = app.client, {}
+  local lock = c:lock("orders:42")
+  assert(lock:acquire { lease = 20 })
+  assert(lock:acquire { lease = 20 })
+  local found = assert(redlease.inspect(c, "orders:42"))
+  local o = found.owners[1]
+  r.reentrant = found.kind == "reentrant" and #found.owners == 1 and o.client_id == c:id()
+    and o.count == 2 and o["local"] == true and o.context:match("^%d+$") ~= nil
+    and o.lease > 19 and o.lease <= 20 and o.write == false
+    and o.field == c:id() .. ":" .. o.context
+  local owners = assert(lock:owner())
+  r.owner = #owners == 1 and owners[1].client_id == c:id() and owners[1].count == 2
+  local t = ngx.thread.spawn(function() return lock:owner()[1]["local"] end)
+  r.owner_in_thread = select(2, ngx.thread.wait(t)) -- the same worker's hold: local
+  local nothing = redlease.inspect(c, "nothing")
+  r.nothing = nothing.kind .. "," .. tostring(nothing.lease)
+  raw("HSET", "line", "00000000-0000-0000-0000-000000000000:1", "1")
+  raw("PEXPIRE", "line", "30000")
+  raw("RPUSH", "redisson_lock_queue:{line}", "u:1", "u:2")
+  local now = math.floor(ngx.now()) * 1000
+  raw("ZADD", "redisson_lock_timeout:{line}", tostring(now + 60000), "u:1", tostring(now + 90000),
+    "u:2")
+  found = assert(redlease.inspect(c, "line"))
+  r.fair = found.kind == "fair" and #found.queue == 2 and found.queue[1].owner == "u:1"
+    and found.queue[1].timeout < found.queue[2].timeout and found.owners[1]["local"] == false
+    and found.owners[1].client_id == "00000000-0000-0000-0000-000000000000"
+    and found.owners[1].context == "1"
+  local rw = c:rw_lock("doc")
+  assert(rw.read:acquire { lease = 20 })
+  found = assert(redlease.inspect(c, "doc"))
+  r.rw = found.kind == "read_write" and found.mode == "read" and found.owners[1].lease > 19
+  local w = c:rw_lock("wdoc")
+  assert(w.write:acquire { lease = 20 })
+  found = assert(redlease.inspect(c, "wdoc"))
+  r.write = found.kind == "read_write" and found.mode == "write" and found.owners[1].write
+    and found.owners[1]["local"]
+  local f = c:fenced_lock("fence")
+  assert(f:acquire { lease = 20 })
+  found = assert(redlease.inspect(c, "fence"))
+  r.fenced = found.kind == "fenced" and found.last_token >= 1
+  raw("SET", "permits", "4")
+  found = assert(redlease.inspect(c, "permits"))
+  r.counter = found.kind == "counter" and found.count == 4
+  raw("SET", "text", "hello")
+  r.other = redlease.inspect(c, "text").kind
+  r.bad_client = not pcall(redlease.inspect, "not a client", "x")
+  r.bad_name = not pcall(redlease.inspect, c, "")
+  out(r)
+end
+
 -- /gc: a full collection in this worker.
 function app.gc()
   collectgarbage()

@@ -1,4 +1,4 @@
-"""The rock's extend, reacquire, hand_off and release_token in the backend, with the rock's
+"""redlease.inspect and lock:owner(), and the rock's extend, reacquire, hand_off and release_token in the backend, with the rock's
 answers (tests/lua/ops_spec.lua): extend adds to the lease left (replace sets it), reacquire
 restores the hold's lease, both refused in watchdog mode and never reviving a deleted hold; a
 hand-off closes the run's guards without releasing, and its token frees every hold of that owner
@@ -32,3 +32,12 @@ def test_a_handed_off_hold_outlives_its_request(server, raw, make_nginx):
     assert "was still held" not in ng.log()
     assert fields(ng.get(f"/release_token?name=handed&token={token}")[1]) == {"ok": "true"}
     assert raw("EXISTS", "handed") == 0
+
+
+def test_inspect_and_owner_decode_as_the_rock(server, raw, make_nginx):
+    ng = make_nginx()
+    r = fields(ng.get("/inspect")[1])
+    assert r == {"reentrant": "true", "owner": "true", "owner_in_thread": "true",
+                 "nothing": "none,false", "fair": "true", "rw": "true", "write": "true",
+                 "fenced": "true", "counter": "true", "other": "other", "bad_client": "true",
+                 "bad_name": "true"}, r

@@ -3,6 +3,7 @@
 -- `require "redlease"` inside nginx returns this module; `require "redlease.resty"` names it.
 local args = require "redlease.args"
 local Client = require "redlease.resty.client"
+local inspect = require "redlease.resty.inspect"
 local tls = require "redlease.resty.tls"
 local url = require "redlease.resty.url"
 
@@ -34,6 +35,21 @@ function redlease.connect(u, opts)
   ep.tls_settings, name, why = tls.settings(ep, o)
   if name then error(("bad argument '%s' to 'connect' (%s)"):format(name, why), 2) end
   return Client.public(Client.new(ep, o))
+end
+
+-- What the key `name` holds, decoded (the facts `redlease inspect` shows, as the rock's
+-- redlease.inspect): a table with kind ("none", "reentrant", "fenced", "fair", "read_write",
+-- "counter", "other"), type, mode, lease (seconds; false: no key), count, last_token,
+-- subscribers, owners and queue; or nil, err.
+function redlease.inspect(client, name)
+  local c = Client.of(client)
+  if not c then
+    error("bad argument #1 to 'inspect' (client expected, got " .. type(client) .. ")", 2)
+  end
+  args.name(name, "inspect")
+  local ok, err = c:ready("inspect")
+  if not ok then return nil, err end
+  return inspect.key(c, name)
 end
 
 return redlease

@@ -6,6 +6,7 @@ local args = require "redlease.args"
 local calls = require "redlease.resty.calls"
 local Guard = require "redlease.resty.guard"
 local keys = require "redlease.resty.keys"
+local inspect = require "redlease.resty.inspect"
 local lease_ops = require "redlease.resty.lease_ops"
 local owner = require "redlease.resty.owner"
 local resp = require "redlease.resty.resp"
@@ -353,6 +354,17 @@ function Lock:extend(seconds, opts)
 end
 
 function Lock:reacquire() return lease_ops.reacquire(self) end
+
+-- Who holds it, from Redis: a list of {client_id, context, count, lease, write, local, field}
+-- (the owners of redlease.inspect; context: the holder's run number when it is a request).
+function Lock:owner()
+  local ok, err = self._core:ready("owner")
+  if not ok then return nil, err end
+  local found
+  found, err = inspect.key(self._core, self.name)
+  if not found then return nil, err end
+  return found.owners
+end
 
 -- Hand-off: the calling run's hold becomes a token ("<client id>:<run>") and is let go of here
 -- (its renewal stops, its guards close without releasing); any request, timer or process then
