@@ -75,7 +75,7 @@ local function drop_expired(client, err, all)
   end
 end
 
-local function worker(premature, client)
+local function work(premature, client)
   local pause = RETRY_FIRST_S
   while next(client.takebacks) ~= nil do
     if client.shut then
@@ -95,7 +95,15 @@ local function worker(premature, client)
       pause = math.min(pause * 2, RETRY_MAX_S)
     end
   end
-  client.takeback_running = false
+end
+
+local function worker(premature, client)
+  local ok, err = pcall(work, premature, client)
+  client.takeback_running = false -- (a later entry starts the timer again)
+  if not ok then
+    drop_expired(client, "failed: " .. tostring(err), true)
+    ngx.log(ngx.ERR, "redlease: taking back holds failed: ", tostring(err))
+  end
 end
 
 -- Takes back, from the worker's timer, what `field` of lock `l` may hold in Redis until
