@@ -537,6 +537,42 @@ function app.inspect()
   out(r)
 end
 
+-- /latch?name=: the count-down latch as the rock's tests/lua/family_spec.lua checks it; two light
+-- threads wait until the test counts it down to 0 (Redisson's way: DECR, DEL, "0").
+function app.latch()
+  local c, name = app.client, ngx.unescape_uri(var.arg_name)
+  local latch = c:count_down_latch(name)
+  local r = {}
+  r.set = latch:try_set_count(2)
+  r.set_again = latch:try_set_count(5)
+  r.down = latch:count_down()
+  r.count = latch:count()
+  r.not_yet = select(2, latch:wait { timeout = 0 }):match("^timeout: .*did not reach 0 yet") ~= nil
+  local function waiter() return latch:wait { timeout = 10 } end
+  ngx.update_time()
+  local started = ngx.now()
+  local t1, t2 = ngx.thread.spawn(waiter), ngx.thread.spawn(waiter)
+  local _, w1 = ngx.thread.wait(t1)
+  local _, w2 = ngx.thread.wait(t2)
+  r.waiters = tostring(w1) .. "," .. tostring(w2)
+  ngx.update_time()
+  r.woken_in_time = ngx.now() - started < 5 -- by the message, not their 10 s deadline
+  r.count_after = latch:count()
+  local stuck = c:count_down_latch(name .. ":stuck")
+  assert(stuck:try_set_count(1))
+  ngx.update_time()
+  local t0 = ngx.now()
+  local _, err = stuck:wait { timeout = 0.3 }
+  ngx.update_time()
+  r.gave_up = err:match("^timeout: .*did not reach 0 within the wait") ~= nil
+    and ngx.now() - t0 >= 0.25
+  r.delete = stuck:delete()
+  r.delete_again = stuck:delete()
+  r.bad_count = select(2, pcall(stuck.try_set_count, stuck, 0)):match("bad argument.*")
+  r.bad_wait = not pcall(stuck.wait, stuck, { timeout = -1 }) and not pcall(stuck.wait, stuck, 5)
+  out(r)
+end
+
 -- /gc: a full collection in this worker.
 function app.gc()
   collectgarbage()

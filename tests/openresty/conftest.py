@@ -22,7 +22,7 @@ LOCATIONS = """
     location ~ ^/(sequence|critical|many|gc|leak_error|api|afresh|settle|stray|watch_loss)$ {
       content_by_lua_block { require("app")[ngx.var[1]]() }
     }
-    location ~ ^/(reacquire|handover|lost_retry|ops|hand_off|release_token|inspect)$ {
+    location ~ ^/(reacquire|handover|lost_retry|ops|hand_off|release_token|inspect|latch)$ {
       content_by_lua_block { require("app")[ngx.var[1]]() }
     }
 """

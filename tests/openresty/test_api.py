@@ -162,7 +162,8 @@ def test_the_client_object_shows_only_the_documented_api(server, make_nginx):
     ng = make_nginx(locations=SURFACE)
     r = fields(ng.get("/surface")[1])
     assert r == {
-        "fields": "", "methods": "close,closed,fair_lock,fenced_lock,id,lock,rw_lock,stats",
+        "fields": "",
+        "methods": "close,closed,count_down_latch,fair_lock,fenced_lock,id,lock,rw_lock,stats",
         "metatable": "redlease.client", "shown": "redlease.client UUID", "internals": "",
         "dot_call": "bad argument 'self' to 'lock' (a redlease client expected: "
                     "client:lock(...))",

@@ -7,6 +7,7 @@ local owner = require "redlease.resty.owner"
 local phase = require "redlease.resty.phase"
 local calls = require "redlease.resty.calls"
 local Handovers = require "redlease.resty.wake_grace"
+local Latch = require "redlease.resty.latch"
 local Lock = require "redlease.resty.lock"
 local Sub = require "redlease.resty.subscriber"
 
@@ -162,6 +163,11 @@ function Client:rw_lock(name)
   return { name = name, read = Lock.new(self, name, "read"), write = Lock.new(self, name, "write") }
 end
 
+-- A Redisson RCountDownLatch on `name`.
+function Client:count_down_latch(name)
+  return Latch.new(self, args.name(name, "count_down_latch"))
+end
+
 -- Stops renewal and the subscriber in this worker. Holds are not released: they expire by
 -- their lease.
 function Client:close()
@@ -190,7 +196,8 @@ end
 -- The object connect() returns: the documented API and nothing else. The state and the helpers
 -- the backend's modules share (holds, latches, forget_hold, ...) stay on the internal client,
 -- which only Client.of reaches.
-local PUBLIC = { "lock", "fenced_lock", "fair_lock", "rw_lock", "id", "stats", "close", "closed" }
+local PUBLIC = { "lock", "fenced_lock", "fair_lock", "rw_lock", "count_down_latch", "id",
+  "stats", "close", "closed" }
 local internal = setmetatable({}, { __mode = "k" }) -- public object -> internal client
 local Public = {}
 for _, name in ipairs(PUBLIC) do

@@ -9,12 +9,13 @@ local texts = require "redlease.resty.scripts"
 local runner = {}
 local encode, is_error = resp.encode, resp.is_error
 
--- The scripts this backend sends (the lock kinds', not the rest of the family's), for SCRIPT
+-- The scripts this backend sends (the lock kinds' and the latch's), for SCRIPT
 -- LOAD in the core's order (rl_script_id, generated with the texts).
 local USES = { acquire = true, release = true, force_unlock = true, renew = true,
   fenced_acquire = true, fair_acquire = true, fair_cancel = true, fair_release = true,
   fair_force_unlock = true, read_acquire = true, write_acquire = true, read_release = true,
-  write_release = true, rw_force_unlock = true }
+  write_release = true, rw_force_unlock = true, latch_try_set = true, latch_count_down = true,
+  latch_delete = true }
 local ORDER = {}
 for _, name in ipairs(texts._ORDER) do
   if USES[name] then ORDER[#ORDER + 1] = name end
