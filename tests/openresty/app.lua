@@ -8,6 +8,8 @@ local var = ngx.var
 function app.init(url, opts)
   app.url = url
   app.client = assert(redlease.connect(url, opts))
+  -- the internal client, for raw Redis commands through the backend's runner
+  app.core = require("redlease.resty.client").of(app.client)
 end
 
 local function num(name, default)
@@ -177,12 +179,12 @@ function app.critical()
   for _ = 1, num("n", 1) do
     local g, err = l:acquire { timeout = 60 }
     if not g then return out { done = done, err = err, pid = ngx.worker.pid() } end
-    if runner.command(app.client, { "INCR", key }) ~= 1 then
+    if runner.command(app.core, { "INCR", key }) ~= 1 then
       overlaps = overlaps + 1
-      runner.command(app.client, { "INCR", key .. ":overlaps" })
+      runner.command(app.core, { "INCR", key .. ":overlaps" })
     end
     ngx.sleep(0.002)
-    runner.command(app.client, { "DECR", key })
+    runner.command(app.core, { "DECR", key })
     local ok, rerr = g:release()
     if not ok then return out { done = done, err = rerr, pid = ngx.worker.pid() } end
     done = done + 1
@@ -238,12 +240,12 @@ function app.afresh()
   local g2 = assert(l:acquire { timeout = 0, lease = 10 })
   r.count = l:hold_count()
   r.release2 = g2:release()
-  runner.command(app.client, { "DEL", l.name })
+  runner.command(app.core, { "DEL", l.name })
   local g3, err = l:acquire { timeout = 0, lease = 10 }
   r.afresh = g3 == nil and err:match("^(%w+):") .. ":" .. err:match("%((%w+)%)$")
   local lost, reason = l:lost()
   r.lost = tostring(lost) .. ":" .. tostring(reason)
-  r.taken_back = runner.command(app.client, { "EXISTS", l.name }) == 0
+  r.taken_back = runner.command(app.core, { "EXISTS", l.name }) == 0
   local ok, rerr = g1:release()
   r.release1 = ok or rerr:match("^(%w+):")
   local g4 = l:acquire { timeout = 0, lease = 10 }
@@ -325,7 +327,7 @@ function app.settle()
   local l = c:lock(ngx.unescape_uri(var.arg_name))
   local r = {}
   local g1 = assert(l:acquire { timeout = 0 })
-  local stall = ngx.thread.spawn(runner.command, app.client, { "DEBUG", "SLEEP", "1" })
+  local stall = ngx.thread.spawn(runner.command, app.core, { "DEBUG", "SLEEP", "1" })
   ngx.sleep(0.05) -- the stall is under way
   local ok, err = g1:release()
   r.release = ok or err:match("^(%w+):")
@@ -350,8 +352,8 @@ end
 function app.stray()
   local runner = require "redlease.resty.runner"
   local owner = require "redlease.resty.owner"
-  local c, name = app.client, ngx.unescape_uri(var.arg_name)
-  local l, f = c:lock(name), c:fenced_lock(name)
+  local c, name = app.core, ngx.unescape_uri(var.arg_name)
+  local l, f = app.client:lock(name), app.client:fenced_lock(name)
   local r = {}
   local g = assert(l:acquire { timeout = 0, lease = 10 })
   runner.command(c, { "HINCRBY", name, c:owner_of(owner.run()), "2" })
@@ -436,6 +438,173 @@ function app.tls()
     r.woken = select(2, ngx.thread.wait(t))
   end
   client:close()
+  out(r)
+end
+
+-- /lost_retry?name=&kind=&secs=: a one-try acquire whose answer is lost (the test stalls Redis),
+-- then `secs` later the same run acquires again (waiting up to 5 s): the taking back of the lost
+-- acquire never takes the new hold with it.
+function app.lost_retry()
+  local runner = require "redlease.resty.runner"
+  local l = lock_of(app.client)
+  local r = {}
+  local g, err = l:acquire { timeout = 0 }
+  r.first = g and "acquired" or err:match("^(%w+):")
+  ngx.sleep(num("secs", 0.2))
+  local g2, err2 = l:acquire { timeout = 5 }
+  r.second = g2 and "acquired" or err2
+  ngx.sleep(0.5) -- a late undo would strike now
+  r.count = l:hold_count()
+  r.release = g2 and g2:release()
+  r.gone = runner.command(app.core, { "EXISTS", l.name }) == 0
+  out(r)
+end
+
+-- /ops?name=: extend, reacquire, hand_off and release_token within one request, as the rock's
+-- tests/lua/ops_spec.lua checks them.
+function app.ops()
+  local runner = require "redlease.resty.runner"
+  local function raw(...) return runner.command(app.core, { ... }) end
+  local function word(_, err) return err and err:match("^([%w_]+):") end
+  local name = ngx.unescape_uri(var.arg_name)
+  local l = app.client:lock(name)
+  local r = {}
+  r.extend_none = word(l:extend(1))
+  local g = assert(l:acquire { timeout = 0, lease = 5 })
+  r.extend = l:extend(20)
+  local pttl = raw("PTTL", name)
+  r.extended = pttl > 23000 and pttl <= 25000
+  r.replace = l:extend(2, { replace = true })
+  r.replaced = raw("PTTL", name) <= 2000
+  r.reacquire = l:reacquire()
+  r.reacquired = raw("PTTL", name) > 4000
+  r.zero_raises = not pcall(l.extend, l, 0)
+  r.release = g:release()
+  g = assert(l:acquire { timeout = 0 })
+  r.dog = select(2, l:extend(5)):match("^argument: .*watchdog") ~= nil
+  r.dog_reacquire = select(2, l:reacquire()):match("watchdog") ~= nil
+  g:release()
+  g = assert(l:acquire { timeout = 0, lease = 5 })
+  raw("DEL", name)
+  r.revive = word(l:extend(5))
+  r.revived = raw("EXISTS", name) == 1
+  g:release()
+  local h1, h2 = assert(l:acquire { timeout = 0 }), assert(l:acquire { timeout = 0 })
+  local token = assert(l:hand_off())
+  r.token_names_client = token:match("^(.-):%d+$") == app.client:id()
+  r.guards_closed = h1:released() and h2:released()
+  r.release_after = word(l:release())
+  r.closed_guard = h2:release()
+  r.still_held = raw("EXISTS", name) == 1
+  local t = ngx.thread.spawn(function() return l:release_token(token) end)
+  r.token_release = select(2, ngx.thread.wait(t))
+  r.gone = raw("EXISTS", name) == 0
+  r.token_again = word(l:release_token(token))
+  r.nonsense = word(l:release_token("nonsense"))
+  out(r)
+end
+
+-- /hand_off?name=: takes the lock (lease 10 s) and hands it off: the token, and the request ends.
+-- /release_token?name=&token=: releases what the token names.
+function app.hand_off()
+  local l = app.client:lock(ngx.unescape_uri(var.arg_name))
+  assert(l:acquire { timeout = 0, lease = 10 })
+  out { token = assert(l:hand_off()) }
+end
+
+function app.release_token()
+  local l = app.client:lock(ngx.unescape_uri(var.arg_name))
+  local ok, err = l:release_token(ngx.unescape_uri(var.arg_token))
+  out { ok = ok, err = err }
+end
+
+-- /inspect: redlease.inspect and lock:owner() as the rock's tests/lua/ops_spec.lua checks them.
+function app.inspect()
+  local runner = require "redlease.resty.runner"
+  local function raw(...) return runner.command(app.core, { ... }) end
+  local c, r = app.client, {}
+  local lock = c:lock("orders:42")
+  assert(lock:acquire { lease = 20 })
+  assert(lock:acquire { lease = 20 })
+  local found = assert(redlease.inspect(c, "orders:42"))
+  local o = found.owners[1]
+  r.reentrant = found.kind == "reentrant" and #found.owners == 1 and o.client_id == c:id()
+    and o.count == 2 and o["local"] == true and o.context:match("^%d+$") ~= nil
+    and o.lease > 19 and o.lease <= 20 and o.write == false
+    and o.field == c:id() .. ":" .. o.context
+  local owners = assert(lock:owner())
+  r.owner = #owners == 1 and owners[1].client_id == c:id() and owners[1].count == 2
+  local t = ngx.thread.spawn(function() return lock:owner()[1]["local"] end)
+  r.owner_in_thread = select(2, ngx.thread.wait(t)) -- the same worker's hold: local
+  local nothing = redlease.inspect(c, "nothing")
+  r.nothing = nothing.kind .. "," .. tostring(nothing.lease)
+  raw("HSET", "line", "00000000-0000-0000-0000-000000000000:1", "1")
+  raw("PEXPIRE", "line", "30000")
+  raw("RPUSH", "redisson_lock_queue:{line}", "u:1", "u:2")
+  local now = math.floor(ngx.now()) * 1000
+  raw("ZADD", "redisson_lock_timeout:{line}", tostring(now + 60000), "u:1", tostring(now + 90000),
+    "u:2")
+  found = assert(redlease.inspect(c, "line"))
+  r.fair = found.kind == "fair" and #found.queue == 2 and found.queue[1].owner == "u:1"
+    and found.queue[1].timeout < found.queue[2].timeout and found.owners[1]["local"] == false
+    and found.owners[1].client_id == "00000000-0000-0000-0000-000000000000"
+    and found.owners[1].context == "1"
+  local rw = c:rw_lock("doc")
+  assert(rw.read:acquire { lease = 20 })
+  found = assert(redlease.inspect(c, "doc"))
+  r.rw = found.kind == "read_write" and found.mode == "read" and found.owners[1].lease > 19
+  local w = c:rw_lock("wdoc")
+  assert(w.write:acquire { lease = 20 })
+  found = assert(redlease.inspect(c, "wdoc"))
+  r.write = found.kind == "read_write" and found.mode == "write" and found.owners[1].write
+    and found.owners[1]["local"]
+  local f = c:fenced_lock("fence")
+  assert(f:acquire { lease = 20 })
+  found = assert(redlease.inspect(c, "fence"))
+  r.fenced = found.kind == "fenced" and found.last_token >= 1
+  raw("SET", "permits", "4")
+  found = assert(redlease.inspect(c, "permits"))
+  r.counter = found.kind == "counter" and found.count == 4
+  raw("SET", "text", "hello")
+  r.other = redlease.inspect(c, "text").kind
+  r.bad_client = not pcall(redlease.inspect, "not a client", "x")
+  r.bad_name = not pcall(redlease.inspect, c, "")
+  out(r)
+end
+
+-- /latch?name=: the count-down latch as the rock's tests/lua/family_spec.lua checks it; two light
+-- threads wait until the test counts it down to 0 (Redisson's way: DECR, DEL, "0").
+function app.latch()
+  local c, name = app.client, ngx.unescape_uri(var.arg_name)
+  local latch = c:count_down_latch(name)
+  local r = {}
+  r.set = latch:try_set_count(2)
+  r.set_again = latch:try_set_count(5)
+  r.down = latch:count_down()
+  r.count = latch:count()
+  r.not_yet = select(2, latch:wait { timeout = 0 }):match("^timeout: .*did not reach 0 yet") ~= nil
+  local function waiter() return latch:wait { timeout = 10 } end
+  ngx.update_time()
+  local started = ngx.now()
+  local t1, t2 = ngx.thread.spawn(waiter), ngx.thread.spawn(waiter)
+  local _, w1 = ngx.thread.wait(t1)
+  local _, w2 = ngx.thread.wait(t2)
+  r.waiters = tostring(w1) .. "," .. tostring(w2)
+  ngx.update_time()
+  r.woken_in_time = ngx.now() - started < 5 -- by the message, not their 10 s deadline
+  r.count_after = latch:count()
+  local stuck = c:count_down_latch(name .. ":stuck")
+  assert(stuck:try_set_count(1))
+  ngx.update_time()
+  local t0 = ngx.now()
+  local _, err = stuck:wait { timeout = 0.3 }
+  ngx.update_time()
+  r.gave_up = err:match("^timeout: .*did not reach 0 within the wait") ~= nil
+    and ngx.now() - t0 >= 0.25
+  r.delete = stuck:delete()
+  r.delete_again = stuck:delete()
+  r.bad_count = select(2, pcall(stuck.try_set_count, stuck, 0)):match("bad argument.*")
+  r.bad_wait = not pcall(stuck.wait, stuck, { timeout = -1 }) and not pcall(stuck.wait, stuck, 5)
   out(r)
 end
 

@@ -22,7 +22,7 @@ LOCATIONS = """
     location ~ ^/(sequence|critical|many|gc|leak_error|api|afresh|settle|stray|watch_loss)$ {
       content_by_lua_block { require("app")[ngx.var[1]]() }
     }
-    location ~ ^/(reacquire|handover|fencing|named)$ {
+    location ~ ^/(reacquire|handover|fencing|named|lost_retry|ops|hand_off|release_token|inspect|latch)$ {
       content_by_lua_block { require("app")[ngx.var[1]]() }
     }
 """
@@ -40,22 +40,25 @@ READ_TIMED_OUT = r"lua tcp socket read timed out"
 SUB_LOST = r"redlease: subscriber connection: .*; waiters resubscribe once Redis answers"
 
 
-def init_worker(watchdog=1.5, code=""):
+def init_worker(watchdog=1.5, code="", options=""):
+    """options: more fields of the client's connect options (Lua table syntax)."""
     return (f'  init_worker_by_lua_block {{ require("app").init("{{redis}}", '
-            f'{{ watchdog_timeout = {watchdog} }}) {code} }}\n')
+            f'{{ watchdog_timeout = {watchdog}, {options} }}) {code} }}\n')
 
 
 @pytest.fixture
 def make_nginx(server, request):
     """make_nginx(workers=1, watchdog=1.5, http="", locations="", main="", start=True,
-    init_worker_code="", errors=()). errors: regular expressions of the error-level lines the
+    init_worker_code="", options="", errors=()). options: more connect options of the app's
+    client (Lua table fields). errors: regular expressions of the error-level lines the
     test expects (a lost hold it provokes, Redis it stops); any other [error], [alert], [crit]
     or [emerg] line in the whole log, from start to stop, fails the test."""
     made = []
 
     def make(workers=1, watchdog=1.5, http="", locations="", main="", start=True, url=None,
-             init_worker_code="", errors=()):
-        ng = Nginx(url or server.url, http_block=init_worker(watchdog, init_worker_code) + http,
+             init_worker_code="", options="", errors=()):
+        ng = Nginx(url or server.url,
+                   http_block=init_worker(watchdog, init_worker_code, options) + http,
                    server_block=LOCATIONS + locations, workers=workers, main_block=main)
         ng.expected_errors = [re.compile(e) for e in errors]
         made.append(ng)

@@ -145,3 +145,52 @@ def test_connections_name_themselves_as_the_core_s_do(server, raw, make_nginx):
         assert seen["spaced"] == ("client_name must be printable ASCII without spaces (as Redis "
                                   "takes in a client name): character 4 is not"), seen
         assert seen["long"] == "client_name must be 1 to 64 characters long", seen
+
+
+SURFACE = r"""
+    location /surface { content_by_lua_block {
+      local c = require("app").client
+      local function keys(t)
+        local out = {}
+        for k in pairs(t) do out[#out + 1] = tostring(k) end
+        table.sort(out)
+        return table.concat(out, ",")
+      end
+      local mt = debug.getmetatable(c) -- past __metatable
+      ngx.say("fields=", keys(c))
+      ngx.say("methods=", type(mt.__index) == "table" and keys(mt.__index) or type(mt.__index))
+      ngx.say("metatable=", tostring(getmetatable(c)))
+      c:id() -- (the identity is made on first use)
+      ngx.say("shown=", (tostring(c):gsub("%x+%-[%x%-]+", "UUID")))
+      local internals = { "forget_hold", "take_latches", "give_back_latches", "delete_latch",
+        "hold_lost", "release_leftover", "ready", "owner_of", "request_id", "holds", "latches",
+        "sub", "ep", "takebacks", "counters", "new", "public", "of" }
+      local reached = {}
+      for _, name in ipairs(internals) do
+        if c[name] ~= nil then reached[#reached + 1] = name end
+      end
+      ngx.say("internals=", table.concat(reached, ","))
+      local _, err = pcall(c.lock, "orders")
+      ngx.say("dot_call=", (tostring(err):gsub("^.-:%d+: ", "")))
+      ngx.say("set=", tostring(pcall(function() c.holds = {} end)))
+      local l = c:lock("surface")
+      ngx.say("lock_client=", tostring(l.client == c))
+      local g = assert(l:acquire { timeout = 0 })
+      ngx.say("works=", tostring(g:release()))
+    } }
+"""
+
+
+def test_the_client_object_shows_only_the_documented_api(server, make_nginx):
+    # the rock's documented client methods (docs/lua.md) that this backend has; its internals
+    # (the hold table, the latch queue, forget_hold, ...) are not reachable from the object
+    ng = make_nginx(locations=SURFACE)
+    r = fields(ng.get("/surface")[1])
+    assert r == {
+        "fields": "",
+        "methods": ("close,closed,count_down_latch,fair_lock,fenced_lock,fenced_set,id,lock,"
+                    "rw_lock,stats"),
+        "metatable": "redlease.client", "shown": "redlease.client UUID", "internals": "",
+        "dot_call": "bad argument 'self' to 'lock' (a redlease client expected: "
+                    "client:lock(...))",
+        "set": "false", "lock_client": "true", "works": "true"}, r

@@ -14,16 +14,17 @@ local function epoch_ms()
   return math.floor(ngx.now() * 1000)
 end
 
+-- -> reply | nil, err, unanswered (sent, no answer: Redis may have run it)
 local function one(client, call, idempotent)
-  local replies, err = runner.run(client, { call }, idempotent)
-  if not replies then return nil, err end
+  local replies, err, _, unanswered = runner.run(client, { call }, idempotent)
+  if not replies then return nil, err, unanswered end
   return replies[1]
 end
 
 -- One acquire try for `owner`. -> true, token, reentered | false, wait hint ms (-1: unknown) |
--- nil, err. reentered: Redis answered that this owner already held the lock (REENTERED, or a
--- fenced {-1, token, 1}), else it was granted afresh. queue (fair): join the wait queue for
--- `window` ms.
+-- nil, err, unanswered (sent, and its answer lost: Redis may have granted it). reentered: Redis
+-- answered that this owner already held the lock (REENTERED, or a fenced {-1, token, 1}), else
+-- it was granted afresh. queue (fair): join the wait queue for `window` ms.
 function calls.acquire(l, owner, lease, queue, window)
   local k, kind = l._keys, l.kind
   local call
@@ -40,8 +41,8 @@ function calls.acquire(l, owner, lease, queue, window)
   else
     call = { "acquire", 1, k.name, lease, owner }
   end
-  local reply, err = one(l.client, call, false)
-  if reply == nil then return nil, err end
+  local reply, err, unanswered = one(l._core, call, false)
+  if reply == nil then return nil, err, unanswered end
   if reply == null then return true, nil, false end
   if reply == REENTERED then return true, nil, true end
   if type(reply) == "number" then
@@ -62,7 +63,7 @@ end
 -- Takes back what an acquire just granted `owner` (one release under a fresh request id; best
 -- effort: otherwise it expires by its lease).
 function calls.undo_acquire(l, owner, lease)
-  local client = l.client
+  local client = l._core
   local reply, latch = calls.release(l, keys.field(l.kind, owner), lease, client:request_id())
   if reply ~= nil then client:delete_latch(latch) end
 end
@@ -70,14 +71,14 @@ end
 -- Fair locks: leave the wait queue (best effort).
 function calls.leave_queue(l, owner, window)
   local k = l._keys
-  one(l.client, { "fair_cancel", 4, k.queue, k.deadlines, k.name, k.channel, owner, window,
+  one(l._core, { "fair_cancel", 4, k.queue, k.deadlines, k.name, k.channel, owner, window,
     ONE_MAY_GO, PUBLISH }, true)
 end
 
 -- One release of `field`'s hold under the latch of request_id. -> reply (null = not held,
 -- 0 = still held, 1 = released), latch key | nil, err.
 function calls.release(l, field, lease, request_id)
-  local k, kind, client = l._keys, l.kind, l.client
+  local k, kind, client = l._keys, l.kind, l._core
   local latch = k.latch_prefix .. request_id
   local ttl = client.latch_ttl_ms
   local call
@@ -101,7 +102,7 @@ end
 -- held" (at most RELEASE_FULLY_MAX). -> the number of "still held" answers | nil, err, that
 -- number.
 function calls.release_fully(l, field, lease)
-  local client, still_held = l.client, 0
+  local client, still_held = l._core, 0
   for _ = 1, RELEASE_FULLY_MAX do
     local reply, latch = calls.release(l, field, lease, client:request_id())
     if reply == nil then return nil, latch, still_held end
@@ -127,7 +128,7 @@ function calls.force_unlock(l)
   else
     call = { "force_unlock", 2, k.name, k.channel, ONE_MAY_GO, PUBLISH }
   end
-  local reply, err = one(l.client, call, false)
+  local reply, err = one(l._core, call, false)
   if reply == nil then return nil, err end
   return reply == 1
 end

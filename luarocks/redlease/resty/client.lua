@@ -7,6 +7,7 @@ local owner = require "redlease.resty.owner"
 local phase = require "redlease.resty.phase"
 local calls = require "redlease.resty.calls"
 local Handovers = require "redlease.resty.wake_grace"
+local Latch = require "redlease.resty.latch"
 local Lock = require "redlease.resty.lock"
 local Sub = require "redlease.resty.subscriber"
 
@@ -37,6 +38,7 @@ function Client.new(ep, o)
     shut = false,
     holds = {},
     latches = {},
+    takebacks = {}, -- hold key -> a hold being taken back (takeback.lua)
     wd = {},
     counters = { renew_rounds = 0, renew_round_trips = 0, renew_calls = 0, renewed_holds = 0,
       last_round_holds = 0 },
@@ -64,6 +66,8 @@ local function identity(self)
     self.latch_serial = 0
     self.holds = {}
     self.latches = {}
+    self.takebacks = {}
+    self.takeback_running = false
     self.wd = {}
     self.sub = Sub.new(self)
     self.handovers = Handovers.new()
@@ -180,6 +184,11 @@ function Client:fenced_set(key, value, token)
   return calls.fenced_set(self, key, value, ("%d"):format(token))
 end
 
+-- A Redisson RCountDownLatch on `name`.
+function Client:count_down_latch(name)
+  return Latch.new(self, args.name(name, "count_down_latch"))
+end
+
 -- Stops renewal and the subscriber in this worker. Holds are not released: they expire by
 -- their lease.
 function Client:close()
@@ -203,6 +212,39 @@ end
 
 function Client:__tostring()
   return self.shut and "redlease.client (closed)" or "redlease.client " .. tostring(self.uuid)
+end
+
+-- The object connect() returns: the documented API and nothing else. The state and the helpers
+-- the backend's modules share (holds, latches, forget_hold, ...) stay on the internal client,
+-- which only Client.of reaches.
+local PUBLIC = { "lock", "fenced_lock", "fair_lock", "rw_lock", "count_down_latch",
+  "fenced_set", "id", "stats", "close", "closed" }
+local internal = setmetatable({}, { __mode = "k" }) -- public object -> internal client
+local Public = {}
+for _, name in ipairs(PUBLIC) do
+  Public[name] = function(self, ...)
+    local c = internal[self]
+    if not c then
+      error(("bad argument 'self' to '%s' (a redlease client expected: client:%s(...))")
+        :format(name, name), 2)
+    end
+    return c[name](c, ...) -- a tail call: argument errors point at the caller
+  end
+end
+local PUBLIC_MT = { __index = Public, __metatable = "redlease.client",
+  __newindex = function() error("a redlease client has no fields to set", 2) end,
+  __tostring = function(self) return tostring(internal[self]) end }
+
+function Client.public(c)
+  local p = setmetatable({}, PUBLIC_MT)
+  internal[p] = c
+  c.public = p -- (lock.client)
+  return p
+end
+
+-- The internal client of a public one (the backend's tests reach Redis through it).
+function Client.of(p)
+  return internal[p]
 end
 
 return Client

@@ -3,6 +3,7 @@
 -- `require "redlease"` inside nginx returns this module; `require "redlease.resty"` names it.
 local args = require "redlease.args"
 local Client = require "redlease.resty.client"
+local inspect = require "redlease.resty.inspect"
 local tls = require "redlease.resty.tls"
 local url = require "redlease.resty.url"
 
@@ -32,10 +33,10 @@ function redlease.connect(u, opts)
     error("bad argument 'client_name' to 'connect' (client_name must be 1 to 64 characters long)",
       2)
   end
-  local bad = name and name:find("[^!-~]")
-  if bad then
+  local at = name and name:find("[^!-~]")
+  if at then
     error(("bad argument 'client_name' to 'connect' (client_name must be printable ASCII without "
-      .. "spaces (as Redis takes in a client name): character %d is not)"):format(bad), 2)
+      .. "spaces (as Redis takes in a client name): character %d is not)"):format(at), 2)
   end
   if (o.sync_replicas or 0) > 0 then
     return nil, "unsupported: sync_replicas is not available in the OpenResty backend"
@@ -44,7 +45,22 @@ function redlease.connect(u, opts)
   if not ep then error(("bad argument 'url' to 'connect' (%s)"):format(why), 2) end
   ep.tls_settings, name, why = tls.settings(ep, o)
   if name then error(("bad argument '%s' to 'connect' (%s)"):format(name, why), 2) end
-  return Client.new(ep, o)
+  return Client.public(Client.new(ep, o))
+end
+
+-- What the key `name` holds, decoded (the facts `redlease inspect` shows, as the rock's
+-- redlease.inspect): a table with kind ("none", "reentrant", "fenced", "fair", "read_write",
+-- "counter", "other"), type, mode, lease (seconds; false: no key), count, last_token,
+-- subscribers, owners and queue; or nil, err.
+function redlease.inspect(client, name)
+  local c = Client.of(client)
+  if not c then
+    error("bad argument #1 to 'inspect' (client expected, got " .. type(client) .. ")", 2)
+  end
+  args.name(name, "inspect")
+  local ok, err = c:ready("inspect")
+  if not ok then return nil, err end
+  return inspect.key(c, name)
 end
 
 return redlease

@@ -6,9 +6,12 @@ local args = require "redlease.args"
 local calls = require "redlease.resty.calls"
 local Guard = require "redlease.resty.guard"
 local keys = require "redlease.resty.keys"
+local inspect = require "redlease.resty.inspect"
+local lease_ops = require "redlease.resty.lease_ops"
 local owner = require "redlease.resty.owner"
 local resp = require "redlease.resty.resp"
 local runner = require "redlease.resty.runner"
+local takeback = require "redlease.resty.takeback"
 local watchdog = require "redlease.resty.watchdog"
 local with = require "redlease.with"
 
@@ -16,14 +19,17 @@ local Lock = {}
 Lock.__index = Lock
 
 local null = resp.null
+local forget_lost_acquire -- (below the release helpers it shares)
 local FAIR_RECHECK_MS = 100 -- a fair waiter told "0 ms" (another is first in line) looks again
 
 local function now_ms()
   return ngx.now() * 1000
 end
 
+-- client: the internal client (client.lua); lock.client is the public one, as in the rock.
 function Lock.new(client, name, kind)
-  return setmetatable({ client = client, name = name, kind = kind, _keys = keys.of(kind, name),
+  return setmetatable({ client = client.public, _core = client, name = name, kind = kind,
+    _keys = keys.of(kind, name),
     _shown = keys.shown(name), _key = kind .. ":" .. name }, Lock)
 end
 
@@ -42,15 +48,16 @@ end
 -- The calling run's hold of this lock, or nil (and the run).
 function Lock:_hold()
   local run = owner.run()
-  return self.client.holds[self._key .. "\0" .. run.id], run
+  return self._core.holds[self._key .. "\0" .. run.id], run
 end
 
--- -> as calls.acquire (got, token or wait hint or err, reentered), and when it was sent.
+-- -> as calls.acquire (got, token or wait hint or err, reentered or unanswered), and when it
+-- was sent.
 local function try_once(self, who, lease, queue, window)
   local sent_at = now_ms()
-  local got, x, reentered = calls.acquire(self, who, lease, queue, window)
+  local got, x, flag = calls.acquire(self, who, lease, queue, window)
   if got == false and self.kind == "fair" and x < FAIR_RECHECK_MS then x = FAIR_RECHECK_MS end
-  return got, x, sent_at, reentered
+  return got, x, sent_at, flag
 end
 
 -- Leaves the lock to the waiter our release woke (handover.lua), subscribed: until that
@@ -69,7 +76,7 @@ end
 -- (its coroutine is dropped, this function never returns), the subscriber removes it, and a
 -- fair waiter's place in the queue is given up.
 local function wait_and_retry(self, run, who, lease, window, deadline, yield_until, floor)
-  local sub = self.client.sub
+  local sub = self._core.sub
   local gone
   if self.kind == "fair" then gone = function() calls.leave_queue(self, who, window) end end
   local entry, err = sub:join(keys.wait_channel(self.kind, self._keys, who), run, gone)
@@ -104,7 +111,17 @@ end
 -- Before an acquire: the run's hold must be healthy, and a release of it that failed on the
 -- network is settled first (the same request again, answered from its unlock latch if Redis
 -- did it), so that the acquire starts from what Redis holds and the new hold is renewed.
-local function check_before_acquire(self, hold)
+local function check_before_acquire(self, hold, run, wait_ms)
+  local client = self._core
+  -- an earlier acquire of this run whose answer was lost is being taken back: wait for that,
+  -- or its release could take the hold this acquire gets
+  local key = self._key .. "\0" .. run.id
+  if client.takebacks[key] then
+    ngx.update_time()
+    local ok, err = takeback.settled(client, key, now_ms() + (wait_ms >= 0 and
+      math.max(wait_ms, client.command_ms) or client.watchdog_ms), self._shown)
+    if not ok then return nil, err end
+  end
   if not hold then return true end
   if hold.lost then return nil, lost_message(self, hold.lost, "; release it first") end
   if not hold.release_failed then return true end
@@ -116,11 +133,11 @@ local function check_before_acquire(self, hold)
 end
 
 function Lock:_acquire(lease_ms, wait_ms, max_hold)
-  local client = self.client
+  local client = self._core
   local ok, err = client:ready("acquire")
   if not ok then return nil, err end
   local hold, run = self:_hold()
-  ok, err = check_before_acquire(self, hold)
+  ok, err = check_before_acquire(self, hold, run, wait_ms)
   if not ok then return nil, err end
   local who = client:owner_of(run)
   local lease = lease_ms > 0 and lease_ms or client.watchdog_ms
@@ -130,7 +147,7 @@ function Lock:_acquire(lease_ms, wait_ms, max_hold)
   -- only an acquire that may wait gives way to a waiter our release woke: its chance first
   local yield_until, floor
   if wait_ms ~= 0 then yield_until, floor = client.handovers:until_ms(self._key, start) end
-  local got, x, sent_at, reentered = false, -1, nil, nil
+  local got, x, sent_at, reentered = false, -1, nil, nil -- (reentered: unanswered when got nil)
   if not yield_until then
     got, x, sent_at, reentered = try_once(self, who, lease, wait_ms ~= 0, window)
   end
@@ -142,7 +159,10 @@ function Lock:_acquire(lease_ms, wait_ms, max_hold)
   if got ~= true and wait_ms ~= 0 and self.kind == "fair" then
     calls.leave_queue(self, who, window)
   end
-  if got == nil then return nil, x end
+  if got == nil then
+    if reentered then forget_lost_acquire(self, run, who, lease, sent_at, x) end
+    return nil, x
+  end
   if got == false then -- the C rock's words (csrc/core/lock.c): how long it waited
     return nil, ('timeout: lock "%s" is held by another owner%s'):format(self._shown,
       wait_ms > 0 and ("; not acquired within %.3f s"):format(wait_ms / 1000) or "")
@@ -210,6 +230,19 @@ local function field_shared(client, hold)
   return false
 end
 
+-- An acquire whose answer was lost: Redis may have granted it (a stalled Redis runs it when it
+-- wakes). When the run counted nothing in that Redis field, nobody would release it: it is
+-- taken back from a timer (takeback.lua). Otherwise the run's last release removes the extra
+-- count (release_stray_holds), or the watchdog's release once the run ended.
+function forget_lost_acquire(self, run, who, lease, sent_at, why)
+  local client = self._core
+  local key = self._key .. "\0" .. run.id
+  local hold = client.holds[key]
+  if hold and hold.count > 0 then return end
+  if field_shared(client, { kind = self.kind, name = self.name, run = run }) then return end
+  takeback.start(self, key, keys.field(self.kind, who), lease, sent_at + lease, why, false)
+end
+
 -- The last hold was released and Redis answered "still held": it counts more holds of this
 -- owner than this client knows (an acquire whose answer was lost on the network). Left alone
 -- they would shut every other owner out. Remove them, and say so.
@@ -225,7 +258,7 @@ end
 -- (max_hold, or Redis unreachable until the lease ran out) the key may still be this owner's:
 -- it is freed now instead of blocking others until it expires.
 local function release_lost(self, hold, lease)
-  local client, reason = self.client, hold.lost
+  local client, reason = self._core, hold.lost
   if not hold.freed and (reason == "max_hold" or reason == "unreachable") then
     hold.freed = true
     hold.releasing = owner.run() -- the releasing run: the mark is void once it ended
@@ -240,7 +273,7 @@ end
 -- guard: the guard being released (kept with a failed release, which an acquire settles).
 -- settling: an acquire settles this run's failed release.
 function Lock:_release_one(hold, settling, guard)
-  local client = self.client
+  local client = self._core
   local ok, err = client:ready("release")
   if not ok then return nil, err, true end
   if client.holds[hold.key] ~= hold or hold.count <= 0 then
@@ -309,16 +342,53 @@ end
 -- Acquires, calls fn(...), releases; returns fn's results (redlease/with.lua).
 Lock.with = with.lock
 
+-- Fixed-lease holds of the calling run (the rock's extend/reacquire, lease_ops.lua):
+-- extend(seconds, {replace = true}) adds to the lease left (replace: sets it); reacquire()
+-- gives the hold its own lease again. true, or nil and an error ("argument: ..." in watchdog
+-- mode, "not_owned: ...", "lost: ..." when Redis no longer has it).
+function Lock:extend(seconds, opts)
+  local ms = args.seconds("extend", "seconds", seconds)
+  if opts ~= nil and type(opts) ~= "table" then
+    error("bad argument #2 to 'extend' (table expected, got " .. type(opts) .. ")", 2)
+  end
+  return lease_ops.extend(self, ms, opts and opts.replace or false)
+end
+
+function Lock:reacquire() return lease_ops.reacquire(self) end
+
+-- Who holds it, from Redis: a list of {client_id, context, count, lease, write, local, field}
+-- (the owners of redlease.inspect; context: the holder's run number when it is a request).
+function Lock:owner()
+  local ok, err = self._core:ready("owner")
+  if not ok then return nil, err end
+  local found
+  found, err = inspect.key(self._core, self.name)
+  if not found then return nil, err end
+  return found.owners
+end
+
+-- Hand-off: the calling run's hold becomes a token ("<client id>:<run>") and is let go of here
+-- (its renewal stops, its guards close without releasing); any request, timer or process then
+-- frees it with lock:release_token(token). token, or nil and "not_owned: ...".
+function Lock:hand_off() return lease_ops.hand_off(self) end
+
+-- Releases every hold of the owner a hand-off token names: true, or nil and "not_owned: ..."
+-- when that owner holds none.
+function Lock:release_token(token)
+  args.string("release_token", "token", token)
+  return lease_ops.release_token(self, token)
+end
+
 -- Server-side queries, one round trip each: value, or nil and an error.
 local function query(self, what, cmd)
-  local ok, err = self.client:ready(what)
+  local ok, err = self._core:ready(what)
   if not ok then return nil, err end
-  return runner.command(self.client, cmd)
+  return runner.command(self._core, cmd)
 end
 
 local function my_field(self)
   local _, run = self:_hold()
-  return keys.field(self.kind, self.client:owner_of(run))
+  return keys.field(self.kind, self._core:owner_of(run))
 end
 
 function Lock:locked()
@@ -354,7 +424,7 @@ function Lock:remaining()
 end
 
 function Lock:force_unlock()
-  local ok, err = self.client:ready("force_unlock")
+  local ok, err = self._core:ready("force_unlock")
   if not ok then return nil, err end
   return calls.force_unlock(self)
 end

@@ -9,12 +9,13 @@ local texts = require "redlease.resty.scripts"
 local runner = {}
 local encode, is_error = resp.encode, resp.is_error
 
--- The scripts this backend sends (the lock kinds', not the rest of the family's), for SCRIPT
+-- The scripts this backend sends (the lock kinds' and the latch's), for SCRIPT
 -- LOAD in the core's order (rl_script_id, generated with the texts).
 local USES = { acquire = true, release = true, force_unlock = true, renew = true,
   fenced_acquire = true, fair_acquire = true, fair_cancel = true, fair_release = true,
   fair_force_unlock = true, read_acquire = true, write_acquire = true, read_release = true,
-  write_release = true, rw_force_unlock = true, fenced_force_unlock = true, fenced_set = true }
+  write_release = true, rw_force_unlock = true, fenced_force_unlock = true, fenced_set = true,
+  latch_try_set = true, latch_count_down = true, latch_delete = true }
 local ORDER = {}
 for _, name in ipairs(texts._ORDER) do
   if USES[name] then ORDER[#ORDER + 1] = name end
@@ -47,7 +48,8 @@ local function is_noscript(v)
 end
 
 -- calls: a list of {name, nkeys, keys and args...} (name as in ORDER). Runs them pipelined on
--- one connection of client `client`. -> replies | nil, err; and the round trips it took.
+-- one connection of client `client`. -> replies | nil, err; and the round trips it took; and,
+-- with nil, whether the calls were sent and not answered (Redis may have run them).
 -- `idempotent`: a call that failed on the network is tried once more on a fresh connection.
 -- `timeout_ms`: the whole run ends within that long (else the client's timeouts, per try).
 function runner.run(client, calls, idempotent, timeout_ms)
@@ -62,7 +64,7 @@ function runner.run(client, calls, idempotent, timeout_ms)
       parts[#parts + 1] = "$" .. #a .. "\r\n" .. a .. "\r\n"
     end
   end
-  local trips, err = 0, "connection: no time left for the call"
+  local trips, err, unanswered = 0, "connection: no time left for the call", false
   local deadline = timeout_ms and ngx.now() * 1000 + timeout_ms
   for _ = 1, idempotent and 2 or 1 do
     local left
@@ -73,7 +75,7 @@ function runner.run(client, calls, idempotent, timeout_ms)
     end
     local c
     c, err = conn.open(client, left)
-    if not c then return nil, err, trips end
+    if not c then return nil, err, trips, unanswered end
     local replies
     replies, err = c:exchange(parts, #calls)
     if replies then
@@ -89,6 +91,7 @@ function runner.run(client, calls, idempotent, timeout_ms)
       end
     end
     trips = trips + c.exchanges
+    unanswered = unanswered or not replies
     if replies then
       c:done()
       for i = 1, #calls do
@@ -102,7 +105,7 @@ function runner.run(client, calls, idempotent, timeout_ms)
       return replies, nil, trips
     end
   end
-  return nil, err, trips
+  return nil, err, trips, unanswered
 end
 
 -- One plain command (a list of strings) -> reply | nil, err; retried once (read-only queries).

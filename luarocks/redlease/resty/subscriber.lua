@@ -76,7 +76,7 @@ local function handle(self, reply)
   if kind == "message" then
     e.messages = e.messages + 1
     if e.observers > 0 then e.watch:post(e.observers) end
-    if reply[3] == "0" then
+    if reply[3] == "0" and not e.wake_all then -- a lock's "one may go" (a latch's "0": all)
       if e.sema:count() < e.waiters then e.sema:post(1) end
     else
       wake_all(e)

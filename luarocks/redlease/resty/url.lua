@@ -1,6 +1,7 @@
--- Parses a Redis URL the way the C core does (csrc/core/transport/url.c): redis://[user[:password]@]host
--- [:port][/db], rediss://... (TLS through the cosocket's sslhandshake), unix://[user[:password]@]
--- /path[?db=N]. Returns the endpoint table or nil and why.
+-- Parses a Redis URL the way the C core does (csrc/core/transport/url.c):
+-- redis://[user[:password]@]host[:port][/db], rediss://... (TLS through the cosocket's
+-- sslhandshake), unix://[user[:password]@]/path[?db=N]. Returns the endpoint table or nil and
+-- why.
 local url = {}
 
 local function decode(s)

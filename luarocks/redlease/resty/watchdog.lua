@@ -10,6 +10,7 @@
 local calls = require "redlease.resty.calls"
 local owner = require "redlease.resty.owner"
 local runner = require "redlease.resty.runner"
+local takeback = require "redlease.resty.takeback"
 
 local watchdog = {}
 local PER_CALL = 1000
@@ -18,14 +19,19 @@ local now, log, ERR, WARN = ngx.now, ngx.log, ngx.ERR, ngx.WARN
 
 local function now_ms() return now() * 1000 end
 
--- Releases holds whose run ended without releasing them (all their counts at once).
+-- Releases holds whose run ended without releasing them (all their counts at once); one that
+-- Redis does not answer now is taken back from a timer while its lease lasts (takeback.lua).
 local function release_ended(client, ended)
   for _, h in ipairs(ended) do
     client:forget_hold(h)
     local ok, err = client:release_leftover(h)
     log(WARN, ("redlease: lock \"%s\" was still held (%d hold(s)) when the request or timer that "
       .. "took it ended; %s"):format(h.shown, h.count, ok and "released it"
-      or "could not release it, it expires by its lease (" .. tostring(err) .. ")"))
+      or "could not release it yet (" .. tostring(err) .. "), retrying while its lease lasts"))
+    if not ok then
+      takeback.start(h.lock, h.key, h.field, h.watchdog and client.watchdog_ms or h.lease_ms,
+        h.confirmed_until, err, true)
+    end
   end
 end
 
