@@ -71,8 +71,9 @@ function Lock:remaining()
   return ms / 1000
 end
 
--- Local state, no round trip: true and the reason ("expired", "deleted", "owner_changed", "failover",
--- "unreachable", "max_hold") when the running coroutine's hold was lost while held; else false.
+-- Local state, no round trip: true and the reason ("expired", "deleted", "owner_changed",
+-- "failover", "unreachable", "max_hold") when the running coroutine's hold was lost while held;
+-- else false.
 function Lock:lost() return self._core:lost() end
 
 -- Fenced locks: the token of the running coroutine's latest acquire while it holds the lock,
