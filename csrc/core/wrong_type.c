@@ -11,8 +11,11 @@
 
 #define MAX_KEYS 8
 
+/* Redis's own refusal; a script's own WRONGTYPE answer (fencing.c's) already says what it is. */
 int rl_reply_is_wrong_type(const redisReply *r) {
-    return r && r->type == REDIS_REPLY_ERROR && r->len >= 9 && memcmp(r->str, "WRONGTYPE", 9) == 0;
+    static const char own[] = "WRONGTYPE Operation against a key";
+    return r && r->type == REDIS_REPLY_ERROR && r->len >= sizeof own - 1 &&
+           memcmp(r->str, own, sizeof own - 1) == 0;
 }
 
 /* What the script's first key is to redlease, and the type it keeps there. */
