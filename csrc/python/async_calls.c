@@ -126,11 +126,11 @@ PyObject *rlpy_start_owner(rlpy_completions *self, PyObject *args) {
     PyObject *lock, *done;
     if (!PyArg_ParseTuple(args, "OO:owner", &lock, &done)) return NULL;
     rl_lock *core = rlpy_lock_core(lock);
-    rlpy_call *c = core ? new_call(self, CALL_OWNER, lock, done) : NULL;
+    rlpy_call *c = core ? rlpy_new_call(self, CALL_OWNER, lock, done) : NULL;
     if (!c) return NULL;
     rl_error err;
     rl_status st = rl_lock_inspect_async(core, rlpy_call_ended, c, &c->call, &err);
-    return started(c, st, &err);
+    return rlpy_call_started(c, st, &err);
 }
 
 PyObject *rlpy_local_state(PyObject *self, PyObject *args) {
