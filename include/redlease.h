@@ -52,6 +52,11 @@ typedef struct rl_error {
 /* Stable lowercase names ("ok", "not_acquired", "connection", ...) for messages and bindings. */
 const char *rl_status_name(rl_status status);
 
+/* An RL_NOT_OWNED message says a hold "is not held by this context"; a host names its owners
+ * (thread, task, greenlet, coroutine): rewrites the message in place with that word. 1 when it
+ * did (the message was of that form), 0 when it left it alone. */
+int rl_error_name_owner(rl_error *err, const char *owner);
+
 typedef enum rl_lost_reason {
     RL_LOST_NONE = 0,
     RL_LOST_EXPIRED,       /* the key expired before it could be renewed */

@@ -70,6 +70,7 @@ build = {
       ["redlease.resty.takeback"] = "luarocks/redlease/resty/takeback.lua",
       ["redlease.resty.tls"] = "luarocks/redlease/resty/tls.lua",
       ["redlease.resty.url"] = "luarocks/redlease/resty/url.lua",
+      ["redlease.resty.validity"] = "luarocks/redlease/resty/validity.lua",
       ["redlease.resty.wake_grace"] = "luarocks/redlease/resty/wake_grace.lua",
       ["redlease.resty.watchdog"] = "luarocks/redlease/resty/watchdog.lua",
       ["redlease.semaphore"] = "luarocks/redlease/semaphore.lua",

@@ -84,6 +84,17 @@ const char *rl_lost_reason_name(rl_lost_reason reason) {
     return "unknown";
 }
 
+int rl_error_name_owner(rl_error *err, const char *owner) {
+    static const char said[] = " is not held by this context";
+    char *at = strstr(err->message, said);
+    if (!at) return 0;
+    char rest[sizeof err->message];
+    snprintf(rest, sizeof rest, "%s", at + sizeof said - 1);
+    snprintf(at, sizeof err->message - (size_t)(at - err->message), " is not held by this %s%s",
+             owner, rest);
+    return 1;
+}
+
 const char *rl_waited(int64_t wait_ms, const char *at_once, char *out) {
     if (wait_ms <= 0) return at_once;
     snprintf(out, RL_WAITED_SIZE, "within %lld.%03lld s", (long long)(wait_ms / 1000),

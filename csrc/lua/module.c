@@ -82,6 +82,21 @@ static const char *code_word(rl_status status) {
 
 void rlua_push_error(lua_State *L, rl_status status, const rl_error *err) {
     const char *word = code_word(status);
+    rl_error named;
+    if (status == RL_NOT_OWNED && err) {
+        /* Lua's owner is the coroutine; a lock's hold can still be released from another one */
+        named = *err;
+        if (rl_error_name_owner(&named, "coroutine")) {
+            const char *hint = strncmp(err->message, "lock ", 5) == 0
+                                   ? "; a hold belongs to the coroutine that acquired it: to "
+                                     "release it in another coroutine, call lock:hand_off() in "
+                                     "the holding one and pass its token to "
+                                     "lock:release_token(token)"
+                                   : "";
+            lua_pushfstring(L, "%s: %s%s", word, named.message, hint);
+            return;
+        }
+    }
     lua_pushfstring(L, "%s: %s", word, err && err->message[0] ? err->message : word);
 }
 

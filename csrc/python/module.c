@@ -50,9 +50,8 @@ PyObject *rlpy_error_class(rl_status status) {
  * greenlet, and may have meant to release it elsewhere: say what the host calls an owner and
  * how a hold is released by another one. */
 static PyObject *raise_not_owned(PyObject *cls, const rl_error *err, const char *owner) {
-    static const char said[] = " is not held by this context";
-    const char *at = strstr(err->message, said);
-    if (!at) {
+    rl_error named = *err;
+    if (!rl_error_name_owner(&named, owner)) {
         PyErr_SetString(cls, err->message);
         return NULL;
     }
@@ -67,10 +66,7 @@ static PyObject *raise_not_owned(PyObject *cls, const rl_error *err, const char 
                    : "; a hold belongs to the thread that acquired it: to release it in "
                      "another thread, call lock.hand_off() in the holding one and pass "
                      "its token to lock.release(token=...)";
-    char message[sizeof err->message + 256];
-    snprintf(message, sizeof message, "%.*s is not held by this %s%s%s", (int)(at - err->message),
-             err->message, owner, at + sizeof said - 1, hint);
-    PyErr_SetString(cls, message);
+    PyErr_Format(cls, "%s%s", named.message, hint);
     return NULL;
 }
 

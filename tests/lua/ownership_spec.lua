@@ -18,6 +18,19 @@ describe("other owners", function()
     assert.is_true(mine:release())
   end)
 
+  it("a release from another coroutine names the coroutine and the way to hand a hold off",
+    function()
+      local lock = fx.connect():lock("job")
+      assert(lock:acquire())
+      local ok, err = coroutine.wrap(function() return lock:release() end)()
+      assert.is_nil(ok)
+      assert.equal('not_owned: lock "job" is not held by this coroutine; a hold belongs to the '
+        .. "coroutine that acquired it: to release it in another coroutine, call "
+        .. "lock:hand_off() in the holding one and pass its token to lock:release_token(token)",
+        err)
+      assert.is_true(lock:release())
+    end)
+
   it("a lock held by a Redisson-style owner elsewhere excludes this client", function()
     local lock = fx.connect():lock("job")
     fx.hold_elsewhere("job", 30000)

@@ -32,6 +32,7 @@ function Client.new(ep, o)
     latch_ttl_ms = DEFAULT.latch_ttl,
     fair_wait_ms = DEFAULT.fair_wait,
     handover_grace_ms = o.handover_grace or DEFAULT.handover_grace,
+    drift_ppm = o.drift_factor or DEFAULT.drift_factor, -- the validity margin (validity.lua)
     client_name = o.client_name, -- nil: "<host>:<pid>"
     keepalive_ms = 60000,
     pool_size = 256,

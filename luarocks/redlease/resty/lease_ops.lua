@@ -4,6 +4,7 @@
 -- gone), hand a hold off as a token, and release the holds a token names.
 local calls = require "redlease.resty.calls"
 local runner = require "redlease.resty.runner"
+local validity = require "redlease.resty.validity"
 
 local ops = {}
 local MAX_LEASE_MS = 2 ^ 40
@@ -50,7 +51,7 @@ local function set_lease(l, hold, lease_ms, what)
   local answer = type(r) == "table" and #r == 1 and r[1]
   if type(answer) ~= "number" then return nil, "server: unexpected answer to a lease change" end
   if answer == 1 and client.holds[hold.key] == hold and not hold.lost then
-    hold.confirmed_until = sent_at + lease_ms
+    validity.confirmed(hold, sent_at, lease_ms)
     return true
   end
   local reason = answer == 2 and "owner_changed"

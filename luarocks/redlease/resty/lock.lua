@@ -12,6 +12,7 @@ local owner = require "redlease.resty.owner"
 local resp = require "redlease.resty.resp"
 local runner = require "redlease.resty.runner"
 local takeback = require "redlease.resty.takeback"
+local validity = require "redlease.resty.validity"
 local watchdog = require "redlease.resty.watchdog"
 local with = require "redlease.with"
 
@@ -194,7 +195,7 @@ function Lock:_acquire(lease_ms, wait_ms, max_hold)
   if hold.count == 0 and cap and cap > 0 then hold.renew_until = sent_at + cap end
   hold.count = hold.count + 1
   hold.token = self.kind == "fenced" and x or nil
-  hold.confirmed_until = sent_at + lease
+  validity.confirmed(hold, sent_at, lease)
   if lease_ms == -1 then hold.watchdog = true else hold.lease_ms = lease_ms end
   if hold.watchdog and not hold.release_failed then hold.watched = true end
   local started, werr = watchdog.start(client)
@@ -434,6 +435,47 @@ function Lock:lost()
   local hold = self:_hold()
   if hold and hold.lost then return true, hold.lost end
   return false
+end
+
+-- Local, no round trip: seconds for which the calling run's hold is still guaranteed on this
+-- worker's clock; 0 when nothing is (validity.lua).
+function Lock:valid_for()
+  local hold = self:_hold()
+  ngx.update_time()
+  local now = ngx.now() * 1000
+  local _, valid_until = validity.state(self._core, hold, now)
+  return valid_until > now and (valid_until - now) / 1000 or 0
+end
+
+-- Local: true while a renewal failed or is late; the hold may still be valid.
+function Lock:in_doubt()
+  ngx.update_time()
+  return (validity.state(self._core, (self:_hold()), ngx.now() * 1000)) == "in_doubt"
+end
+
+-- A guard before a critical write, local: the seconds left when held and guaranteed for at least
+-- opts.min_left seconds (default 0); else nil and "in_doubt: ...", "lost: ..." or
+-- "not_owned: ..." (the rock's words).
+function Lock:check(opts)
+  local min_left = args.check(opts)
+  local hold = self:_hold()
+  ngx.update_time()
+  local now = ngx.now() * 1000
+  local state, valid_until = validity.state(self._core, hold, now)
+  local left = valid_until > now and valid_until - now or 0
+  if state == "none" then
+    return nil, ('not_owned: lock "%s" is not held by this request'):format(self._shown)
+  elseif state == "lost" then
+    return nil, ('lost: the hold of lock "%s" was lost (%s)'):format(self._shown,
+      hold.lost or "expired")
+  elseif state == "in_doubt" then
+    return nil, ('in_doubt: the hold of lock "%s" is in doubt (a renewal failed or is late): '
+      .. "guaranteed for %d ms more at most"):format(self._shown, left)
+  elseif left < min_left then
+    return nil, ('in_doubt: the hold of lock "%s" is guaranteed for %d ms more, less than the '
+      .. "%d ms asked"):format(self._shown, left, min_left)
+  end
+  return left / 1000
 end
 
 -- Fenced locks: the token of the calling run's latest acquire while it holds the lock.

@@ -11,6 +11,7 @@ local calls = require "redlease.resty.calls"
 local owner = require "redlease.resty.owner"
 local runner = require "redlease.resty.runner"
 local takeback = require "redlease.resty.takeback"
+local validity = require "redlease.resty.validity"
 
 local watchdog = {}
 local PER_CALL = 1000
@@ -104,7 +105,7 @@ local function round(client)
     -- nothing about a hold
     if client.holds[h.key] == h and not h.releasing and not h.lost and h.watched then
       if answer == 1 then
-        h.confirmed_until = sent_at + lease
+        validity.confirmed(h, sent_at, lease)
         renewed = renewed + 1
       elseif answer == 0 then
         client:hold_lost(h, t >= h.confirmed_until and "expired" or "deleted")
@@ -112,6 +113,8 @@ local function round(client)
         client:hold_lost(h, "owner_changed")
       elseif t >= h.confirmed_until then
         client:hold_lost(h, "unreachable")
+      else
+        validity.doubted(h, "its renewal failed")
       end
     end
     if not h.lost and h.watched and client.holds[h.key] == h and h.confirmed_until < earliest then
