@@ -397,10 +397,12 @@ TEST(async_reacquire_leaves_the_lock_to_a_woken_waiter_of_the_same_client) {
 }
 
 /* ... and with handover_grace_ms 0 the async re-acquire takes the lock back first, as it did
- * before the async path yielded (which shows the test above can tell the difference). */
+ * before the async path yielded (which shows the test above can tell the difference). Measured:
+ * 0 to 5 of 20 rounds on a quiet machine, up to 10 under a sanitizer on a loaded one, against
+ * 19 or 20 with the grace; the bound leaves room for the load and still tells them apart. */
 TEST(async_reacquire_with_handover_grace_zero_takes_the_lock_back) {
     int first;
     async_woken_waiter_first(0, 0, 20, &first);
-    CHECK_MSG(first >= 0 && first < 10, "the woken waiter still went first in %d of 20 rounds",
+    CHECK_MSG(first >= 0 && first <= 15, "the woken waiter still went first in %d of 20 rounds",
               first);
 }
