@@ -383,7 +383,7 @@ TEST(async_reacquire_after_a_release_leaves_the_lock_to_the_woken_waiter) {
     rl_options_init(&defaults);
     int first;
     async_woken_waiter_first(defaults.handover_grace_ms, 0, 20, &first);
-    CHECK_MSG(first >= 10, "the woken waiter went first in only %d of 20 rounds", first);
+    CHECK_MSG(first >= 16, "the woken waiter went first in only %d of 20 rounds", first);
 }
 
 /* ... and when the woken waiter is a thread of the releasing client itself, the message that
@@ -393,13 +393,14 @@ TEST(async_reacquire_leaves_the_lock_to_a_woken_waiter_of_the_same_client) {
     rl_options_init(&defaults);
     int first;
     async_woken_waiter_first(defaults.handover_grace_ms, 1, 20, &first);
-    CHECK_MSG(first >= 10, "the woken waiter went first in only %d of 20 rounds", first);
+    CHECK_MSG(first >= 16, "the woken waiter went first in only %d of 20 rounds", first);
 }
 
 /* ... and with handover_grace_ms 0 the async re-acquire takes the lock back first, as it did
  * before the async path yielded (which shows the test above can tell the difference). Measured:
  * 0 to 5 of 20 rounds on a quiet machine, up to 10 under a sanitizer on a loaded one, against
- * 19 or 20 with the grace; the bound leaves room for the load and still tells them apart. */
+ * 19 or 20 with the grace (held to 16 or more above): the bounds leave room for the load and
+ * never overlap. */
 TEST(async_reacquire_with_handover_grace_zero_takes_the_lock_back) {
     int first;
     async_woken_waiter_first(0, 0, 20, &first);
