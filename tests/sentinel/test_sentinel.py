@@ -61,17 +61,21 @@ def test_planned_failover_loses_no_hold_with_sync_replicas(shared, make_client):
     lost, states = [], []
     client2 = make_client(shared.url, watchdog_timeout=1.5, sync_replicas=1, sync_timeout=1,
                           on_lost=lambda name, reason: lost.append(reason),
-                          on_state=lambda name, state, why: states.append((state, why)), **FAST)
+                          on_state=lambda name, state, why: states.append(
+                              (state, why, time.monotonic())), **FAST)
     lock = client2.lock("sentinel:planned")
     lock.acquire()
     assert wait_for(lambda: client2.stats()["renewed_holds"] >= 1, 3)  # it knows its server
     before = shared.master_port()
+    started = time.monotonic()
     shared.failover()
     assert shared.master_port() != before
     time.sleep(2 * 1.5)  # two leases on the new master: only renewals there keep it
     assert not lock.lost and lost == []
     # The failover was seen: in doubt (its server changed), verified on the new master, held.
-    assert [s for s, _ in states][:2] == ["in_doubt", "held"], states
+    assert [s for s, _, _ in states][:2] == ["in_doubt", "held"], states
+    print("planned failover asked -> in doubt %.3f s (%s) -> held %.3f s" % (
+        states[0][2] - started, states[0][1], states[1][2] - started))
     assert client2.stats()["server_changes"] == 1
     assert on_master(shared, "PTTL", "sentinel:planned") > 0
     lock.release()
