@@ -22,7 +22,10 @@ LOCATIONS = """
     location ~ ^/(sequence|critical|many|gc|leak_error|api|afresh|settle|stray|watch_loss)$ {
       content_by_lua_block { require("app")[ngx.var[1]]() }
     }
-    location ~ ^/(reacquire|handover|fencing|named|lost_retry|ops|hand_off|release_token|inspect|latch)$ {
+    location ~ ^/(reacquire|handover|fencing|named|lost_retry|ops|hand_off|release_token)$ {
+      content_by_lua_block { require("app")[ngx.var[1]]() }
+    }
+    location ~ ^/(inspect|latch)$ {
       content_by_lua_block { require("app")[ngx.var[1]]() }
     }
 """

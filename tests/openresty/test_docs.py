@@ -12,9 +12,9 @@ import tempfile
 import time
 
 import pytest
+from nginx import LUA_DIR, MODULES, RESTY_LUA, Nginx, free_port
 
 from conftest import REFUSED
-from nginx import LUA_DIR, MODULES, RESTY_LUA, Nginx, free_port
 from testkit import wait_for
 
 DOC = os.path.join(os.path.dirname(LUA_DIR), "docs", "openresty.md")
@@ -41,7 +41,7 @@ def adapted(conf: str, port: int, redis_url: str, d: str) -> str:
     marked = [line for line in conf.splitlines() if re.search(r"(#|--) yours$", line)]
     assert len(marked) == len(changes), marked  # every marked line, and only those, changes
     for pattern, value in changes:
-        conf, n = re.subn(pattern, lambda _: value, conf, flags=re.M)
+        conf, n = re.subn(pattern, lambda _, v=value: v, conf, flags=re.M)
         assert n == 1, pattern
     return conf.replace("/usr/lib/nginx/modules", MODULES)
 

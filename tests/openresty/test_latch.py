@@ -25,7 +25,8 @@ def test_latch_as_the_rock(server, raw, make_nginx):
     t.join(30)
     assert result == {
         "set": "true", "set_again": "false", "down": "true", "count": "1", "not_yet": "true",
-        "waiters": "true,true", "woken_in_time": "true", "count_after": "0", "gave_up": "true", "delete": "true",
+        "waiters": "true,true", "woken_in_time": "true", "count_after": "0", "gave_up": "true",
+        "delete": "true",
         "delete_again": "false",
         "bad_count": "bad argument 'count' to 'try_set_count' (whole number from 1 expected, "
                      "got 0)",
