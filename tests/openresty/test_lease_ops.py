@@ -1,8 +1,8 @@
 """redlease.inspect and lock:owner(), and the rock's extend, reacquire, hand_off and
-release_token in the backend, with the rock's answers (tests/lua/ops_spec.lua): extend adds to the lease left (replace sets it), reacquire
-restores the hold's lease, both refused in watchdog mode and never reviving a deleted hold; a
-hand-off closes the run's guards without releasing, and its token frees every hold of that owner
-from another run or request, once."""
+release_token in the backend, with the rock's answers (tests/lua/ops_spec.lua): extend adds to
+the lease left (replace sets it), reacquire restores the hold's lease, both refused in watchdog
+mode and never reviving a deleted hold; a hand-off closes the run's guards without releasing, and
+its token frees every hold of that owner from another run or request, once."""
 
 import time
 
