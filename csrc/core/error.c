@@ -2,6 +2,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 rl_status rl_fail(rl_error *err, rl_status status, const char *fmt, ...) {
     if (err) {
