@@ -23,7 +23,7 @@ VALIDITY = r"""
         if l:in_doubt() then
           doubt = true
           local left, err = l:check()
-          if not left and words == "" then words = err:match("^(%w+):") end
+          if not left and words == "" then words = err:match("^([%w_]+):") end
         elseif doubt then
           back = true
         end
@@ -45,7 +45,9 @@ VALIDITY = r"""
 def test_in_doubt_while_redis_is_paused_then_held_again(server, raw, make_nginx):
     # a 3 s watchdog lease, renewed each second: a 2 s pause makes the round that falls in it
     # late (half a period) and then fail, well before the confirmed lease ends
-    ng = make_nginx(watchdog=3, locations=VALIDITY)
+    # the renewal that meets the pause times out: nginx logs it (lua_socket_log_errors on, its
+    # default), an expected line here
+    ng = make_nginx(watchdog=3, locations=VALIDITY, errors=[r"lua tcp socket read timed out"])
     got = {}
 
     def request():
@@ -59,5 +61,6 @@ def test_in_doubt_while_redis_is_paused_then_held_again(server, raw, make_nginx)
     t.join(20)
     assert got == {"within_truth": "true", "checked": "true", "doubt": "true",
                    "words": "in_doubt", "held_again": "true", "within_truth_after": "true",
-                   "lost": "false", "after_release": "not_owned"}, got
+                   "lost": "false",
+                   "after_release": 'not_owned: lock "valid" is not held by this request'}, got
     assert "in doubt" in ng.log() and "held again" in ng.log()
