@@ -7,7 +7,7 @@ client's Completions on the loop; nothing here blocks the loop, polls or uses an
 import asyncio
 import time
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Set, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from . import _core
 from ._errors import LockError, LockLostError, LockTimeout
@@ -115,6 +115,21 @@ async def _acquire(client: "Client", start: _Start, release: _Start) -> bool:
         owners.waited(context, call)
 
 
+
+def _acquire_args(obj: Any, blocking: bool, timeout: Optional[float],
+                  lease: Union[float, None, Unset], max_hold: MaxHold
+                  ) -> Tuple[float, Optional[float], Dict[str, Any]]:
+    """An acquire's wait, lease and keyword extras, each defaulting to obj's (a Lock's or a
+    MultiLock's _timeout, _lease, _max_hold)."""
+    if not blocking:
+        if timeout is not None and timeout != -1:
+            raise ValueError("can't specify a timeout for a non-blocking call")
+        timeout = 0
+    wait = obj._timeout if timeout is None else timeout
+    hold = obj._lease if lease is UNSET else lease
+    cap = obj._max_hold if max_hold is UNSET else max_hold
+    return wait, hold, {} if cap is UNSET else {"max_hold": cap}
+
 class Lock:
     """A lock owned by the current asyncio Task (see docs/asyncio.md). Made by Client.lock()."""
 
@@ -136,14 +151,7 @@ class Lock:
         """Takes one hold for the current task: True, or False when not acquired in time.
         ``timeout`` (seconds; -1 forever, 0 or ``blocking=False`` one try) and ``lease`` (None:
         watchdog) default to the lock's. Cancelled, it leaves nothing held."""
-        if not blocking:
-            if timeout is not None and timeout != -1:
-                raise ValueError("can't specify a timeout for a non-blocking call")
-            timeout = 0
-        wait = self._timeout if timeout is None else timeout
-        hold = self._lease if lease is UNSET else lease
-        cap = self._max_hold if max_hold is UNSET else max_hold
-        extra = {} if cap is UNSET else {"max_hold": cap}
+        wait, hold, extra = _acquire_args(self, blocking, timeout, lease, max_hold)
         return await _acquire(
             self._client,
             lambda comp, context, done: comp.acquire(self._core, context, wait, hold, done,
@@ -319,14 +327,7 @@ class MultiLock:
                       max_hold: MaxHold = UNSET) -> bool:
         """Takes every lock (a RedLock: a majority) for the current task, all or none, within
         one timeout; arguments as Lock.acquire's. Cancelled, it leaves nothing held."""
-        if not blocking:
-            if timeout is not None and timeout != -1:
-                raise ValueError("can't specify a timeout for a non-blocking call")
-            timeout = 0
-        wait = self._timeout if timeout is None else timeout
-        hold = self._lease if lease is UNSET else lease
-        cap = self._max_hold if max_hold is UNSET else max_hold
-        extra = {} if cap is UNSET else {"max_hold": cap}
+        wait, hold, extra = _acquire_args(self, blocking, timeout, lease, max_hold)
         owners, context = self._client._owners_now(), self._client._context()
         for lock in self._locks:  # the task's end releases its holds on every member's client
             owners.holds_on(context, lock._client.sync)
