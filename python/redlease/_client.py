@@ -29,6 +29,7 @@ class ClientOptions(TypedDict, total=False):
     command_timeout: Optional[float]
     max_hold: Optional[float]
     sync_replicas: Optional[int]
+    sync_aof: Optional[bool]
     sync_timeout: Optional[float]
     handover_grace: Optional[float]
     drift_factor: Optional[float]
@@ -73,7 +74,11 @@ class Client:
     ``sync_replicas`` (default 0, off): after each lock write, wait up to ``sync_timeout``
     seconds (Redis ``WAIT``) until that many replicas have it. An acquire that replicas are
     connected for but none acknowledged is taken back and raises ``ReplicaSyncError``; a release
-    or renewal they did not acknowledge is logged as a warning.
+    or renewal they did not acknowledge is logged as a warning. ``sync_aof=True`` waits with
+    ``WAITAOF`` instead: until the server's append-only file has the write on disk (and that many
+    replicas' files, with ``sync_replicas``); an acquire not on disk in time is taken back and
+    raises ``ReplicaSyncError``. It needs Redis 7.2+ or Valkey with ``appendonly yes``: on any
+    other server the first call raises ``ValueError`` saying so, having written nothing.
 
     TLS (``rediss://`` URLs): the server's certificate is verified against the system's CAs, or
     ``tls_ca_file`` / ``tls_ca_dir``, and the URL's host (or ``tls_server_name``, also sent as
