@@ -1,0 +1,146 @@
+"""The documentation site (mkdocs.yml, `make docs`): it builds from docs/ with no warning, its API
+references hold what the package and the rock really have, and a broken link, a missing anchor,
+a link out of docs/ or an unresolved API reference each fail the build (a copy of the sources
+with one of them put in)."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tools", "docs"))
+import lua_api  # noqa: E402
+
+MKDOCS = os.path.join(ROOT, "build", "docs-venv", "bin", "mkdocs")
+LUA_TREE = os.path.join(ROOT, "build", "lua-lua5.4")
+# What the build reads: its config, the pages, and the sources of the two API references.
+SOURCES = ["mkdocs.yml", "docs", "tools/docs", "python/redlease", "csrc/python",
+           "luarocks/redlease"]
+
+
+def build(root, site):
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
+    return subprocess.run([MKDOCS, "build", "--strict", "-f", os.path.join(root, "mkdocs.yml"),
+                           "-d", str(site)], cwd=root, env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def text_of(path):
+    with open(path) as f:
+        page = re.sub(r"<[^>]+>", " ", f.read())
+    return re.sub(r"\s+", " ", page.replace("&lt;", "<").replace("&gt;", ">")
+                  .replace("&amp;", "&").replace("&quot;", '"').replace("&#39;", "'"))
+
+
+def copy_with(tmp_path, page=None, added=""):
+    """A copy of what the site is built from, with `added` appended to docs/<page>."""
+    root = tmp_path / "src"
+    for rel in SOURCES:
+        src, dst = os.path.join(ROOT, rel), root / rel
+        if os.path.isdir(src):
+            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(src, dst)
+    if page:
+        with open(root / "docs" / page, "a") as f:
+            f.write("\n" + added + "\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """The site, built from an unbroken copy: the copy the tests below break builds as it is,
+    so that they fail for what they put in."""
+    tmp = tmp_path_factory.mktemp("docs")
+    run = build(copy_with(tmp), tmp / "site")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "WARNING" not in run.stderr, run.stderr
+    return tmp / "site"
+
+
+def test_every_page_is_built(site):
+    pages = sorted(os.path.relpath(os.path.join(d, f), os.path.join(ROOT, "docs"))
+                   for d, _, files in os.walk(os.path.join(ROOT, "docs"))
+                   for f in files if f.endswith(".md"))
+    assert "index.md" in pages and "api/python.md" in pages and "api/lua.md" in pages
+    for page in pages:
+        assert os.path.isfile(site / page.replace(".md", ".html")), page
+
+
+def test_the_python_reference_has_the_docstrings_and_the_stubs(site):
+    page = text_of(site / "api" / "python.html")
+    for name in ("redlease.Client", "redlease.Lock", "redlease.asyncio", "redlease.fencing",
+                 "redlease.testing", "redlease.prometheus", "FencedWriter", "LockLostError"):
+        assert name in page, name
+    # redlease.Lock is C: its signatures come from _core.pyi, its docstrings from csrc/python
+    assert "max_hold:Optional[float]=..." in page.replace(" ", "")  # the stub's keyword
+    assert "lease:Optional[float]=None" in page.replace(" ", "")  # its default, from the C
+    assert "Takes one hold for the calling thread (reentrant)." in page
+    assert "The calling thread's holds of this lock as this client knows them" in page
+
+
+def test_the_lua_reference_has_every_function_of_the_sources(site):
+    page = text_of(site / "api" / "lua.html")
+    for table in lua_api.reference():
+        assert table.functions, table.name
+        for fn in table.functions:
+            assert fn.call in page, fn.call
+            assert fn.doc, f"{fn.source}: {fn.call} has no comment above it"
+
+
+LIST_EXPORTS = """
+local redlease = require "redlease"
+local client = assert(redlease.connect("redis://127.0.0.1:1")) -- connects on first use only
+local semaphore = require "redlease.semaphore"
+local tables = {
+  redlease = redlease, Client = getmetatable(client), Lock = require "redlease.lock",
+  Guard = require "redlease.guard", MultiLock = require "redlease.multilock",
+  Semaphore = semaphore.Semaphore, PermitSemaphore = semaphore.PermitSemaphore,
+  Latch = require "redlease.latch",
+}
+for name, t in pairs(tables) do
+  for key, value in pairs(t) do
+    local module_field = name == "redlease" and (key == "_VERSION" or key:sub(1, 1) ~= "_")
+    local method = type(value) == "function" and key:sub(1, 1) ~= "_" and key ~= "new"
+    if module_field or (name ~= "redlease" and method) then print(name .. " " .. key) end
+  end
+end
+"""
+
+
+def test_the_lua_reference_lists_what_the_rock_exports():
+    """The built rock's public functions (make lua-rocks), each table's, against the reference:
+    a function the sources' reader missed, or one it invented, fails."""
+    share, lib = f"{LUA_TREE}/share/lua/5.4", f"{LUA_TREE}/lib/lua/5.4"
+    env = dict(os.environ, LUA_PATH=f"{share}/?.lua;{share}/?/init.lua;;",
+               LUA_CPATH=f"{lib}/?.so;;")
+    run = subprocess.run(["lua5.4", "-e", LIST_EXPORTS], env=env, capture_output=True,
+                         text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    exported = {}
+    for line in run.stdout.splitlines():
+        table, key = line.split()
+        exported.setdefault(table, set()).add(key)
+    # Permits, a semaphore's guard, is reached only by an acquire that took permits
+    documented = {t.name: {f.name for f in t.functions} for t in lua_api.reference()
+                  if t.name != "Permits"}
+    assert exported == documented
+
+
+@pytest.mark.parametrize("page,added,named", [
+    ("semantics.md", "See [the rules](no-such-page.md).", "no-such-page.md"),
+    ("semantics.md", "See [renewal](deployments.md#no-such-section).", "no-such-section"),
+    ("lua.md", "See [the runner](../tests/lua/run).", "../tests/lua/run"),
+    ("api/python.md", "See [redlease.NoSuchLock][].", "redlease.NoSuchLock"),
+], ids=["broken link", "missing anchor", "link out of docs", "unresolved API reference"])
+def test_a_broken_link_or_reference_fails_the_build(site, tmp_path, page, added, named):
+    root = copy_with(tmp_path, page, added)
+    run = build(root, tmp_path / "site")
+    assert run.returncode != 0, f"the build passed with {added!r} in docs/{page}"
+    assert named in run.stderr, run.stderr
+
