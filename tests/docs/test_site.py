@@ -13,6 +13,7 @@ import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tools", "docs"))
+import c_docstrings  # noqa: E402
 import lua_api  # noqa: E402
 
 MKDOCS = os.path.join(ROOT, "build", "docs-venv", "bin", "mkdocs")
@@ -82,6 +83,27 @@ def test_the_python_reference_has_the_docstrings_and_the_stubs(site):
     assert "lease:Optional[float]=None" in page.replace(" ", "")  # its default, from the C
     assert "Takes one hold for the calling thread (reentrant)." in page
     assert "The calling thread's holds of this lock as this client knows them" in page
+
+
+def test_the_c_docstrings_read_are_the_ones_help_shows():
+    """What the reference reads from csrc/python is the compiled module's own __doc__, for every
+    type, method and attribute, and no public member that has a docstring is missed."""
+    import redlease._core as core
+
+    docs = c_docstrings.read_sources()
+    for cls, members in docs.items():
+        owner = core if cls == "" else getattr(core, cls)
+        for name, doc in members.items():
+            target = owner.__dict__[name] if name else owner
+            # CPython leaves a text signature with a return annotation in __doc__
+            assert (c_docstrings.without_signature(doc) ==
+                    c_docstrings.without_signature(target.__doc__)), f"{cls}.{name}"
+    classes = [v for k, v in vars(core).items() if isinstance(v, type) and not k.startswith("_")]
+    assert {"Client", "Lock", "Semaphore", "MultiLock"} <= {c.__name__ for c in classes}
+    for cls in classes:
+        for name, value in vars(cls).items():
+            if not name.startswith("_") and getattr(value, "__doc__", None):
+                assert name in docs.get(cls.__name__, {}), f"{cls.__name__}.{name}"
 
 
 def test_the_lua_reference_has_every_function_of_the_sources(site):
