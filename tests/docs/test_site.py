@@ -23,11 +23,11 @@ SOURCES = ["mkdocs.yml", "docs", "tools/docs", "python/redlease", "csrc/python",
            "luarocks/redlease"]
 
 
-def build(root, site):
+def start_build(root, site):
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
-    return subprocess.run([MKDOCS, "build", "--strict", "-f", os.path.join(root, "mkdocs.yml"),
-                           "-d", str(site)], cwd=root, env=env, capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.Popen([MKDOCS, "build", "--strict", "-f", os.path.join(root, "mkdocs.yml"),
+                             "-d", str(site)], cwd=root, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
 
 
 def text_of(path):
@@ -53,15 +53,41 @@ def copy_with(tmp_path, page=None, added=""):
     return root
 
 
+# Each puts one thing in a copy of the sources, which must then fail the build naming it.
+BROKEN = {
+    "broken link": ("semantics.md", "See [the rules](no-such-page.md).", "no-such-page.md"),
+    "missing anchor": ("semantics.md", "See [renewal](deployments.md#no-such-section).",
+                       "no-such-section"),
+    "link out of docs": ("lua.md", "See [the runner](../tests/lua/run).", "../tests/lua/run"),
+    "unresolved API reference": ("api/python.md", "See [redlease.NoSuchLock][].",
+                                 "redlease.NoSuchLock"),
+}
+
+
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
+def builds(tmp_path_factory):
+    """{case: (exit status, stderr, site)}: the unbroken copy ("") and each of BROKEN, built
+    side by side (each build is a process of its own)."""
+    started = {}
+    for case in [""] + list(BROKEN):
+        tmp = tmp_path_factory.mktemp("docs")
+        page, added, _ = BROKEN.get(case, (None, "", ""))
+        started[case] = (start_build(copy_with(tmp, page, added), tmp / "site"), tmp / "site")
+    done = {}
+    for case, (proc, out) in started.items():
+        _, err = proc.communicate(timeout=300)
+        done[case] = (proc.returncode, err, out)
+    return done
+
+
+@pytest.fixture(scope="module")
+def site(builds):
     """The site, built from an unbroken copy: the copy the tests below break builds as it is,
     so that they fail for what they put in."""
-    tmp = tmp_path_factory.mktemp("docs")
-    run = build(copy_with(tmp), tmp / "site")
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert "WARNING" not in run.stderr, run.stderr
-    return tmp / "site"
+    status, err, out = builds[""]
+    assert status == 0, err
+    assert "WARNING" not in err, err
+    return out
 
 
 def test_every_page_is_built(site):
@@ -154,15 +180,10 @@ def test_the_lua_reference_lists_what_the_rock_exports():
     assert exported == documented
 
 
-@pytest.mark.parametrize("page,added,named", [
-    ("semantics.md", "See [the rules](no-such-page.md).", "no-such-page.md"),
-    ("semantics.md", "See [renewal](deployments.md#no-such-section).", "no-such-section"),
-    ("lua.md", "See [the runner](../tests/lua/run).", "../tests/lua/run"),
-    ("api/python.md", "See [redlease.NoSuchLock][].", "redlease.NoSuchLock"),
-], ids=["broken link", "missing anchor", "link out of docs", "unresolved API reference"])
-def test_a_broken_link_or_reference_fails_the_build(site, tmp_path, page, added, named):
-    root = copy_with(tmp_path, page, added)
-    run = build(root, tmp_path / "site")
-    assert run.returncode != 0, f"the build passed with {added!r} in docs/{page}"
-    assert named in run.stderr, run.stderr
+@pytest.mark.parametrize("case", list(BROKEN))
+def test_a_broken_link_or_reference_fails_the_build(site, builds, case):
+    page, added, named = BROKEN[case]
+    status, err, _ = builds[case]
+    assert status != 0, f"the build passed with {added!r} in docs/{page}"
+    assert named in err, err
 
