@@ -2,6 +2,7 @@
 #   make demo    a real example against a throwaway redis-server (or $REDIS_URL)
 #   make test    every suite, plus the core under ASan+UBSan and TSan
 #   make bench   benchmarks (minutes)
+#   make docs    the documentation site, into build/site (mk/docs.mk)
 
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -ec

@@ -281,10 +281,12 @@ class Client:
 
     @property
     def url(self) -> str:
+        """The URL, its password replaced by ***."""
         return self._sync.url
 
     @property
     def closed(self) -> bool:
+        """True once close() was called."""
         return self._sync.closed
 
     @property
