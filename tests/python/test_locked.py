@@ -268,3 +268,21 @@ def test_bad_options_are_refused_at_once(server, make_client, kind):
         client.locked("")
     with pytest.raises(TypeError, match="name"):
         client.locked(42)
+
+
+def test_a_locked_function_may_call_itself(kit, raw):
+    k = kit()  # the lock is reentrant: the caller already holds it
+
+    @k.locked("walk")
+    def walk(n):
+        holds = int(raw("HVALS", "walk")[0])
+        return [holds] if n == 0 else [holds] + walk(n - 1)
+
+    if isinstance(k, AsyncKit):
+        @k.client.locked("walk")
+        async def awalk(n):
+            holds = int(raw("HVALS", "walk")[0])
+            return [holds] if n == 0 else [holds] + await awalk(n - 1)
+        walk = awalk
+    assert k.call(walk, 2) == [1, 2, 3]
+    assert raw("EXISTS", "walk") == 0
