@@ -53,7 +53,7 @@ def singleton(client: Client, name: Optional[NameSpec] = None, *, on_busy: str =
 
     - ``"skip"`` (default): logged (INFO, the ``redlease`` logger), and the task returns None;
     - ``"retry"``: ``task.retry()``, with the task's own ``default_retry_delay`` and
-      ``max_retries``;
+      ``max_retries`` (called directly, outside a worker, there is no task: LockTimeout);
     - ``"raise"``: LockTimeout, and the task fails.
 
     ``max_hold`` (seconds) caps how long one run may hold the lock (default: the client's,
