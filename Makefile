@@ -3,6 +3,7 @@
 #   make test    every suite, plus the core under ASan+UBSan and TSan
 #   make bench   benchmarks (minutes)
 #   make docs    the documentation site, into build/site (mk/docs.mk)
+#   make callgrind-budget   rewrite the instruction-count budget (mk/callgrind.mk)
 
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -ec
