@@ -197,7 +197,9 @@ def measure_json(url, workdir, budget_path=BUDGET, smoke=False):
     rows = []
     for name, per_op in counts.items():
         ok, _ = verdict(name, per_op[0], budget)
-        rows.append({"impl": name, "what": OPS[name][1], "instructions_per_op": per_op[0],
+        args = SMOKE_ARGS[name] if smoke else OPS[name][0]
+        rows.append({"impl": name, "what": OPS[name][1], "args": args,
+                     "instructions_per_op": per_op[0],
                      "budget": budget["ops"][name]["instructions_per_op"],
                      "limit": limit(budget["ops"][name], budget["margin"]), "within": ok,
                      "seconds": round(seconds[name], 2)})
