@@ -44,10 +44,13 @@ def render(R):
         time, where = t.get(r["impl"], (None, ""))
         what = r["what"] + (f" (smoke sizes: `{' '.join(r['args'])}`)" if d.get("smoke") else "")
         rows.append([f"`{r['impl']}`", what, n0(r["instructions_per_op"]),
-                     f"{n0(r['budget'])} (limit {n0(r['limit'])})"
+                     f"{n0(r['budget'])} +{r.get('margin', d['margin']):.0%} = {n0(r['limit'])}"
                      + ("" if r["within"] else ": **over**"), us(time), where])
     return {
-        "callgrind": True, "callgrind_margin": f"{d['margin']:.0%}",
+        "callgrind": True,
+        "callgrind_margin": f"{d['margin']:.0%}" + "".join(
+            f", `{r['impl']}` {r['margin']:.0%}" for r in d["rows"]
+            if r.get("margin", d["margin"]) != d["margin"]),
         "callgrind_table": table(["operation", "one operation", "instructions (callgrind)",
-                                  "budget", "time on this page", "from"], rows),
+                                  "budget + margin = limit", "time on this page", "from"], rows),
     }
