@@ -118,6 +118,13 @@ def clock_jump(duration: float = 60.0) -> Case:
                 hold_ms=(100, 1500))
 
 
+def latency(duration: float = 60.0) -> Case:
+    """One Redis behind a delaying relay: round trips near the renewal period (a third of the
+    lease), with a command timeout (1.5 s) that lets such calls finish."""
+    return Case("latency", ("latency",), duration, 2.0, procs=3,
+                options={**SHORT_OPTIONS, "connect_timeout": 1.5, "command_timeout": 1.5})
+
+
 def broken() -> Case:
     """The checker's proof: a lock of SET NX PX with no renewal, its holders paused past it."""
     return Case("broken-client:pause-holder", ("pause-holder",), 14.0, 2.0, procs=3,
@@ -137,6 +144,7 @@ def full() -> List[Case]:
     cases.append(replace(base, name="mixed/lease-30s", nemesis=KINDS, lease=30.0, options={},
                          duration=600.0))
     cases.append(clock_jump())
+    cases.append(latency(duration=150.0))
     cases += sentinel(duration=90.0)
     cases += cluster(duration=150.0)
     cases.append(replace(broken(), duration=60.0))

@@ -25,6 +25,7 @@ KINDS = ("partition-one", "partition-half", "pause-holder", "pause-redis", "clie
 FAILOVER_KINDS = ("kill-primary", "partition-primary")  # a deployment with a replica
 CLUSTER_KINDS = ("reshard",)  # a Redis Cluster
 CLOCK_KINDS = ("clock-jump",)  # one Redis under libfaketime (servers.JumpingClock)
+RELAY_KINDS = ("latency",)  # one Redis behind a delaying relay (servers.Relay)
 
 # Each kind's duration, in leases (the case's watchdog timeout): a holder is paused past its
 # lease; the others span from well inside the lease to past it.
@@ -33,7 +34,8 @@ DURATION = {"partition-one": (0.5, 2.5), "partition-half": (0.5, 2.5),
             "client-pause": (0.5, 2.0), "debug-sleep": (0.5, 2.0), "busy-script": (0.5, 2.0),
             "kill-primary": (1.5, 3.0), "partition-primary": (1.5, 3.0), "reshard": (0.5, 2.0),
             # forward by the duration: past the lease, the window in which its holders learn it
-            "clock-jump": (1.5, 3.0)}
+            "clock-jump": (1.5, 3.0),
+            "latency": (1.0, 3.0)}
 
 # A script that runs for ARGV[1] microseconds: past busy-reply-threshold (servers.Redis sets it
 # to 100 ms) every other client is answered BUSY until it ends.
@@ -65,8 +67,8 @@ def schedule(seed: int, case: str, kinds: List[str], duration: float,
 class Nemesis:
     def __init__(self, partitions: Partitions, topology, workers: Dict[str, int],
                  gids: Dict[str, int], client_ids: Callable[[], Dict[str, str]],
-                 locks: List[str]) -> None:
-        self.partitions, self.topology = partitions, topology
+                 locks: List[str], lease: float = 0.0) -> None:
+        self.partitions, self.topology, self.lease = partitions, topology, lease
         self.workers, self.gids, self.client_ids, self.locks = workers, gids, client_ids, locks
 
     def start(self, kind: str, d: float, rng: random.Random) -> Tuple[List[str], Callable]:
@@ -111,6 +113,12 @@ class Nemesis:
             return [master.address], self.partitions.heal
         if kind == "reshard":
             return self.reshard(d, rng)
+        if kind == "latency":
+            # a round trip of 0.7 to 1.2 renewal periods (a third of the lease)
+            one_way = round(self.lease / 3 * rng.uniform(0.7, 1.2) / 2, 3)
+            relay = self.topology.relay
+            relay.delay(one_way)
+            return [f"{relay.address} {one_way * 2000:g} ms round trip"], lambda: relay.delay(0)
         if kind == "clock-jump":
             self.topology.clock.jump(d)
             return [f"{master.address} +{d:g} s"], lambda: None

@@ -31,6 +31,8 @@ EXPLAIN = {
                "source, `MIGRATE ... KEYS`, half with the keys at the target, `SETSLOT NODE`)",
     "clock-jump": "the Redis host's clock jumped forward past the lease (libfaketime on "
                   "redis-server), and stays there",
+    "latency": "clients reach Redis through a delaying relay; for the fault, round trips of "
+               "0.7 to 1.2 renewal periods (a third of the lease), command timeout 1.5 s",
     "mixed": "every kind above, drawn one after another from the seed",
     "mixed-failover": "every kind above and a master killed, drawn one after another from "
                       "the seed",
@@ -362,7 +364,7 @@ lock not acquired within one lease (plus 3 s) of the last fault's end.
     text += """
 ## Not measured yet
 
-Latency near the renewal period, Lua and OpenResty clients: see issue 29.
+Lua and OpenResty clients: see issue 29.
 """
     with open(page, "w") as f:
         f.write(text)

@@ -83,8 +83,9 @@ def run_case(case: casebook.Case, seed: int, out: str) -> dict:
             topology = servers.Cluster(run, [net.node_address(i) for i in (0, 2, 3, 4, 5, 6)],
                                        case.node_timeout_ms)
         else:
+            relay = net.node_address(7) if "latency" in case.nemesis else None
             topology = servers.OneRedis(run, net.node_address(0),
-                                        clock="clock-jump" in case.nemesis)
+                                        clock="clock-jump" in case.nemesis, relay=relay)
         db_rows = sorted({lock for wl, lock in case.owners if wl != "mutex"})
         pg = servers.Postgres(run, net.node_address(1)) if db_rows else None
         if pg:
@@ -117,7 +118,7 @@ def run_case(case: casebook.Case, seed: int, out: str) -> dict:
 
         locks = sorted({lock for _, lock in case.owners})
         nem = Nemesis(parts, topology, {p: w.pid for p, w in workers.items()}, gids, client_ids,
-                      locks)
+                      locks, case.lease)
         faults = history.Writer(os.path.join(out, "faults.jsonl"))
         rng = random.Random(f"{seed}:{case.name}:targets")
         for offset, kind, d in plan:
@@ -311,6 +312,7 @@ def main() -> int:
         print("safety: removed what dead runs left: " + ", ".join(removed), flush=True)
     book = casebook.full() if args.full else (casebook.short() + casebook.sentinel()
                                               + casebook.cluster() + [casebook.clock_jump(),
+                                                                     casebook.latency(),
                                                                      casebook.broken()])
     if args.case:
         book = [c for c in book if c.name in args.case]

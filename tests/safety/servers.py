@@ -9,6 +9,7 @@ import pwd
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -118,19 +119,23 @@ MASTER = "mymaster"
 
 class OneRedis:
     """Topology "one-redis": one redis-server at the first node address. With `clock`, its
-    clock can jump (JumpingClock)."""
+    clock can jump (JumpingClock); with `relay` (an address), clients reach it through a
+    delaying relay there (Relay)."""
 
     name = "one-redis"
 
-    def __init__(self, run: Run, address: str, clock: bool = False) -> None:
+    def __init__(self, run: Run, address: str, clock: bool = False,
+                 relay: Optional[str] = None) -> None:
         self.clock = JumpingClock(run.dir) if clock else None
         if self.clock:
             self.redis = Redis(run, address, env=self.clock.env,
                                executable=self.clock.executable)
         else:
             self.redis = Redis(run, address)
-        self.url = self.redis.url()
-        self.addresses = [address]  # what a client partition cuts
+        self.relay = Relay(run, relay, self.redis) if relay else None
+        self.url = self.relay.url() if self.relay else self.redis.url()
+        # what a client partition cuts
+        self.addresses = [address] + ([self.relay.address] if self.relay else [])
 
     def master(self) -> Redis:
         return self.redis
@@ -140,6 +145,33 @@ class OneRedis:
 
     def settle(self, timeout: float) -> bool:
         return True
+
+
+class Relay:
+    """relay.py at `address`, in front of `to`: every byte in either direction delayed by what
+    delay() last set (this kernel has no netem qdisc)."""
+
+    def __init__(self, run: Run, address: str, to: Redis) -> None:
+        self.address = address
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "relay.py")
+        for _ in range(5):
+            self.port = free_port(address)
+            self.process = run.spawn([sys.executable, script, address, str(self.port),
+                                      to.address, str(to.port)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+            if self.process.stdout and self.process.stdout.readline().strip() == "ready":
+                return
+            run.stop(self.process)
+        raise RuntimeError(f"the relay did not start on {address}")
+
+    def delay(self, seconds: float) -> None:
+        """From now on every chunk is written `seconds` after it was read (one way)."""
+        assert self.process.stdin
+        self.process.stdin.write(f"{seconds}\n")
+        self.process.stdin.flush()
+
+    def url(self) -> str:
+        return f"redis://{self.address}:{self.port}/0"
 
 
 class JumpingClock:
