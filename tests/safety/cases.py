@@ -146,6 +146,6 @@ def full() -> List[Case]:
     cases.append(clock_jump())
     cases.append(latency(duration=150.0))
     cases += sentinel(duration=90.0)
-    cases += cluster(duration=150.0)
+    cases += cluster(duration=90.0)  # about 150 acquisitions a second: over 10,000 each
     cases.append(replace(broken(), duration=60.0))
     return cases
