@@ -91,17 +91,17 @@ CLUSTER_OWNERS: Tuple[Tuple[str, str], ...] = (
 
 def cluster(duration: float = 40.0, lease: float = 2.0) -> List[Case]:
     """Three masters with a replica each: every kind that applies and reshards with no failover
-    (node timeout past the longest pause), then a master killed with a 1 s node timeout, and
-    everything mixed with failovers."""
+    (node timeout past the longest pause), then with a 1 s node timeout a master killed, a master
+    cut from the other nodes while clients still reach it, and everything mixed."""
     base = Case("", (), duration, lease, procs=3, options=SHORT_OPTIONS, topology="cluster",
                 owners=CLUSTER_OWNERS)
     kinds = KINDS + CLUSTER_KINDS
     cases = [replace(base, name=f"cluster/{k}", nemesis=(k,)) for k in kinds]
     cases.append(replace(base, name="cluster/mixed", nemesis=kinds, duration=duration * 2))
     failover = replace(base, node_timeout_ms=1000)
-    cases.append(replace(failover, name="cluster/kill-primary", nemesis=("kill-primary",)))
+    cases += [replace(failover, name=f"cluster/{k}", nemesis=(k,)) for k in FAILOVER_KINDS]
     cases.append(replace(failover, name="cluster/mixed-failover",
-                         nemesis=kinds + ("kill-primary",), duration=duration * 2))
+                         nemesis=kinds + FAILOVER_KINDS, duration=duration * 2))
     return cases
 
 

@@ -44,6 +44,9 @@ EXPLAIN = {
 CLUSTER_EXPLAIN = {
     "kill-primary": "the master of a held lock's slot killed (SIGKILL); its replica takes over "
                     "after the 1 s node timeout; the node comes back empty as a replica",
+    "partition-primary": "the master of a held lock's slot cut from every other node (nftables) "
+                         "while clients still reach it; its replica takes over after the 1 s "
+                         "node timeout",
 }
 
 
@@ -55,7 +58,7 @@ def _explain(case: str) -> str:
         text = "master, replica and three sentinels: " + text
     if parts[0] == "cluster":
         text = ("three masters with a replica each: " + CLUSTER_EXPLAIN.get(kind, text)
-                + ("" if kind in ("kill-primary", "mixed-failover") else
+                + ("" if kind in ("kill-primary", "partition-primary", "mixed-failover") else
                    "; node timeout 10 s, past every pause: no failover"))
     if "sync_replicas" in parts:
         text += ", every lock write acknowledged by the replica (`sync_replicas=1`)"
