@@ -315,8 +315,9 @@ def write(results: List[dict], page: str, img: str, command: str = "make safety"
     by_topology: Dict[str, List[dict]] = {}
     for r in results:
         by_topology.setdefault(r["topology"], []).append(r)
-    procs = results[0]["procs"]
-    owners = results[0]["owners"] // max(1, procs)
+    procs = " or ".join(str(n) for n in sorted({r["procs"] for r in results}))
+    owners = " or ".join(str(n) for n in sorted({r["owners"] // max(1, r["procs"])
+                                                 for r in results}))
     lease_note = ", ".join(sorted({f"{r['lease']:g} s" for r in results}))
     text = f"""# Safety under real faults
 
