@@ -212,17 +212,20 @@ def jump_verdict(rs: List[dict]) -> str:
     lease ends every lease at once; the holders learn it at their next renewal."""
     if not rs:
         return "Not measured in this run."
-    told = [t for r in rs for t in r.get("outside_told_ms", {}).get("clock-jump", [])]
-    late = [t for t in told if t is not None]
+    told = [r["outside_told_ms"]["clock-jump"] for r in rs
+            if "clock-jump" in r.get("outside_told_ms", {})]
+    n = sum(t["overlaps"] for t in told)
+    medians = [t["median"] for t in told if t["median"] is not None]
+    worst = max((t["max"] for t in told if t["max"] is not None), default=None)
     return (f"**measured**: {sum(len(r['faults']) for r in rs)} jumps forward of 1.5 to 3 "
             f"leases over {sum(r['acquisitions'] for r in rs):,} acquisitions: "
             f"{sum(r['overlaps'] for r in rs)} overlaps, {sum(r['reported'] for r in rs)} "
-            f"reported in time; {len(told)} holds running at the jump were ended by it with no "
-            f"warning possible (Redis expires keys by its wall clock, which the jump moved past "
-            f"their expiry: the key vanishes at once), and their holders learned it "
-            + (f"{statistics.median(late):.0f} ms (median; at most {max(late):.0f} ms) after "
-               f"another owner had entered, at their next renewal (every lease/3) or their release"
-               if late else "never before their release")
+            f"reported in time; in {n} the earlier hold, running at the jump, was ended by it "
+            f"with no warning possible (Redis expires keys by its wall clock, which the jump "
+            f"moved past their expiry: the key vanishes at once), and its holder learned it "
+            + (f"{statistics.median(medians):.0f} ms (median; at most {worst:.0f} ms) after "
+               f"another owner had entered, at its next renewal (every lease/3) or its release"
+               if medians else "not before its release")
             + f". Fencing kept every increment ({_sum_fenced(rs, True)} lost, "
             f"{_sum_fenced(rs, True, 'rejected')} stale writes refused; without fencing "
             f"{_sum_fenced(rs, False)} lost). The promise assumes clocks that do not jump on "

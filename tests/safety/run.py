@@ -10,6 +10,7 @@ import json
 import os
 import random
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -225,16 +226,21 @@ def recheck(case_dir: str) -> dict:
     return r
 
 
-def _outside_told_ms(ovs) -> Dict[str, List[float]]:
+def _outside_told_ms(ovs) -> Dict[str, dict]:
     """Per fault that broke an assumption: how long after the later holder entered the earlier
-    one was told (None: never, before its release)."""
-    out: Dict[str, List[float]] = {}
+    one was told (median and max in ms over the overlaps; `never`: not before its release)."""
+    lags: Dict[str, List[float]] = {}
+    never: Dict[str, int] = {}
     for o in ovs:
         if o.outside_promise and not o.reported:
-            told = o.earlier.told
-            out.setdefault(o.outside_promise, []).append(
-                round((told - o.later.start) / 1e6, 1) if told else None)
-    return out
+            lags.setdefault(o.outside_promise, [])
+            if o.earlier.told:
+                lags[o.outside_promise].append((o.earlier.told - o.later.start) / 1e6)
+            else:
+                never[o.outside_promise] = never.get(o.outside_promise, 0) + 1
+    return {k: {"overlaps": len(v) + never.get(k, 0), "never": never.get(k, 0),
+                "median": round(statistics.median(v), 1) if v else None,
+                "max": round(max(v), 1) if v else None} for k, v in lags.items()}
 
 
 def _rejected(events, row) -> int:
