@@ -142,20 +142,27 @@ class RedisCluster:
         seeds = ",".join(f"127.0.0.1:{n.port}" for n in self.nodes[:self.masters_wanted])
         return f"redis+cluster://{seeds}"
 
-    def start(self) -> "RedisCluster":
-        """Starts the nodes, creates the cluster and waits until it is ready; returns itself."""
-        args = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+    def node_args(self) -> List[str]:
+        """redis-server's arguments for a node of this cluster."""
+        return ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                 "--cluster-node-timeout", str(self.node_timeout_ms),
                 "--cluster-require-full-coverage", "no", "--enable-debug-command", "yes"]
+
+    def create(self, addresses: List[str]) -> None:
+        """Joins the started nodes (``host:port`` each) into the cluster and waits until it is
+        healthy."""
+        subprocess.run(["redis-cli", "--cluster", "create", *addresses,
+                        "--cluster-replicas", str(self.replicas_wanted), "--cluster-yes"],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       timeout=self.start_timeout)
+        self.wait_ok(self.start_timeout)
+
+    def start(self) -> "RedisCluster":
+        """Starts the nodes, creates the cluster and waits until it is ready; returns itself."""
         try:
             for _ in range(self.masters_wanted * (1 + self.replicas_wanted)):
-                self.nodes.append(RedisServer(extra_args=args).start())
-            subprocess.run(["redis-cli", "--cluster", "create",
-                            *(f"127.0.0.1:{n.port}" for n in self.nodes),
-                            "--cluster-replicas", str(self.replicas_wanted), "--cluster-yes"],
-                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                           timeout=self.start_timeout)
-            self.wait_ok(self.start_timeout)
+                self.nodes.append(RedisServer(extra_args=self.node_args()).start())
+            self.create([f"127.0.0.1:{n.port}" for n in self.nodes])
         except BaseException:
             self.close()
             raise
