@@ -122,6 +122,7 @@ build = {
             "csrc/core/metrics.c",
             "csrc/core/names.c",
             "csrc/core/options.c",
+            "csrc/core/platform.c",
             "csrc/core/random.c",
             "csrc/core/renew_calls.c",
             "csrc/core/scan.c",

@@ -4,10 +4,10 @@
 # checked (scripts/lint-count): a file with no finding passes, a file with findings fails.
 SUITES += clang-format ruff mypy luacheck
 
-# The C files clang-format checks: every C file of csrc, tests/c, bench/c, examples/c and tools
-# (the Redis scripts' texts, in csrc/core/kinds/*.c and watchdog.c, are kept as Lua lines, between
-# clang-format off/on).
-LINT_C_FILES := $(sort $(wildcard csrc/*/*.[ch] csrc/core/*/*.[ch] tests/c/*.[ch] bench/c/*.[ch] examples/c/*.[ch] \
+# The C files clang-format checks: every C file of csrc, tests/c, tests/macos, bench/c, examples/c
+# and tools (the Redis scripts' texts, in csrc/core/kinds/*.c and watchdog.c, are kept as Lua
+# lines, between clang-format off/on).
+LINT_C_FILES := $(sort $(wildcard csrc/*/*.[ch] csrc/core/*/*.[ch] tests/c/*.[ch] tests/macos/*.c bench/c/*.[ch] examples/c/*.[ch] \
                   tools/*.[ch]))
 LINT_PY_FILES := setup.py scripts/lint-count $(shell find python tests bench examples tools -name '*.py' | sort)
 LINT_MYPY_FILES := $(wildcard python/redlease/*.py python/redlease/*.pyi python/redlease/cli/*.py)

@@ -4,6 +4,8 @@
 #include <limits.h>
 #include <poll.h>
 
+#include "platform.h"
+
 static int64_t clock_us(clockid_t clock) {
     struct timespec ts;
     clock_gettime(clock, &ts);
@@ -27,17 +29,11 @@ int64_t rl_epoch_ms(void) {
 }
 
 int rl_cond_init(pthread_cond_t *cond) {
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    int rc = pthread_cond_init(cond, &attr);
-    pthread_condattr_destroy(&attr);
-    return rc;
+    return rl_plat_cond_init(cond);
 }
 
 int rl_cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mutex, int64_t until_ms) {
-    struct timespec ts = {.tv_sec = until_ms / 1000, .tv_nsec = (until_ms % 1000) * 1000000};
-    return pthread_cond_timedwait(cond, mutex, &ts);
+    return rl_plat_cond_wait_until(cond, mutex, until_ms);
 }
 
 int rl_poll_until(int fd, short events, int64_t until_ms) {

@@ -3,22 +3,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "platform.h"
+
 static void random_bytes(unsigned char *buf, size_t n) {
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = getrandom(buf + got, n - got, 0);
-        if (r > 0) {
-            got += (size_t)r;
-        } else if (r < 0 && errno != EINTR) {
-            break;
-        }
-    }
+    size_t got = rl_plat_random(buf, n);
     if (got == n) return;
-    /* getrandom unavailable (very old kernel): fall back to /dev/urandom. */
+    /* the kernel's call unavailable (very old kernel): fall back to /dev/urandom. */
     int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
     while (fd >= 0 && got < n) {
         ssize_t r = read(fd, buf + got, n - got);

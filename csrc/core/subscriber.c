@@ -1,7 +1,6 @@
 #include "subscriber.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +9,7 @@
 
 #include "clock.h"
 #include "error.h"
+#include "platform.h"
 #include "threads.h"
 
 #define WAIT_SLICE_MS 50 /* how often a waiter wakes to run the host's hook */
@@ -300,7 +300,7 @@ static rl_status join(rl_subscriber *sub, const char *channel, size_t len, int e
         goto out;
     }
     if (!sub->thread_started) {
-        if (sub->wake_pipe[0] < 0 && pipe2(sub->wake_pipe, O_NONBLOCK | O_CLOEXEC) != 0) {
+        if (sub->wake_pipe[0] < 0 && rl_plat_pipe(sub->wake_pipe) != 0) {
             st = rl_fail(err, RL_ERR_MEMORY, "cannot create a pipe: %s", strerror(errno));
             goto out;
         }

@@ -1,10 +1,10 @@
 /* The bridge between the core's async calls and an event loop (asyncio, gevent's hub).
  *
- * A Completions object owns an eventfd and a queue. The core reports a call's end on one of its
- * worker threads: the answer is stored in the call and queued without taking the GIL, and the
- * eventfd is written when the queue was empty. The loop watches the fd (add_reader, or a gevent
- * io watcher) and runs Completions.run(), which calls each call's Python `done` under one GIL
- * take for the whole batch. */
+ * A Completions object owns a wake-up descriptor (an eventfd on Linux, a pipe on macOS) and a
+ * queue. The core reports a call's end on one of its worker threads: the answer is stored in the
+ * call and queued without taking the GIL, and the wake-up is written when the queue was empty. The
+ * loop watches the fd (add_reader, or a gevent io watcher) and runs Completions.run(), which calls
+ * each call's Python `done` under one GIL take for the whole batch. */
 #ifndef RLPY_ASYNC_H
 #define RLPY_ASYNC_H
 
@@ -15,7 +15,8 @@
 typedef struct rlpy_call rlpy_call;
 
 typedef struct {
-    PyObject_HEAD int fd; /* eventfd; -1 once closed */
+    PyObject_HEAD int fd; /* the descriptor the loop watches; -1 once closed */
+    int wake;             /* the one the core's threads write: fd itself for an eventfd */
     pthread_mutex_t mu;
     rlpy_call *head, *tail; /* ended calls whose `done` has not run */
 } rlpy_completions;

@@ -1,10 +1,55 @@
-/* redlease._core.Completions: the queue of ended async calls and the eventfd a loop watches
+/* redlease._core.Completions: the queue of ended async calls and the descriptor a loop watches
  * (see async.h). */
 #include <errno.h>
-#include <sys/eventfd.h>
+#include <fcntl.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/eventfd.h>
+#endif
 
 #include "async.h"
+
+/* The wake-up: an eventfd on Linux (one descriptor, one counter); elsewhere (macOS) a pipe, whose
+ * read end the loop watches and whose write end the core's threads write. */
+static int wake_open(rlpy_completions *q) {
+#ifdef __linux__
+    q->fd = q->wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    return q->fd < 0 ? -1 : 0;
+#else
+    int fds[2];
+    if (pipe(fds) != 0) return -1;
+    for (int i = 0; i < 2; i++) {
+        int fl = fcntl(fds[i], F_GETFL);
+        if (fl < 0 || fcntl(fds[i], F_SETFL, fl | O_NONBLOCK) != 0 ||
+            fcntl(fds[i], F_SETFD, FD_CLOEXEC) != 0) {
+            int e = errno;
+            close(fds[0]);
+            close(fds[1]);
+            errno = e;
+            return -1;
+        }
+    }
+    q->fd = fds[0], q->wake = fds[1];
+    return 0;
+#endif
+}
+
+static void wake_close(rlpy_completions *q) {
+    if (q->wake >= 0 && q->wake != q->fd) close(q->wake);
+    if (q->fd >= 0) close(q->fd);
+    q->fd = q->wake = -1;
+}
+
+/* Empties the wake-up so the loop sees it readable again only after the next write: 0, or -1
+ * with errno. */
+static int wake_drain(rlpy_completions *q) {
+    uint64_t buf[8]; /* an eventfd's counter is one uint64_t; a pipe may hold several writes */
+    for (;;) {
+        ssize_t n = read(q->fd, buf, q->fd == q->wake ? sizeof buf[0] : sizeof buf);
+        if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+        if (q->fd == q->wake || n < (ssize_t)sizeof buf) return 0;
+    }
+}
 
 void rlpy_call_ended(rl_call *call, rl_status st, int64_t value, const rl_error *err, void *ud) {
     (void)call;
@@ -21,11 +66,11 @@ void rlpy_call_ended(rl_call *call, rl_status st, int64_t value, const rl_error 
     else
         q->head = self;
     q->tail = self;
-    int fd = q->fd;
+    int fd = q->wake;
     pthread_mutex_unlock(&q->mu);
     if (was_empty && fd >= 0) {
         uint64_t one = 1;
-        ssize_t rc = write(fd, &one, sizeof one); /* a full counter is woken already */
+        ssize_t rc = write(fd, &one, sizeof one); /* a full counter or pipe is woken already */
         (void)rc;
     }
 }
@@ -37,8 +82,7 @@ static PyObject *completions_new(PyTypeObject *type, PyObject *args, PyObject *k
     }
     rlpy_completions *self = (rlpy_completions *)type->tp_alloc(type, 0);
     if (!self) return NULL;
-    self->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (self->fd < 0) {
+    if (wake_open(self) != 0) {
         PyErr_SetFromErrno(PyExc_OSError);
         type->tp_free((PyObject *)self);
         return NULL;
@@ -49,7 +93,7 @@ static PyObject *completions_new(PyTypeObject *type, PyObject *args, PyObject *k
 
 static void completions_dealloc(rlpy_completions *self) {
     /* Calls in the core keep their Completions alive: none is pending here. */
-    if (self->fd >= 0) close(self->fd);
+    wake_close(self);
     pthread_mutex_destroy(&self->mu);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -115,9 +159,7 @@ static int answer(rlpy_call *c, PyObject **value, PyObject **error) {
 
 static PyObject *completions_run(rlpy_completions *self, PyObject *unused) {
     (void)unused;
-    uint64_t count;
-    if (self->fd >= 0 && read(self->fd, &count, sizeof count) < 0 && errno != EAGAIN)
-        return PyErr_SetFromErrno(PyExc_OSError);
+    if (self->fd >= 0 && wake_drain(self) != 0) return PyErr_SetFromErrno(PyExc_OSError);
     pthread_mutex_lock(&self->mu);
     rlpy_call *c = self->head;
     self->head = self->tail = NULL;
@@ -184,7 +226,8 @@ PyObject *rlpy_start_multilock_release(rlpy_completions *self, PyObject *args);
 
 static PyMethodDef completions_methods[] = {
     {"fileno", (PyCFunction)completions_fileno, METH_NOARGS,
-     "fileno() -> int\n--\n\nThe eventfd to watch: readable when ended calls wait in the queue."},
+     "fileno() -> int\n--\n\nThe descriptor to watch: readable when ended calls wait in the "
+     "queue."},
     {"run", (PyCFunction)completions_run, METH_NOARGS,
      "run() -> int\n--\n\nCalls done(value, error) of every ended call, in order; how many."},
     {"new_context", completions_new_context, METH_NOARGS,

@@ -1,7 +1,6 @@
 #include "sentinel.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -12,6 +11,7 @@
 
 #include "clock.h"
 #include "error.h"
+#include "platform.h"
 #include "threads.h"
 
 #define ASK_AT_MOST_EVERY_MS 100 /* a burst of doubts (every connection failing) asks once */
@@ -351,8 +351,7 @@ static void *watcher_main(void *arg) {
 
 static void start_watcher(rl_sentinel *s) {
     pthread_mutex_lock(&s->mu);
-    if (!s->thread_started && !atomic_load(&s->stop) &&
-        pipe2(s->wake_pipe, O_NONBLOCK | O_CLOEXEC) == 0) {
+    if (!s->thread_started && !atomic_load(&s->stop) && rl_plat_pipe(s->wake_pipe) == 0) {
         if (rl_thread_start(&s->thread, watcher_main, s) == 0) {
             s->thread_started = 1;
         } else { /* renewals and calls still find the master; failovers are seen later */

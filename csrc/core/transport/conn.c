@@ -17,6 +17,7 @@
 #include "conn_name.h"
 #include "error.h"
 #include "identity.h"
+#include "platform.h"
 
 #define READ_CHUNK 16384
 #define OUT_BUFFER_KEPT 65536 /* a bigger output buffer is freed once sent */
@@ -68,7 +69,7 @@ static void set_why_errno(rl_conn *conn, int error) {
     if (error == EAGAIN || error == EWOULDBLOCK || error == ETIMEDOUT)
         set_why(conn, "timed out");
     else
-        set_why(conn, strerror_r(error, buf, sizeof buf));
+        set_why(conn, rl_plat_strerror(error, buf, sizeof buf));
 }
 
 /* ---- the socket: set, closed and interrupted under cfg->fd_mu ------------------------------ */
@@ -162,7 +163,7 @@ static int wait_connected(int fd, int64_t deadline) {
 /* One connect() within the deadline; 0 with conn->fd set, or -1 with the reason in conn->why. */
 static int connect_to(rl_conn *conn, int family, const struct sockaddr *addr, socklen_t len,
                       int64_t deadline) {
-    int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int fd = rl_plat_socket(family);
     if (fd < 0) {
         set_why_errno(conn, errno);
         return -1;
@@ -226,9 +227,7 @@ static void configure(rl_conn *conn) {
             probes = KEEPALIVE_PROBES;
         setsockopt(conn->fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
         setsockopt(conn->fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
-        setsockopt(conn->fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
-        setsockopt(conn->fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
-        setsockopt(conn->fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes);
+        rl_plat_keepalive(conn->fd, idle, interval, probes);
     }
 }
 
@@ -474,9 +473,10 @@ static int flush_counting(rl_conn *conn, size_t *sent) {
             rc = -1;
             break;
         }
-        ssize_t n = conn->tls ? rl_tls_send(conn->tls, conn->out + off, conn->out_len - off,
-                                            conn->deadline, conn->why, sizeof conn->why)
-                              : send(conn->fd, conn->out + off, conn->out_len - off, MSG_NOSIGNAL);
+        ssize_t n = conn->tls
+                        ? rl_tls_send(conn->tls, conn->out + off, conn->out_len - off,
+                                      conn->deadline, conn->why, sizeof conn->why)
+                        : send(conn->fd, conn->out + off, conn->out_len - off, RL_SEND_NOSIGNAL);
         if (n > 0) {
             off += (size_t)n;
         } else if (n < 0 && errno == EINTR && !conn->tls) {

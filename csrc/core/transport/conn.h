@@ -1,9 +1,9 @@
 /* One Redis connection on a socket the core owns: opening it (connect timeout, keepalive, AUTH,
  * SELECT), pipelined exchanges, and the rule for when a failed exchange may be retried on a fresh
- * connection. Commands are formatted here (RESP) and sent with MSG_NOSIGNAL, so a peer that hung
- * up never raises SIGPIPE and no signal mask is touched per call; replies are parsed by hiredis's
- * RESP reader. A connection belongs to one thread at a time; rl_conn_interrupt is the one call
- * another thread may make on it. */
+ * connection. Commands are formatted here (RESP) and sent with RL_SEND_NOSIGNAL (platform.h), so
+ * a peer that hung up never raises SIGPIPE and no signal mask is touched per call; replies are
+ * parsed by hiredis's RESP reader. A connection belongs to one thread at a time; rl_conn_interrupt
+ * is the one call another thread may make on it. */
 #ifndef RL_CONN_H
 #define RL_CONN_H
 

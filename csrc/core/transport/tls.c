@@ -72,6 +72,7 @@ int rl_tls_idle_check(rl_tls *tls) {
 #include <unistd.h>
 
 #include "clock.h"
+#include "platform.h"
 
 struct rl_tls_context {
     SSL_CTX *ctx;
@@ -91,7 +92,8 @@ int rl_tls_available(void) {
     return 1;
 }
 
-/* ---- the socket BIO: MSG_NOSIGNAL sends, waits bounded by the call's deadline --------------- */
+/* ---- the socket BIO: sends that raise no SIGPIPE, waits bounded by the call's deadline
+ * --------------- */
 
 /* The socket is non-blocking: waits for it until the call's deadline. 0 when ready; -1 with
  * last_errno (ETIMEDOUT when the deadline passed). A socket shut down by rl_conn_interrupt is
@@ -110,7 +112,7 @@ static int bio_write(BIO *bio, const char *buf, int len) {
     rl_tls *t = BIO_get_data(bio);
     BIO_clear_retry_flags(bio);
     for (;;) {
-        ssize_t n = send(t->fd, buf, (size_t)len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t n = send(t->fd, buf, (size_t)len, RL_SEND_NOSIGNAL | MSG_DONTWAIT);
         if (n >= 0) return (int)n;
         if (errno == EINTR) continue;
         if ((errno == EAGAIN || errno == EWOULDBLOCK) && wait_socket(t, POLLOUT) == 0) continue;
@@ -176,7 +178,7 @@ static ssize_t failed(rl_tls *t, int rc, char *why, size_t size) {
                  t->last_errno == EAGAIN || t->last_errno == EWOULDBLOCK ||
                          t->last_errno == ETIMEDOUT
                      ? "timed out"
-                     : strerror_r(t->last_errno, buf, sizeof buf));
+                     : rl_plat_strerror(t->last_errno, buf, sizeof buf));
         return -1;
     }
     if (e == SSL_ERROR_SYSCALL || (e == SSL_ERROR_SSL && ERR_GET_REASON(ERR_peek_error()) ==
@@ -200,7 +202,7 @@ static rl_status hashed_directory(const char *path, rl_error *err) {
     if (!dir) {
         char buf[80];
         return rl_fail(err, RL_ERR_ARGUMENT, "tls_ca_dir: cannot read %s: %s", path,
-                       strerror_r(errno, buf, sizeof buf));
+                       rl_plat_strerror(errno, buf, sizeof buf));
     }
     int found = 0;
     for (struct dirent *d; !found && (d = readdir(dir));) {
@@ -232,7 +234,7 @@ static rl_status readable(const char *option, const char *path, rl_error *err) {
     }
     char buf[80];
     return rl_fail(err, RL_ERR_ARGUMENT, "%s: cannot read %s: %s", option, path,
-                   strerror_r(errno, buf, sizeof buf));
+                   rl_plat_strerror(errno, buf, sizeof buf));
 }
 
 static rl_status load(SSL_CTX *ctx, const rl_options *o, rl_error *err) {

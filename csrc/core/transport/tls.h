@@ -2,10 +2,10 @@
  * the name the server's certificate must carry) and the TLS side of a connection. Built only with
  * RL_WITH_TLS; otherwise rl_tls_available() is 0 and rediss:// answers RL_ERR_UNSUPPORTED.
  *
- * Records go through a socket BIO of the core's own, which sends with MSG_NOSIGNAL (a peer that
- * hung up never raises SIGPIPE). The socket is non-blocking: the BIO waits for it with poll() until
- * the deadline of the call in progress, so a timeout bounds a whole handshake, send or receive,
- * however slowly the peer trickles its bytes. Deadlines are rl_now_ms() times. */
+ * Records go through a socket BIO of the core's own, which sends with RL_SEND_NOSIGNAL (a peer
+ * that hung up never raises SIGPIPE: platform.h). The socket is non-blocking: the BIO waits for it
+ * with poll() until the deadline of the call in progress, so a timeout bounds a whole handshake,
+ * send or receive, however slowly the peer trickles its bytes. Deadlines are rl_now_ms() times. */
 #ifndef RL_TLS_H
 #define RL_TLS_H
 
