@@ -44,11 +44,15 @@ function helper.start_server(extra)
     for _ = 1, 100 do
       local info = sh(("redis-cli -p %d info server 2>/dev/null"):format(port))
       local pid = info:match("process_id:(%d+)")
-      if pid then
+      -- Ours only if it works in our folder: a server someone else started on that port (the
+      -- random port was taken) is never used, and never killed.
+      local ours = pid and sh(("redis-cli -p %d config get dir 2>/dev/null"):format(port))
+        :find(dir, 1, true)
+      if ours then
         return { port = port, port2 = port2, pid = pid, dir = dir,
                  url = "redis://127.0.0.1:" .. port }
       end
-      if not alive(wrapper) then break end -- the port was taken
+      if pid or not alive(wrapper) then break end -- the port was taken
       helper.sleep(0.02)
     end
     sh("kill -9 " .. wrapper .. " 2>/dev/null")

@@ -1,0 +1,24 @@
+-- The suite's own kit: a server it starts is its own, found by its folder, never a server that
+-- someone else started on the port it drew (which it would later kill).
+local helper = require "helper"
+
+describe("the test kit", function()
+  it("a port another server answers on is never taken for the one it starts", function()
+    local foreign = helper.start_server()
+    local real_random, draws = math.random, 0
+    math.random = function(...) -- the first attempt draws the foreign server's port
+      draws = draws + 1
+      if draws <= 2 then return foreign.port end
+      return real_random(...)
+    end
+    local ok, mine = pcall(helper.start_server)
+    math.random = real_random
+    assert.is_true(ok, mine)
+    assert.is_true(draws > 2)
+    assert.not_equal(foreign.port, mine.port)
+    assert.not_equal(foreign.pid, mine.pid)
+    helper.stop_server(mine)
+    assert.equal("PONG", helper.raw(foreign, "PING")) -- left alone
+    helper.stop_server(foreign)
+  end)
+end)
