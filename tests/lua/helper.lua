@@ -32,11 +32,16 @@ end
 -- under `timeout`, so that a crashed run leaves nothing behind for long; `pid` is the server's
 -- own (from INFO), for kill -9. `extra`: more command-line arguments, where "%port2" stands for
 -- a second random port (server.port2), e.g. a TLS port.
+-- A port to try for a new server (its own spec replaces it to draw a taken one).
+function helper.draw_port()
+  return math.random(20000, 60000)
+end
+
 function helper.start_server(extra)
   local dir = sh("mktemp -d /tmp/rllua.XXXXXX"):gsub("%s+$", "")
   math.randomseed(os.time() + math.floor(helper.now() * 1e6) % 1000003)
   for _ = 1, 20 do
-    local port, port2 = math.random(20000, 60000), math.random(20000, 60000)
+    local port, port2 = helper.draw_port(), helper.draw_port()
     local more = (extra or ""):gsub("%%port2", tostring(port2))
     local wrapper = sh(("timeout 300 redis-server --port %d --bind 127.0.0.1 --save '' " ..
       "--appendonly no --dir %s --logfile %s/redis.log %s >/dev/null 2>&1 </dev/null & echo $!")
