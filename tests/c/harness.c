@@ -94,7 +94,7 @@ static int spawn(test_server *s, const char *const *extra) {
     {
         char port[16];
         snprintf(port, sizeof port, "%d", s->port);
-        const char *argv[64] = {"redis-server",
+        const char *argv[64] = {s->executable,
                                 "--port",
                                 port,
                                 "--bind",
@@ -120,7 +120,7 @@ static int spawn(test_server *s, const char *const *extra) {
             snprintf(log, sizeof log, "%s/redis.log", s->dir);
             int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
             if (fd >= 0) dup2(fd, 1), dup2(fd, 2);
-            execvp("redis-server", (char *const *)argv);
+            execvp(s->executable, (char *const *)argv);
             _exit(127);
         }
         s->pid = pid;
@@ -140,7 +140,12 @@ static int spawn(test_server *s, const char *const *extra) {
 }
 
 int server_start(test_server *s, const char *const *extra) {
+    return server_start_from(s, "redis-server", extra);
+}
+
+int server_start_from(test_server *s, const char *executable, const char *const *extra) {
     memset(s, 0, sizeof *s);
+    s->executable = executable;
     snprintf(s->dir, sizeof s->dir, "/tmp/rltest.XXXXXX");
     if (!mkdtemp(s->dir)) return -1;
     snprintf(s->socket, sizeof s->socket, "%s/redis.sock", s->dir);
