@@ -9,6 +9,7 @@ import os
 
 from render import (
     asyncio_locks,
+    callgrind,
     cluster,
     contended,
     cycle_profile,
@@ -31,9 +32,9 @@ from render.results import Results
 from render.template import fill
 
 TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report_template.md")
-PARTS = (run_info, goals, wire_goals, cycles, cycle_profile, parallel, handoff, semaphore,
-         contended, watchdog, cluster, gil, memory, openresty, asyncio_locks, failures, notes,
-         redisson)
+PARTS = (run_info, goals, wire_goals, cycles, cycle_profile, callgrind, parallel, handoff,
+         semaphore, contended, watchdog, cluster, gil, memory, openresty, asyncio_locks, failures,
+         notes, redisson)
 PLOTTED = (cycles, parallel, handoff, contended, watchdog, gil, memory)
 
 

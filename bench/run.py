@@ -187,6 +187,11 @@ class Harness:
         limits = self.steps.get("limits", {"ok": False})
         # 1, profile: one cycle's system calls, task switches and CPU (bench/profile_steps.py)
         profile_steps.profile(self, self.size)
+        # 1, instructions: each C operation's instructions under callgrind (bench/callgrind.py)
+        self.run("callgrind", "callgrind",
+                 [sys.executable, os.path.join(HERE, "callgrind.py"), "measure", self.url,
+                  "--work", os.path.join(self.out, "callgrind")]
+                 + (["--smoke"] if self.size == "smoke" else []))
         # 1b: 16 threads, and the server's ceiling; the C core with a pool of 4 connections and
         # with one connection per thread (the core's default pool, as the Python rows, is 16)
         for pool in (4, p["parallel_threads"]):

@@ -56,6 +56,8 @@ def check_step(name, step, params):
                     and (r["impl"] == "redisson"  # the core's memory figures only
                          or pos(r["bytes_per_lock_handle"], r["bytes_per_hold"]))):
                 bad.append(f"{r['holds']} holds: {r}"[:200])
+        if m == "callgrind" and not pos(r["instructions_per_op"], r["budget"], r["limit"]):
+            bad.append(f"callgrind {r['impl']}: {r}"[:200])
         if m == "gil" and (len(r["points"]) != len(params["gil_waiters"])
                            or not all(pos(p["fraction"]) for p in r["points"])):
             bad.append(f"{r['impl']}: fractions")
@@ -77,6 +79,8 @@ def check_step(name, step, params):
             bad.append(f"{r['impl']}: {len(r['latencies_ms'])} latencies")
     if m == "profile" and not any(r["impl"].endswith("-before") for r in rows):
         bad.append("no rows of the earlier core (BENCH_BEFORE)")
+    if m == "callgrind" and len(rows) != 4:
+        bad.append(f"{len(rows)} callgrind rows, not 4")
     if m == "core" and len(d["handoff"]["latencies_ms"]) != params["c_handoffs"]:
         bad.append("core hand-offs")
     if m == "ceiling" and not pos(d.get("requests_per_s", d.get("cycles_per_s"))):

@@ -37,7 +37,8 @@ typedef enum rl_status {
     RL_ERR_CLOSED = 13,     /* the client was closed */
     RL_ERR_MEMORY = 14,
     RL_ERR_UNSUPPORTED = 15, /* e.g. rediss:// in a build without TLS */
-    RL_ERR_REPLICA = 16      /* sync_replicas: replicas are connected, none acknowledged in time */
+    RL_ERR_REPLICA = 16      /* sync_replicas: replicas are connected, none acknowledged in time;
+                                sync_aof: the write was not on disk in time */
 } rl_status;
 
 typedef struct rl_error {
@@ -118,6 +119,12 @@ typedef struct rl_options {
     int sync_replicas;           /* > 0: after each lock write, WAIT for this many replicas; an
                                     acquire no connected replica acknowledged is undone and fails
                                     with RL_ERR_REPLICA. 0 (default) = off */
+    int sync_aof;                /* 1: after each lock write, WAITAOF until the server's
+                                    append-only file has it on disk (and sync_replicas replicas
+                                    theirs) within sync_timeout_ms; an acquire not on disk in time
+                                    is undone and fails with RL_ERR_REPLICA. Needs WAITAOF (Redis
+                                    7.2+, Valkey) and appendonly on: each connection checks when
+                                    it opens, else RL_ERR_UNSUPPORTED. 0 (default) = off */
     int64_t sync_timeout_ms;     /* how long WAIT waits; default 1000; with sync_replicas it must
                                     be shorter than watchdog_timeout_ms (and fixed leases should
                                     be longer too: a hold waits for WAIT before it is renewed) */

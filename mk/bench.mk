@@ -7,7 +7,7 @@ SUITES += bench-smoke
 
 BENCH_PEERS := redis python-redis-lock pottery matplotlib aioredlock
 BENCH_BINS := $(B)/bench_core $(B)/bench_limits $(B)/bench_watchdog $(B)/bench_parallel \
-  $(B)/bench_bare.so $(B)/cycle_loop $(B)/bench-before/cycle_loop
+  $(B)/bench_bare.so $(B)/cycle_loop $(B)/bench-before/cycle_loop $(B)/callgrind_ops
 
 .PHONY: bench bench-smoke test-bench-smoke bench-deps bench-redisson
 
@@ -28,6 +28,10 @@ $(B)/bench_parallel: bench/c/bench_parallel.c $(B)/plain/librlcore.a
 	$(CC) $(PUBLIC_CFLAGS) -o $@ $^ $(LIBS)
 
 $(B)/bench_watchdog: bench/c/bench_watchdog.c $(B)/plain/librlcore.a
+	$(CC) $(PUBLIC_CFLAGS) -o $@ $^ $(LIBS)
+
+# The operations of the instruction-count guard (mk/callgrind.mk), also a step of the page.
+$(B)/callgrind_ops: bench/c/callgrind_ops.c $(B)/plain/librlcore.a
 	$(CC) $(PUBLIC_CFLAGS) -o $@ $^ $(LIBS)
 
 # The profile of measure 1 (bench/python/perf_cycles.py): the cycle loop against this core, and against the

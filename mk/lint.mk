@@ -9,7 +9,7 @@ SUITES += clang-format ruff mypy luacheck
 # clang-format off/on).
 LINT_C_FILES := $(sort $(wildcard csrc/*/*.[ch] csrc/core/*/*.[ch] tests/c/*.[ch] bench/c/*.[ch] examples/c/*.[ch] \
                   tools/*.[ch]))
-LINT_PY_FILES := setup.py scripts/lint-count $(shell find python tests bench examples -name '*.py' | sort)
+LINT_PY_FILES := setup.py scripts/lint-count $(shell find python tests bench examples tools -name '*.py' | sort)
 LINT_MYPY_FILES := $(wildcard python/redlease/*.py python/redlease/*.pyi python/redlease/cli/*.py)
 LINT_LUA_FILES := $(shell find luarocks tests bench examples -name '*.lua' | sort)
 

@@ -3,7 +3,7 @@ VENV := $(B)/venv
 PY := $(VENV)/bin/python
 SUITES += python
 
-.PHONY: python-install python-runtime test-python demo-python demo-async
+.PHONY: python-install python-runtime python-examples test-python demo-python demo-async demo-web
 $(VENV)/bin/python:
 	python3 -m venv $(VENV)
 
@@ -18,6 +18,9 @@ ifndef REDLEASE_INSTALLED
 endif
 python-runtime: $(VENV)/bin/python
 	REDLEASE_STRICT=1 $(VENV)/bin/pip install --quiet --disable-pip-version-check .
+# python-examples: with the `examples` extra (Starlette, uvicorn, httpx, Celery), for demo-web.
+python-examples: $(VENV)/bin/python
+	REDLEASE_STRICT=1 $(VENV)/bin/pip install --quiet --disable-pip-version-check ".[examples]"
 
 # The binding compiled against the public header only: the compiler refuses any include of the
 # core's internals (setup.py compiles core and binding together, so it cannot tell).
@@ -39,3 +42,9 @@ demo-python: python-runtime
 # The asyncio example: a worker pool sharing jobs through redlease.asyncio locks.
 demo-async: deps-demo python-runtime
 	$(PY) examples/python/async_jobs.py
+
+# A Starlette endpoint guarded by redlease.asyncio (client.locked): one rebuild per tenant at a
+# time, served by uvicorn, asked by concurrent httpx requests; a throwaway redis-server unless
+# REDIS_URL is set (tests/python/test_examples.py runs it the same way).
+demo-web: deps-demo python-examples
+	scripts/with-redis $(PY) examples/python/web_guard.py

@@ -1,8 +1,10 @@
-# The safety harness (tests/safety): real partitions (nftables), pauses and Redis stalls against
-# client processes doing locked work and fenced writes to PostgreSQL; checks overlaps, lost
-# increments and availability. `make safety` runs the full schedule (about 50 minutes on 2 cores) and writes
-# docs/safety.md; `make test-safety` is the short form (a few minutes), a suite of `make test`.
-# Both need root (nftables); scripts/install-deps installs nftables and PostgreSQL.
+# The safety harness (tests/safety): real partitions (nftables), pauses, Redis stalls, failovers,
+# reshards, a clock jump and latency against client processes doing locked work and fenced
+# writes to PostgreSQL, on one Redis, Sentinel and a Redis Cluster; checks overlaps, lost
+# increments and availability. `make safety` runs the full schedule (about 75 minutes on 2
+# cores) and writes docs/safety.md; `make test-safety` is the short form (a few minutes), a
+# suite of `make test`. Both need root (nftables); scripts/install-deps installs nftables,
+# PostgreSQL and libfaketime; the clock jump runs Valkey (scripts/fetch-servers valkey8).
 SUITES += safety
 SAFETY_SEEDS ?=
 

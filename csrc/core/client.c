@@ -275,6 +275,13 @@ typedef struct script_call {
     rl_reply_test wrote;
 } script_call;
 
+/* The identity of the server that ran this thread's last script call (rl_client_answered_by). */
+static _Thread_local uint32_t answered_by;
+
+uint32_t rl_client_answered_by(void) {
+    return answered_by;
+}
+
 static rl_status run_script(rl_pool *pool, int asking, void *arg, rl_redirect *redirect,
                             int *repeatable, rl_error *err) {
     script_call *call = arg;
@@ -291,11 +298,13 @@ static rl_status run_script(rl_pool *pool, int asking, void *arg, rl_redirect *r
                             &call->cmd, call->reply, call->idempotent, err);
     *redirect = conn->redirect;
     *repeatable = call->idempotent || !conn->maybe_sent;
+    answered_by = st == RL_OK ? conn->server : 0;
     if (st == RL_OK && call->then_send) rl_conn_defer(conn, call->then_send);
     if (st == RL_OK && call->wrote && call->wrote(*call->reply)) {
         int acked;
         st = rl_replicas_sync(conn, &acked, err);
-        if (c->cfg.options.sync_replicas > 0) rl_metrics_synced(&c->metrics, acked);
+        if (c->cfg.options.sync_replicas > 0 || c->cfg.options.sync_aof)
+            rl_metrics_synced(&c->metrics, acked);
         if (st != RL_OK && st != RL_ERR_REPLICA) { /* the caller sees a plain failure */
             freeReplyObject(*call->reply);
             *call->reply = NULL;

@@ -63,6 +63,11 @@ size_t rl_client_owner(rl_client *c, uint64_t context, char *out);
 /* Whether a script's answer means it wrote to Redis. */
 typedef int (*rl_reply_test)(const redisReply *reply);
 
+/* The identity (identity.h) of the server that answered the calling thread's last script call
+ * through rl_client_script; 0 when it failed or the server's identity is not known. Read right
+ * after an acquire, it tells the new hold which server it lives on before any renewal. */
+uint32_t rl_client_answered_by(void);
+
 /* Runs one call of a script on a pooled connection. argv/lens have RL_SCRIPT_ARGV_HEAD free
  * slots first. When `then_send` is set it is queued, after Redis answered, to go out with the
  * next exchange on the same connection (its reply is not waited for). When

@@ -141,6 +141,7 @@ rl_status rl_acquire_try(rl_lock *l, attempt *a, int queue, int64_t *wait_hint, 
     a->sent_at = rl_now_ms();
     rl_status st = rl_lock_call_acquire(l, a->owner, a->owner_len, a->lease, queue, a->window,
                                         wait_hint, &a->token, &a->reentered, err);
+    a->server = rl_client_answered_by();
     if (st == RL_NOT_ACQUIRED && l->kind == RL_LOCK_FAIR && *wait_hint < FAIR_RECHECK_MS)
         *wait_hint = FAIR_RECHECK_MS;
     return st;
@@ -226,6 +227,9 @@ static rl_status record_hold(rl_lock *l, uint64_t context, const attempt *a, int
         if (h->count == 0 && max_hold_ms > 0) h->renew_until = a->sent_at + max_hold_ms;
         h->count++;
         h->token = a->token;
+        /* The server that granted it: a renewal answered by another is a failover or restart
+         * (watchdog.c), even before the hold's first renewal. */
+        if (a->server) h->server = a->server;
         rl_hold_confirmed(c, h, a->sent_at, a->lease);
         if (lease_ms == RL_LEASE_WATCHDOG)
             h->watchdog = 1;

@@ -40,6 +40,7 @@ typedef struct rl_attempt {
     int64_t token;  /* fenced locks: the token of the acquire */
     int reentered;  /* Redis answered that this owner already held it */
     int64_t sent_at;
+    uint32_t server;      /* identity.h: the server that granted it (0: not known) */
     int64_t yield_until;  /* wake_grace.c: leave the lock to a waiter we woke until then; -1 */
     uint64_t yield_floor; /* and the observer's floor (rl_sub_observe) */
 } rl_attempt;

@@ -23,6 +23,7 @@ static const rl_option_info rows[] = {
     {"pool_size", RL_OPTION_COUNT, AT(pool_size), 16, 1, 256, RL_OPTION_INTERNAL},
     {"max_hold", RL_OPTION_MS, AT(max_hold_ms), 0, 0, NO_MAX, RL_OPTION_ZERO_NONE},
     {"sync_replicas", RL_OPTION_COUNT, AT(sync_replicas), 0, 0, NO_MAX, 0},
+    {"sync_aof", RL_OPTION_FLAG, AT(sync_aof), 0, 0, 1, 0},
     {"sync_timeout", RL_OPTION_MS, AT(sync_timeout_ms), 1000, 1, NO_MAX, 0},
     {"fair_wait", RL_OPTION_MS, AT(fair_wait_ms), 300000, 1, RL_MAX_LEASE_MS, RL_OPTION_INTERNAL},
     {"handover_grace", RL_OPTION_MS, AT(handover_grace_ms), RL_HANDOVER_GRACE_MS, 0, 1000, 0},
@@ -127,14 +128,14 @@ int rl_option_bounds(const rl_option_info *row, char *buf, size_t size) {
 rl_status rl_options_check(const rl_options *o, rl_error *err) {
     for (int i = 0; i < ROWS; i++) {
         const rl_option_info *row = &rows[i];
-        if (!is_number(row)) continue;
+        if (!is_number(row) && row->kind != RL_OPTION_FLAG) continue;
         int64_t v = rl_option_get(o, row);
         if (v >= row->min && v <= row->max) continue;
-        char bounds[96];
-        rl_option_bounds(row, bounds, sizeof bounds);
+        char bounds[96] = "must be 0 or 1"; /* a flag */
+        if (is_number(row)) rl_option_bounds(row, bounds, sizeof bounds);
         return rl_fail(err, RL_ERR_ARGUMENT, "%s %s", row->name, bounds);
     }
-    if (o->sync_replicas > 0 && o->sync_timeout_ms >= o->watchdog_timeout_ms)
+    if ((o->sync_replicas > 0 || o->sync_aof) && o->sync_timeout_ms >= o->watchdog_timeout_ms)
         /* An acquire waits for the replicas before its renewal starts: a longer wait could let
          * the hold expire before it is ever renewed. */
         return rl_fail(err, RL_ERR_ARGUMENT, "sync_timeout must be shorter than watchdog_timeout");

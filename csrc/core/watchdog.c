@@ -8,6 +8,7 @@
 #include "clock.h"
 #include "error.h"
 #include "renew_calls.h"
+#include "slots.h"
 #include "threads.h"
 #include "validity.h"
 
@@ -81,6 +82,9 @@ void rl_watchdog_init(rl_watchdog *wd, rl_config *cfg) {
     rl_cond_init(&wd->round_done);
     atomic_init(&wd->in_io, 0);
     atomic_init(&wd->master_moved, 0);
+    atomic_init(&wd->slots_moved, 0);
+    for (int i = 0; i < RL_SLOTS / 64; i++)
+        atomic_init(&wd->moved_slots[i], 0);
 }
 
 void rl_watchdog_destroy(rl_watchdog *wd) {
@@ -116,6 +120,22 @@ static int64_t settle_due_holds(rl_client *c, int64_t now) {
     return earliest;
 }
 
+/* The holds whose slot changed owner since the last round (rl_watchdog_slots_moved) go in doubt;
+ * the round that follows verifies them on the new owner. */
+static void doubt_moved_slots(rl_client *c) {
+    uint64_t moved[RL_SLOTS / 64];
+    for (int i = 0; i < RL_SLOTS / 64; i++)
+        moved[i] = atomic_exchange(&c->watchdog.moved_slots[i], 0);
+    for (rl_hold *h = c->holds.watch_head; h; h = h->watch_next) {
+        if (h->releasing || h->lost) continue;
+        size_t len;
+        const char *key = rl_renew_key(h, &len);
+        int slot = rl_key_slot(key, len);
+        if (moved[slot / 64] >> (slot % 64) & 1)
+            rl_hold_doubted(c, h, "its slot moved to another node");
+    }
+}
+
 /* One round. Called and returns with the client mutex held; drops it for the network. Returns 1
  * when Redis answered, 0 when the round must be retried; *earliest: the earliest end of a
  * confirmed lease among the holds still renewed (INT64_MAX: none). */
@@ -127,6 +147,7 @@ static int renew_round(rl_client *c, int64_t *earliest) {
     if (atomic_exchange(&wd->master_moved, 0))
         for (rl_hold *h = c->holds.watch_head; h; h = h->watch_next)
             if (!h->releasing && !h->lost) rl_hold_doubted(c, h, "its master changed");
+    if (atomic_exchange(&wd->slots_moved, 0)) doubt_moved_slots(c);
     rl_hold **batch = malloc((c->holds.watched + 1) * sizeof *batch);
     if (!batch) return 0;
     size_t n = 0;
@@ -250,7 +271,7 @@ static void *watchdog_main(void *arg) {
             idle_since = -1;
             wd->next_round = next = min64(now + period, next);
         }
-        if (now < next && !atomic_load(&wd->master_moved)) {
+        if (now < next && !atomic_load(&wd->master_moved) && !atomic_load(&wd->slots_moved)) {
             rl_cond_wait_until(&wd->wake, &c->mu, next);
             continue;
         }
@@ -317,6 +338,13 @@ void rl_watchdog_wait_out_round(rl_client *c, rl_hold *hold) {
 
 void rl_watchdog_master_moved(rl_client *c) {
     atomic_store(&c->watchdog.master_moved, 1);
+    pthread_cond_signal(&c->watchdog.wake);
+}
+
+void rl_watchdog_slots_moved(rl_client *c, const uint64_t *slots) {
+    for (int i = 0; i < RL_SLOTS / 64; i++)
+        if (slots[i]) atomic_fetch_or(&c->watchdog.moved_slots[i], slots[i]);
+    atomic_store(&c->watchdog.slots_moved, 1);
     pthread_cond_signal(&c->watchdog.wake);
 }
 

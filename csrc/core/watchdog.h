@@ -16,6 +16,7 @@
 
 #include "conn.h"
 #include "holds.h"
+#include "slots.h"
 
 struct rl_client;
 
@@ -31,6 +32,8 @@ typedef struct rl_watchdog {
     rl_conn conn;              /* the watchdog's own connection */
     atomic_int in_io;
     atomic_int master_moved; /* rl_watchdog_master_moved: doubt every hold, renew now */
+    atomic_int slots_moved;  /* rl_watchdog_slots_moved: doubt the holds of these, renew now */
+    _Atomic uint64_t moved_slots[RL_SLOTS / 64];
     uint64_t rounds, round_trips, calls, renewed, failed_rounds;
     uint64_t server_changes;         /* holds found answered by another server than before */
     uint64_t round_us, round_cpu_us; /* wall and CPU time of the rounds that reached Redis */
@@ -63,6 +66,11 @@ void rl_watchdog_stop(struct rl_client *c);
  * in doubt and a round runs at once to verify them on the new master. Any thread, any lock held
  * (it only sets a flag and signals; a signal lost to a race costs at most one period). */
 void rl_watchdog_master_moved(struct rl_client *c);
+
+/* The same for a Cluster's slots that changed owner (a reshard, a failover): the holds whose key
+ * is in one of `slots` (a bitmap of RL_SLOTS bits) go in doubt and a round verifies them at once.
+ * Any thread, any lock held. */
+void rl_watchdog_slots_moved(struct rl_client *c, const uint64_t *slots);
 
 /* In a forked child: the thread is gone and the connection is the parent's. */
 void rl_watchdog_forget_after_fork(rl_watchdog *wd);

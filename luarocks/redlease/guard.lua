@@ -31,6 +31,7 @@ function Guard:_detach()
   self._mine = nil
 end
 
+-- Whether its hold was released (or handed off).
 function Guard:released()
   return not self._hold:is_open()
 end

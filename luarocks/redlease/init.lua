@@ -15,7 +15,11 @@ local Latch = require "redlease.latch"
 local MultiLock = require "redlease.multilock"
 local semaphore = require "redlease.semaphore"
 
-local redlease = { _VERSION = core.version, tls_supported = core.tls_supported }
+local redlease = {}
+-- The rock's version.
+redlease._VERSION = core.version
+-- true when this build has TLS (rediss://); without it, rediss:// answers "unsupported: ...".
+redlease.tls_supported = core.tls_supported
 
 -- The logger every record of the rock goes to: a function(level, message), level "debug",
 -- "info", "warning" or "error"; false: none. The default writes warnings and errors to
@@ -23,6 +27,8 @@ local redlease = { _VERSION = core.version, tls_supported = core.tls_supported }
 redlease.logger = events.stderr_logger
 events.module = redlease
 
+-- A client (redlease.connect): its connections, its watchdog thread, and the locks,
+-- semaphores and latches made from it.
 local Client = {}
 Client.__index = Client
 local clients_made = 0
@@ -191,6 +197,7 @@ function Client:close()
   events.dispatch(self)
   self._core:close()
 end
+-- Whether close() was called.
 function Client:closed() return self._core:closed() end
 -- The client's UUID, the first part of every owner it writes.
 function Client:id() return self._core:id() end

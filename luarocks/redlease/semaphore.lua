@@ -14,12 +14,14 @@ local M = {}
 local Permits = {}
 Permits.__index = Permits
 
+-- Gives the permits back, once: true, or nil and an error; true again once given back.
 function Permits:release()
   if self._released then return true end
   self._released = true -- the core counts them out whatever the answer
   return self._sem._core:release(self.permits)
 end
 
+-- Whether they were given back.
 function Permits:released() return self._released end
 
 function Permits.__close(self, err)
@@ -32,6 +34,8 @@ function Permits.__tostring(self)
     self._released and " (released)" or "")
 end
 
+-- A Redisson RSemaphore (client:semaphore(name)): permits shared by every client, Java's too,
+-- each belonging to the client that took it.
 local Semaphore = {}
 Semaphore.__index = Semaphore
 M.Semaphore = Semaphore
@@ -86,6 +90,7 @@ function Semaphore:add_permits(n)
   return self._core:add_permits(args.whole("add_permits", "permits", n, -2^53))
 end
 
+-- The permits free now.
 function Semaphore:available_permits() return self._core:available() end
 -- Takes every free permit: how many (they are this client's to release).
 function Semaphore:drain_permits() return self._core:drain() end
@@ -94,6 +99,8 @@ function Semaphore:held() return self._core:held() end
 
 function Semaphore:__tostring() return ("redlease.semaphore %q"):format(self.name) end
 
+-- A Redisson RPermitExpirableSemaphore (client:permit_expirable_semaphore(name)): each permit
+-- has an id and a lease, and comes back by itself when the lease runs out.
 local PermitSemaphore = {}
 PermitSemaphore.__index = PermitSemaphore
 M.PermitSemaphore = PermitSemaphore
@@ -131,10 +138,12 @@ function PermitSemaphore:with(fn, opts, ...)
   return with.finish({ release = function() return core:release(id) end }, pcall(fn, id, ...))
 end
 
+-- As a semaphore's: sets the number of permits when it does not exist yet: true, or false.
 function PermitSemaphore:try_set_permits(n)
   return self._core:try_set_permits(args.whole("try_set_permits", "permits", n, 0))
 end
 
+-- Adds n permits (negative: takes some away).
 function PermitSemaphore:add_permits(n)
   return self._core:add_permits(args.whole("add_permits", "permits", n, -2^53))
 end

@@ -163,9 +163,12 @@ class PermitExpirableSemaphore(_Family):
         await self._run("permits.update_lease_time", permit_id, lease)
 
     async def try_set_permits(self, permits: int) -> bool:
+        """Sets the number of permits when the semaphore does not exist yet; False when it
+        exists (left alone)."""
         return bool(await self._run("permits.try_set_permits", permits))
 
     async def add_permits(self, permits: int) -> None:
+        """Adds permits (negative: takes some away)."""
         await self._run("permits.add_permits", permits)
 
     async def available_permits(self) -> int:

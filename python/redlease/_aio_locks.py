@@ -143,6 +143,7 @@ class Lock:
 
     @property
     def name(self) -> Union[str, bytes]:
+        """The lock's name, as given (str or bytes)."""
         return self._core.name
 
     async def acquire(self, blocking: bool = True, timeout: Optional[float] = None,
@@ -215,6 +216,7 @@ class Lock:
 
     @property
     def lost_reason(self) -> Optional[str]:
+        """Why the current task's hold was lost ('expired', 'deleted', ...), or None."""
         return self._state()[1]
 
     @property
@@ -311,10 +313,12 @@ class MultiLock:
 
     @property
     def locks(self) -> Tuple[Lock, ...]:
+        """The locks it takes as one, in the order given."""
         return self._locks
 
     @property
     def redlock(self) -> bool:
+        """True for a RedLock (a majority of independent servers), False for a multi-lock."""
         return self._core.redlock
 
     @property

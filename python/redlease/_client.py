@@ -1,22 +1,40 @@
 """redlease.Client: one connection set, watchdog and subscriber per process (or per Redis)."""
 
 import atexit
+import functools
+import inspect
 import os
 import weakref
-from typing import TYPE_CHECKING, Callable, Iterator, Optional, TypedDict, TypeVar, Union, cast
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Iterator,
+    Literal,
+    Optional,
+    TypedDict,
+    TypeVar,
+    Union,
+    cast,
+    overload,
+)
 
 from . import _core, _green
 from ._core import CountDownLatch, Lock, MultiLock, Semaphore
 from ._events import EventDispatcher, OnLost, OnState
 from ._family import PermitExpirableSemaphore
+from ._locked import Namer, NameSpec, busy, check_name, check_on_busy, check_timeout
 from ._locks import KINDS, FairLock, FencedLock, ReadLock, ReadWriteLock, WriteLock
 from ._ops import Inspection, Stats
 from ._unset import UNSET, MaxHold
 
 if TYPE_CHECKING:
-    from typing_extensions import Unpack
+    from typing_extensions import ParamSpec, Unpack
+
+    _P = ParamSpec("_P")
 
 L = TypeVar("L", bound=Lock)
+R = TypeVar("R")
 _Path = Union[str, "os.PathLike[str]"]
 
 
@@ -29,6 +47,7 @@ class ClientOptions(TypedDict, total=False):
     command_timeout: Optional[float]
     max_hold: Optional[float]
     sync_replicas: Optional[int]
+    sync_aof: Optional[bool]
     sync_timeout: Optional[float]
     handover_grace: Optional[float]
     drift_factor: Optional[float]
@@ -73,7 +92,11 @@ class Client:
     ``sync_replicas`` (default 0, off): after each lock write, wait up to ``sync_timeout``
     seconds (Redis ``WAIT``) until that many replicas have it. An acquire that replicas are
     connected for but none acknowledged is taken back and raises ``ReplicaSyncError``; a release
-    or renewal they did not acknowledge is logged as a warning.
+    or renewal they did not acknowledge is logged as a warning. ``sync_aof=True`` waits with
+    ``WAITAOF`` instead: until the server's append-only file has the write on disk (and that many
+    replicas' files, with ``sync_replicas``); an acquire not on disk in time is taken back and
+    raises ``ReplicaSyncError``. It needs Redis 7.2+ or Valkey with ``appendonly yes``: on any
+    other server the first call raises ``ValueError`` saying so, having written nothing.
 
     TLS (``rediss://`` URLs): the server's certificate is verified against the system's CAs, or
     ``tls_ca_file`` / ``tls_ca_dir``, and the URL's host (or ``tls_server_name``, also sent as
@@ -178,6 +201,53 @@ class Client:
         if max_hold is UNSET:
             return MultiLock(locks, timeout=timeout, lease=lease)
         return MultiLock(locks, timeout=timeout, lease=lease, max_hold=max_hold)
+
+    @overload
+    def locked(self, name: NameSpec, *, timeout: float = 0, on_busy: Literal["skip"] = "skip",
+               max_hold: MaxHold = UNSET,
+               ) -> "Callable[[Callable[_P, R]], Callable[_P, Optional[R]]]": ...
+
+    @overload
+    def locked(self, name: NameSpec, *, timeout: float = 0, on_busy: Literal["raise"],
+               max_hold: MaxHold = UNSET) -> "Callable[[Callable[_P, R]], Callable[_P, R]]": ...
+
+    def locked(self, name: NameSpec, *, timeout: float = 0, on_busy: str = "skip",
+               max_hold: MaxHold = UNSET) -> "Callable[[Callable[_P, R]], Callable[_P, Any]]":
+        """A decorator: each call of the function runs holding the lock ``name`` (watchdog
+        lease, released when it returns or raises), so that it runs on one caller at a time
+        across every process on this Redis.
+
+        ``name``: a str or bytes; a str with ``{fields}`` is formatted with the call's arguments
+        by parameter name (``"report:{day}"``: one lock per day); or a callable given the call's
+        arguments that returns the name. ``timeout`` (seconds; default 0, one try; -1 waits
+        forever): how long a call waits for the lock. A call that does not get it in time is
+        ``on_busy``: ``"skip"`` (default) logs it (INFO, the ``redlease`` logger) and returns
+        None without running the function; ``"raise"`` raises LockTimeout. ``max_hold`` as
+        ``lock()``. A hold lost while the function ran raises LockLostError when it returns.
+        """
+        check_name(name)
+        timeout = check_timeout(timeout)
+        check_on_busy(on_busy)
+
+        def decorate(func: "Callable[_P, R]") -> "Callable[_P, Any]":
+            if inspect.iscoroutinefunction(func):
+                raise TypeError(f"{func.__qualname__} is a coroutine function: decorate it with "
+                                "redlease.asyncio.Client.locked")
+            namer = Namer(name, func)
+
+            @functools.wraps(func)
+            def run(*args: "_P.args", **kwargs: "_P.kwargs") -> Any:
+                lock_name = namer(args, kwargs)
+                lock = self.lock(lock_name, max_hold=max_hold)
+                if not lock.acquire(timeout=timeout):
+                    busy(lock_name, func, on_busy)
+                    return None
+                try:
+                    return func(*args, **kwargs)
+                finally:
+                    lock.release()
+            return run
+        return decorate
 
     def _make(self, cls: "type[L]", name: Union[str, bytes], timeout: float,
               lease: Optional[float], max_hold: MaxHold) -> "L":

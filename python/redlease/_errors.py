@@ -51,5 +51,6 @@ class ClientClosedError(LockError):
 
 
 class ReplicaSyncError(LockError):
-    """With ``sync_replicas``: replicas are connected but none acknowledged the acquire in time.
-    The acquire was taken back; nothing is held."""
+    """With ``sync_replicas``: replicas are connected but none acknowledged the acquire in time;
+    with ``sync_aof``: the acquire was not on the server's (or the replicas') disk in time. The
+    acquire was taken back; nothing is held."""

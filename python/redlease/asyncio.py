@@ -13,9 +13,23 @@ pub/sub subscriber: no thread per waiter, no polling, no executor. See docs/asyn
 """
 
 import asyncio
+import functools
 import inspect
 import weakref
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, Optional, Set, Union
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Dict,
+    Literal,
+    Optional,
+    Set,
+    TypeVar,
+    Union,
+    overload,
+)
 
 from . import _core
 from ._aio_family import CountDownLatch, PermitExpirableSemaphore, Semaphore
@@ -24,11 +38,16 @@ from ._client import Client as SyncClient
 from ._client import ClientOptions
 from ._errors import ClientClosedError
 from ._events import OnState
+from ._locked import Namer, NameSpec, busy, check_name, check_on_busy, check_timeout
 from ._ops import Stats
 from ._unset import UNSET, MaxHold
 
 if TYPE_CHECKING:
-    from typing_extensions import Unpack
+    from typing_extensions import ParamSpec, Unpack
+
+    _P = ParamSpec("_P")
+
+R = TypeVar("R")
 
 __all__ = ["Client", "Lock", "FencedLock", "FairLock", "ReadWriteLock", "Semaphore",
            "PermitExpirableSemaphore", "CountDownLatch", "MultiLock", "red_lock"]
@@ -251,6 +270,48 @@ class Client:
         return ReadWriteLock(Lock(self, rw.read, timeout, lease, max_hold),
                              Lock(self, rw.write, timeout, lease, max_hold))
 
+    @overload
+    def locked(self, name: NameSpec, *, timeout: float = 0, on_busy: Literal["skip"] = "skip",
+               max_hold: MaxHold = UNSET,
+               ) -> "Callable[[Callable[_P, Awaitable[R]]], Callable[_P, Coroutine[Any, Any, Optional[R]]]]": ...  # noqa: E501
+
+    @overload
+    def locked(self, name: NameSpec, *, timeout: float = 0, on_busy: Literal["raise"],
+               max_hold: MaxHold = UNSET,
+               ) -> "Callable[[Callable[_P, Awaitable[R]]], Callable[_P, Coroutine[Any, Any, R]]]": ...  # noqa: E501
+
+    def locked(self, name: NameSpec, *, timeout: float = 0, on_busy: str = "skip",
+               max_hold: MaxHold = UNSET,
+               ) -> "Callable[[Callable[_P, Awaitable[R]]], Callable[_P, Awaitable[Any]]]":
+        """A decorator for a coroutine function: each call runs holding the lock ``name``,
+        owned by the calling task, as ``redlease.Client.locked`` (same ``name``, ``timeout``
+        (default 0: one try), ``on_busy`` (``"skip"``: log and return None; ``"raise"``:
+        LockTimeout) and ``max_hold``)."""
+        check_name(name)
+        timeout = check_timeout(timeout)
+        check_on_busy(on_busy)
+
+        def decorate(func: "Callable[_P, Awaitable[R]]",
+                     ) -> "Callable[_P, Coroutine[Any, Any, Any]]":
+            if not inspect.iscoroutinefunction(func):
+                raise TypeError(f"{func.__qualname__} is not a coroutine function: decorate it "
+                                "with redlease.Client.locked")
+            namer = Namer(name, func)
+
+            @functools.wraps(func)
+            async def run(*args: "_P.args", **kwargs: "_P.kwargs") -> Any:
+                lock_name = namer(args, kwargs)
+                lock = self.lock(lock_name, max_hold=max_hold)
+                if not await lock.acquire(timeout=timeout):
+                    busy(lock_name, func, on_busy)
+                    return None
+                try:
+                    return await func(*args, **kwargs)
+                finally:
+                    await lock.release()
+            return run
+        return decorate
+
     # ---- the rest of the family -----------------------------------------------------------
 
     def semaphore(self, name: Name, *, timeout: float = -1) -> Semaphore:
@@ -281,10 +342,12 @@ class Client:
 
     @property
     def url(self) -> str:
+        """The URL, its password replaced by ***."""
         return self._sync.url
 
     @property
     def closed(self) -> bool:
+        """True once close() was called."""
         return self._sync.closed
 
     @property

@@ -52,6 +52,7 @@ class RedleaseCollector(Collector):
         self._label = label if label is not None else client.id
 
     def collect(self) -> Iterator[Metric]:
+        """The client's counters and gauges now; nothing once the client is closed."""
         if self._client.closed:
             return
         stats = self._client.stats()

@@ -54,9 +54,12 @@ class RedisServer:
 
     @property
     def url(self) -> str:
+        """The server's URL, database 0 on its loopback port."""
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> "RedisServer":
+        """Starts the server (on a free loopback port unless one was given) and waits until it
+        answers; returns itself."""
         if self.process is not None:
             return self
         if self._dir is None:
@@ -93,6 +96,7 @@ class RedisServer:
         return False
 
     def stop(self) -> None:
+        """Stops the server (its directory stays until close())."""
         if self.process is None:
             return
         self.process.kill()
@@ -134,22 +138,31 @@ class RedisCluster:
 
     @property
     def url(self) -> str:
+        """A redis+cluster:// URL naming the masters as seeds."""
         seeds = ",".join(f"127.0.0.1:{n.port}" for n in self.nodes[:self.masters_wanted])
         return f"redis+cluster://{seeds}"
 
-    def start(self) -> "RedisCluster":
-        args = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+    def node_args(self) -> List[str]:
+        """redis-server's arguments for a node of this cluster."""
+        return ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                 "--cluster-node-timeout", str(self.node_timeout_ms),
                 "--cluster-require-full-coverage", "no", "--enable-debug-command", "yes"]
+
+    def create(self, addresses: List[str]) -> None:
+        """Joins the started nodes (``host:port`` each) into the cluster and waits until it is
+        healthy."""
+        subprocess.run(["redis-cli", "--cluster", "create", *addresses,
+                        "--cluster-replicas", str(self.replicas_wanted), "--cluster-yes"],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       timeout=self.start_timeout)
+        self.wait_ok(self.start_timeout)
+
+    def start(self) -> "RedisCluster":
+        """Starts the nodes, creates the cluster and waits until it is ready; returns itself."""
         try:
             for _ in range(self.masters_wanted * (1 + self.replicas_wanted)):
-                self.nodes.append(RedisServer(extra_args=args).start())
-            subprocess.run(["redis-cli", "--cluster", "create",
-                            *(f"127.0.0.1:{n.port}" for n in self.nodes),
-                            "--cluster-replicas", str(self.replicas_wanted), "--cluster-yes"],
-                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                           timeout=self.start_timeout)
-            self.wait_ok(self.start_timeout)
+                self.nodes.append(RedisServer(extra_args=self.node_args()).start())
+            self.create([f"127.0.0.1:{n.port}" for n in self.nodes])
         except BaseException:
             self.close()
             raise
@@ -213,9 +226,11 @@ class RedisCluster:
         return 0
 
     def keyslot(self, key: str) -> int:
+        """The hash slot of key, as the cluster computes it."""
         return int(self.cli(self.nodes[0].port, "CLUSTER", "KEYSLOT", key))
 
     def close(self) -> None:
+        """Stops every node and removes their directories."""
         for n in self.nodes:
             n.close()
         self.nodes = []

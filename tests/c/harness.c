@@ -94,7 +94,8 @@ static int spawn(test_server *s, const char *const *extra) {
     {
         char port[16];
         snprintf(port, sizeof port, "%d", s->port);
-        const char *argv[64] = {s->executable,
+        const char *program = s->binary ? s->binary : "redis-server";
+        const char *argv[64] = {"redis-server",
                                 "--port",
                                 port,
                                 "--bind",
@@ -109,6 +110,7 @@ static int spawn(test_server *s, const char *const *extra) {
                                 s->socket,
                                 "--unixsocketperm",
                                 "700"};
+        argv[0] = program;
         int n = 15;
         for (int i = 0; extra && extra[i] && n < 63; i++)
             argv[n++] = extra[i];
@@ -120,7 +122,7 @@ static int spawn(test_server *s, const char *const *extra) {
             snprintf(log, sizeof log, "%s/redis.log", s->dir);
             int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
             if (fd >= 0) dup2(fd, 1), dup2(fd, 2);
-            execvp(s->executable, (char *const *)argv);
+            execvp(program, (char *const *)argv);
             _exit(127);
         }
         s->pid = pid;
@@ -140,12 +142,17 @@ static int spawn(test_server *s, const char *const *extra) {
 }
 
 int server_start(test_server *s, const char *const *extra) {
-    return server_start_from(s, "redis-server", extra);
+    return server_start_binary(s, NULL, extra);
 }
 
-int server_start_from(test_server *s, const char *executable, const char *const *extra) {
+const char *valkey_server(void) {
+    const char *path = getenv("REDLEASE_VALKEY_SERVER");
+    return path && path[0] && access(path, X_OK) == 0 ? path : NULL;
+}
+
+int server_start_binary(test_server *s, const char *binary, const char *const *extra) {
     memset(s, 0, sizeof *s);
-    s->executable = executable;
+    s->binary = binary;
     snprintf(s->dir, sizeof s->dir, "/tmp/rltest.XXXXXX");
     if (!mkdtemp(s->dir)) return -1;
     snprintf(s->socket, sizeof s->socket, "%s/redis.sock", s->dir);

@@ -81,14 +81,18 @@ typedef struct test_server {
     char socket[96]; /* unix socket path */
     int tls_port;    /* tls_server_start: the TLS port, and its URL rediss://127.0.0.1:tls_port */
     char tls_url[96];
-    const char *executable; /* "redis-server" (from PATH), or server_start_from's binary */
+    const char
+        *binary; /* the server program: "redis-server" from PATH unless server_start_binary */
 } test_server;
 
 /* Starts redis-server (no persistence) on a free loopback port and a unix socket; extra args
  * (NULL-terminated) are passed on. Dies with the test process. 0 on success. */
 int server_start(test_server *s, const char *const *extra_args);
-/* The same with another server binary (a path, or a name looked up in PATH). */
-int server_start_from(test_server *s, const char *executable, const char *const *extra_args);
+/* The same with another server program (a path), kept across server_restart. */
+int server_start_binary(test_server *s, const char *binary, const char *const *extra_args);
+/* Valkey's server program for the tests that need a newer server than Debian's (WAITAOF): the
+ * path in REDLEASE_VALKEY_SERVER (the make targets set it from scripts/fetch-servers), or NULL. */
+const char *valkey_server(void);
 void server_stop(test_server *s);
 /* Kills s's server and starts a new one on the same port and folder: with the data as a SAVE
  * just before left it (keep_data), or with none. A new process: a new replication id. */

@@ -79,3 +79,41 @@ TEST(the_same_server_round_after_round_raises_no_doubt) {
     rl_client_free(c);
     event_log_destroy(&log);
 }
+
+/* A hold taken and not yet renewed knows its server from the acquire (the connection's deferred
+ * INFO): a new server before its first round is a failover too, not a plain deletion. A 9 s
+ * lease: the first round is 3 s away, well after the restart. */
+TEST(a_hold_not_yet_renewed_knows_its_server_from_the_acquire) {
+    test_server s;
+    CHECK(server_start(&s, NULL) == 0);
+    event_log log;
+    event_log_init(&log);
+    rl_client *c = client_with(s.url, 9000, 0, &log);
+    CHECK(c);
+    rl_lock *gone = new_lock(c, "first:gone");
+    CHECK_OK(rl_lock_acquire(gone, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
+    int64_t taken = now_ms();
+    CHECK(server_restart(&s, 0) == 0); /* a new server, without the data */
+    CHECK(now_ms() - taken < 2500);    /* before the first round */
+    CHECK_INT(event_count(&log, RL_EVENT_RENEWED), 0);
+    CHECK_SOON(event_count(&log, RL_EVENT_LOST) == 1, 6000);
+    CHECK_INT(log.reason, RL_LOST_FAILOVER);
+    CHECK_STATUS(rl_lock_release(gone, 1, err), RL_LOST);
+    rl_lock_free(gone);
+
+    /* And one kept by the new server (restarted from a SAVE): in doubt, then held. */
+    rl_lock *kept = new_lock(c, "first:kept");
+    CHECK_OK(rl_lock_acquire(kept, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
+    int doubts = event_count(&log, RL_EVENT_IN_DOUBT);
+    int rounds = event_count(&log, RL_EVENT_RENEWED);
+    CHECK(server_restart(&s, 1) == 0);
+    CHECK_SOON(event_count(&log, RL_EVENT_RENEWED) > rounds, 6000);
+    CHECK(event_count(&log, RL_EVENT_IN_DOUBT) > doubts);
+    int64_t valid_until;
+    CHECK_INT(rl_lock_state(kept, 1, &valid_until), RL_HOLD_HELD);
+    CHECK_OK(rl_lock_release(kept, 1, err));
+    rl_lock_free(kept);
+    rl_client_free(c);
+    event_log_destroy(&log);
+    server_stop(&s);
+}

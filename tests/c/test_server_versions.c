@@ -12,7 +12,7 @@
 /* A one-node cluster of the server binary `executable`, serving every slot; 0 once it is up. */
 static int one_node_cluster(test_server *s, const char *executable) {
     const char *args[] = {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", NULL};
-    if (server_start_from(s, executable, args) != 0) return -1;
+    if (server_start_binary(s, executable, args) != 0) return -1;
     static const char *argv[2 + SLOTS];
     static size_t lens[2 + SLOTS];
     static char slots[SLOTS][8];

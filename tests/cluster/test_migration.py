@@ -115,3 +115,36 @@ def test_redirects_with_an_empty_host(own_cluster, clients):
         assert dst("EXISTS", held) == 0 and dst("EXISTS", later) == 0
     finally:
         dst.close()
+
+
+def test_a_moved_slot_puts_its_holds_in_doubt_at_once(own_cluster, clients):
+    """The map change itself, learned from any call (here another lock's MOVED), puts the holds
+    in the moved slot in doubt and verifies them on the new node at once, not at the next round:
+    with the default 30 s lease that round is up to 10 s away."""
+    cluster = own_cluster
+    slot = cluster.keyslot("moved")
+    source = cluster.node_of_slot(slot)
+    target = next(m for m in cluster.masters() if m.port != source.port)
+    other = next(f"{{o{i}}}kept" for i in range(100)
+                 if cluster.node_of_slot(cluster.keyslot(f"o{i}")).port == source.port
+                 and cluster.keyslot(f"o{i}") != slot)
+    states = []
+    holder = clients(cluster.url, on_state=lambda name, state, why: states.append(
+        (name, state, time.monotonic())))
+    held, kept = holder.lock("{moved}held"), holder.lock(other)
+    assert held.acquire(timeout=0) and kept.acquire(timeout=0)
+    time.sleep(0.2)
+    assert states == []
+    migrate_slot(cluster, slot, source, target)
+    moved_at = time.monotonic()
+    probe = holder.lock("{moved}probe")  # answered MOVED: the client learns the new map
+    assert probe.acquire(timeout=0)
+    probe.release()
+    assert wait_for(lambda: ("{moved}held", "held") in [(n, s) for n, s, _ in states], 5), states
+    mine = [(s, at - moved_at) for n, s, at in states if n == "{moved}held"]
+    assert [s for s, _ in mine] == ["in_doubt", "held"], mine
+    assert mine[1][1] < 5, mine  # long before the round 10 s away
+    assert all(n == "{moved}held" for n, _, _ in states), states  # the other slot's hold: no doubt
+    assert held.valid_for() > 20
+    held.release()
+    kept.release()

@@ -98,4 +98,14 @@ describe("max_hold", function()
     end
     assert.has_error(function() fx.connect({ sync_timeout = 0 }) end)
   end)
+
+  it("sync_aof on a server that cannot wait for its append-only file: refused, nothing written",
+    function()
+      -- the suite's server keeps appendonly no (and Redis 7.0 has no WAITAOF at all)
+      local lock = fx.connect({ sync_aof = true }):lock("aof")
+      local ok, err = lock:acquire({ timeout = 0 })
+      assert.is_nil(ok)
+      assert.matches("^unsupported: sync_aof needs", err)
+      assert.equal(0, fx.raw("EXISTS", "aof"))
+    end)
 end)

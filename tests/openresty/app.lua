@@ -274,6 +274,18 @@ function app.reacquire()
   client:close()
 end
 
+-- /unsupported: what connect answers to the options the backend cannot honour (replica and
+-- append-only file syncs).
+function app.unsupported()
+  local r = {}
+  for _, opts in ipairs({ { sync_replicas = 1 }, { sync_aof = true } }) do
+    local option = next(opts)
+    local client, err = redlease.connect(app.url, opts)
+    r[option] = client and "(accepted)" or err
+  end
+  out(r)
+end
+
 -- /named?name=&as=: on a client of its own named `as` (none: the default), acquire `name` and
 -- keep it 0.5 s (the test reads CLIENT LIST meanwhile); also what connect says to bad names.
 function app.named()

@@ -25,7 +25,7 @@ LOCATIONS = """
     location ~ ^/(reacquire|handover|fencing|named|lost_retry|ops|hand_off|release_token)$ {
       content_by_lua_block { require("app")[ngx.var[1]]() }
     }
-    location ~ ^/(inspect|latch)$ {
+    location ~ ^/(inspect|latch|unsupported)$ {
       content_by_lua_block { require("app")[ngx.var[1]]() }
     }
 """

@@ -194,3 +194,13 @@ def test_the_client_object_shows_only_the_documented_api(server, make_nginx):
         "dot_call": "bad argument 'self' to 'lock' (a redlease client expected: "
                     "client:lock(...))",
         "set": "false", "lock_client": "true", "works": "true"}, r
+
+
+def test_syncs_the_backend_cannot_honour_are_refused_not_ignored(server, make_nginx):
+    """sync_replicas and sync_aof need the core's WAIT and WAITAOF after each write: refused
+    with `unsupported`, never accepted and ignored."""
+    ng = make_nginx()
+    r = fields(ng.get("/unsupported")[1])
+    assert r == {
+        "sync_replicas": "unsupported: sync_replicas is not available in the OpenResty backend",
+        "sync_aof": "unsupported: sync_aof is not available in the OpenResty backend"}, r

@@ -22,7 +22,7 @@ def test_stubs_match_the_runtime(tmp_path):
 
 
 def test_examples_type_check_strictly(tmp_path):
-    for name in ("jobs_demo.py", "async_jobs.py"):
+    for name in ("jobs_demo.py", "async_jobs.py", "web_guard.py"):
         example = os.path.abspath(os.path.join(ROOT, "examples", "python", name))
         result = run(tmp_path, "mypy", "--strict", "--no-incremental", example)
         assert result.returncode == 0, name + ": " + result.stdout + result.stderr

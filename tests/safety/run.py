@@ -10,10 +10,11 @@ import json
 import os
 import random
 import signal
+import statistics
 import subprocess
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Dict, List
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -79,8 +80,13 @@ def run_case(case: casebook.Case, seed: int, out: str) -> dict:
         gids = {p: net.client_gid(k) for k, p in enumerate(names)}
         if case.topology == "sentinel":
             topology = servers.Sentinels(run, [net.node_address(i) for i in (0, 2, 3, 4, 5)])
+        elif case.topology == "cluster":
+            topology = servers.Cluster(run, [net.node_address(i) for i in (0, 2, 3, 4, 5, 6)],
+                                       case.node_timeout_ms)
         else:
-            topology = servers.OneRedis(run, net.node_address(0))
+            relay = net.node_address(7) if "latency" in case.nemesis else None
+            topology = servers.OneRedis(run, net.node_address(0),
+                                        clock="clock-jump" in case.nemesis, relay=relay)
         db_rows = sorted({lock for wl, lock in case.owners if wl != "mutex"})
         pg = servers.Postgres(run, net.node_address(1)) if db_rows else None
         if pg:
@@ -113,7 +119,7 @@ def run_case(case: casebook.Case, seed: int, out: str) -> dict:
 
         locks = sorted({lock for _, lock in case.owners})
         nem = Nemesis(parts, topology, {p: w.pid for p, w in workers.items()}, gids, client_ids,
-                      locks)
+                      locks, case.lease)
         faults = history.Writer(os.path.join(out, "faults.jsonl"))
         rng = random.Random(f"{seed}:{case.name}:targets")
         for offset, kind, d in plan:
@@ -169,6 +175,7 @@ def check(case, seed, plan, events, fenced, start_at, run_end) -> dict:
     unreported = [o for o in ovs if not o.reported and not o.outside_promise]
     return {
         "case": case.name, "seed": seed, "topology": case.topology, "client": case.client,
+        "nemesis": list(case.nemesis),
         "lease": case.lease, "options": case.options, "procs": case.procs,
         "owners": len(case.owners) * case.procs, "plan": plan, "start": start_at, "end": run_end,
         "attempts": len(acquires), "acquisitions": sum(e["ok"] for e in acquires),
@@ -179,6 +186,7 @@ def check(case, seed, plan, events, fenced, start_at, run_end) -> dict:
         "outside_promise": sum(1 for o in ovs if not o.reported and o.outside_promise),
         "margins_ms": sorted(o.margin_ns / 1e6 for o in ovs if o.reported),
         "unreported_detail": [_overlap_json(o) for o in unreported[:20]],
+        "outside_told_ms": _outside_told_ms(ovs),
         "fenced": {r: {"mode": f.mode, "accepted": len(f.accepted), "final": f.final,
                        "rejected": _rejected(events, r), "lost_increments": f.lost_increments,
                        "token_order_errors": f.token_order_errors[:10]}
@@ -210,11 +218,29 @@ def recheck(case_dir: str) -> dict:
         "outside_promise": sum(1 for o in ovs if not o.reported and o.outside_promise),
         "margins_ms": sorted(o.margin_ns / 1e6 for o in ovs if o.reported),
         "unreported_detail": [_overlap_json(o) for o in unreported[:20]],
+        "outside_told_ms": _outside_told_ms(ovs),
         "timeline": _timeline(hs, ovs, faults, r["start"], r["end"]),
     })
     with open(os.path.join(case_dir, "results.json"), "w") as f:
         json.dump(r, f, indent=1)
     return r
+
+
+def _outside_told_ms(ovs) -> Dict[str, dict]:
+    """Per fault that broke an assumption: how long after the later holder entered the earlier
+    one was told (median and max in ms over the overlaps; `never`: not before its release)."""
+    lags: Dict[str, List[float]] = {}
+    never: Dict[str, int] = {}
+    for o in ovs:
+        if o.outside_promise and not o.reported:
+            lags.setdefault(o.outside_promise, [])
+            if o.earlier.told:
+                lags[o.outside_promise].append((o.earlier.told - o.later.start) / 1e6)
+            else:
+                never[o.outside_promise] = never.get(o.outside_promise, 0) + 1
+    return {k: {"overlaps": len(v) + never.get(k, 0), "never": never.get(k, 0),
+                "median": round(statistics.median(v), 1) if v else None,
+                "max": round(max(v), 1) if v else None} for k, v in lags.items()}
 
 
 def _rejected(events, row) -> int:
@@ -269,6 +295,7 @@ def main() -> int:
     ap.add_argument("--case", action="append", help="only these cases (by name)")
     ap.add_argument("--seed", type=int, action="append", help="seeds (default: one, random)")
     ap.add_argument("--out", default="build/safety")
+    ap.add_argument("--duration", type=float, help="every case this many seconds (a trial)")
     ap.add_argument("--page", help="write the report (docs/safety.md) here")
     ap.add_argument("--img", default="docs/img", help="the report's pictures")
     ap.add_argument("--recheck", action="store_true",
@@ -290,9 +317,13 @@ def main() -> int:
     if removed:
         print("safety: removed what dead runs left: " + ", ".join(removed), flush=True)
     book = casebook.full() if args.full else (casebook.short() + casebook.sentinel()
-                                              + [casebook.broken()])
+                                              + casebook.cluster() + [casebook.clock_jump(),
+                                                                     casebook.latency(),
+                                                                     casebook.broken()])
     if args.case:
         book = [c for c in book if c.name in args.case]
+    if args.duration:
+        book = [replace(c, duration=args.duration) for c in book]
     seeds = args.seed or [random.SystemRandom().randrange(1, 1 << 31)]
     print(f"safety: seeds {seeds}", flush=True)
     results = []

@@ -83,6 +83,16 @@ def test_a_holder_paused_past_its_lease_is_outside_the_promise():
     assert not o.outside_promise
 
 
+def test_a_hold_running_when_the_redis_clock_jumped_is_outside_the_promise():
+    events = [acq("p0", "t0", 0, 1), rel("p0", "t0", 30, 31, reason="deleted"),
+              acq("p1", "t0", 5, 10), rel("p1", "t0", 20, 21)]
+    (o,) = overlaps(events, [fault("clock-jump", ["127.0.0.1 +5 s"], 3, 8)])
+    assert not o.reported and o.outside_promise == "clock-jump"
+    # a jump after the later hold began explains nothing of this overlap
+    (o,) = overlaps(events, [fault("clock-jump", ["127.0.0.1 +5 s"], 12, 18)])
+    assert not o.outside_promise
+
+
 def test_a_process_paused_in_its_acquire_past_its_lease_is_outside_the_promise():
     # p1's acquire was granted, then p1 stopped; it reads the grant after its lease ran out
     events = [acq("p0", "t0", 0, 1), rel("p0", "t0", 30, 31),

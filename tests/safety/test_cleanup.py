@@ -10,13 +10,17 @@ import time
 
 import net
 import procs
+import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def test_kill_9_mid_run_then_the_sweep_removes_everything(tmp_path):
+# (case, children once its servers and workers run: one Redis or six Cluster nodes, PostgreSQL,
+# three workers)
+@pytest.mark.parametrize("case, started", [("partition-half", 5), ("cluster/reshard", 10)])
+def test_kill_9_mid_run_then_the_sweep_removes_everything(tmp_path, case, started):
     runner = subprocess.Popen([sys.executable, os.path.join(HERE, "run.py"), "--case",
-                               "partition-half", "--seed", "1", "--out", str(tmp_path)],
+                               case, "--seed", "1", "--out", str(tmp_path)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     pids_file = os.path.join(procs.ROOT, f"run-{runner.pid}.pids")
     deadline = time.monotonic() + 60
@@ -26,10 +30,10 @@ def test_kill_9_mid_run_then_the_sweep_removes_everything(tmp_path):
             with open(pids_file) as f:
                 lines = f.read().splitlines()
             children = [int(line.split()[0]) for line in lines[1:]]
-            if len(children) >= 5:
+            if len(children) >= started:
                 break
         time.sleep(0.2)
-    assert len(children) >= 5, "the run did not start its servers and workers"
+    assert len(children) >= started, "the run did not start its servers and workers"
     time.sleep(6)  # into the first partition (2 s after the workers start)
     table = f"{net.PREFIX}{runner.pid}"
     assert table in net.tables()

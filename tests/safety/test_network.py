@@ -124,3 +124,31 @@ def test_the_table_goes_at_close_and_a_dead_runs_at_the_sweep():
     assert table in net.tables()  # a run killed by SIGKILL cannot remove it
     assert table in net.sweep()
     assert table not in net.tables()
+
+
+def test_the_relay_delays_both_ways_and_keeps_the_order():
+    """The latency nemesis's relay: a round trip takes twice the delay set, pipelined replies
+    come back in order, and a delay set back to 0 lets calls through at once again."""
+    run = procs.Run()
+    try:
+        topology = servers.OneRedis(run, net.node_address(0), relay=net.node_address(7))
+        relay = topology.relay
+        with socket.create_connection((relay.address, relay.port), timeout=5) as s:
+            def round_trip(payload: bytes, replies: int) -> tuple:
+                t0 = time.monotonic()
+                s.sendall(payload)
+                got = b""
+                while got.count(b"\r\n") < replies:
+                    got += s.recv(4096)
+                return time.monotonic() - t0, got
+
+            took, _ = round_trip(b"PING\r\n", 1)
+            assert took < 0.15
+            relay.delay(0.3)
+            took, got = round_trip(b"ECHO a\r\nECHO b\r\nECHO c\r\n", 6)
+            assert 0.6 <= took < 2.0 and got == b"$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n"
+            relay.delay(0)
+            took, _ = round_trip(b"PING\r\n", 1)
+            assert took < 0.15
+    finally:
+        run.close()

@@ -99,15 +99,15 @@ class Owner(threading.Thread):
         cfg, log = self.w.cfg, self.w.log
         lock = self.make_lock()
         t0 = now()
-        ok, error = False, None
+        ok, error, detail = False, None, None
         try:
             ok = bool(lock.acquire(timeout=cfg["acquire_timeout"]))
         except Exception as e:  # an error is an unsuccessful acquire, logged by name
-            error = type(e).__name__
+            error, detail = type(e).__name__, str(e)[:200]
         t1 = now()
         token = getattr(lock, "token", None) if ok else None
         log("acquire", proc=self.w.proc, owner=self.owner, lock=self.lock_name, start=t0, end=t1,
-            ok=ok, token=token, error=error)
+            ok=ok, token=token, error=error, detail=detail)
         if not ok:
             return
         if self.workload == "mutex":
@@ -155,16 +155,16 @@ class Owner(threading.Thread):
     def release(self, lock) -> None:
         import redlease
         t2 = now()
-        ok, reason, error = False, None, None
+        ok, reason, error, detail = False, None, None, None
         try:
             lock.release()
             ok = True
         except redlease.LockLostError as e:
             reason = e.reason
         except Exception as e:
-            error = type(e).__name__
+            error, detail = type(e).__name__, str(e)[:200]
         self.w.log("release", proc=self.w.proc, owner=self.owner, lock=self.lock_name, start=t2,
-                   end=now(), ok=ok, reason=reason, error=error)
+                   end=now(), ok=ok, reason=reason, error=error, detail=detail)
 
 
 class Worker:

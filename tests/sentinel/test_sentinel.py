@@ -7,7 +7,7 @@ import threading
 import time
 
 import pytest
-from deployment import Deployment
+from deployment import MASTER, Deployment
 
 import redlease
 from redlease.testing import RedisServer
@@ -82,6 +82,39 @@ def test_planned_failover_loses_no_hold_with_sync_replicas(shared, make_client):
     assert on_master(shared, "EXISTS", "sentinel:planned") == 0
     with client.lock("sentinel:planned", timeout=5):  # the other client, on the new master too
         pass
+
+
+def test_a_hold_the_replica_never_saw_is_lost_to_the_failover(make_client):
+    """The other half of failover detection: a hold taken on the master after its replica was cut
+    off (the replica cannot reconnect: the master now asks a password it does not have) is not on
+    the promoted replica. Not renewed yet, it still knows the server that granted it: in doubt at
+    +switch-master, then lost as `failover` by the round on the new master."""
+    d = Deployment()
+    try:
+        lost, states = [], []
+        holder = make_client(d.url, watchdog_timeout=3,
+                             on_lost=lambda name, reason: lost.append((reason, time.monotonic())),
+                             on_state=lambda name, state, why: states.append(
+                                 (state, why, time.monotonic())), **FAST)
+        lock = holder.lock("sentinel:unsynced")
+        assert not lock.locked()  # opens the holder's connection to the master
+        assert wait_for(lambda: Raw(d.replica_server().url)("ROLE")[3] == b"connected", 20)
+        master = Raw(d.master_server().url)
+        assert master("CONFIG", "SET", "requirepass", "not-the-replicas") == "OK"
+        assert master("CLIENT", "KILL", "TYPE", "replica") == 1
+        master.close()
+        assert lock.acquire(timeout=0)
+        assert Raw(d.replica_server().url)("EXISTS", "sentinel:unsynced") == 0
+        started = time.monotonic()
+        d.sentinels[0]("SENTINEL", "FAILOVER", MASTER)
+        assert wait_for(lambda: lost, 30), (states, lost)
+        assert lost[0][0] == "failover"
+        assert lock.lost and lock.lost_reason == "failover"
+        assert [s for s, _, _ in states] == ["in_doubt", "lost"], states
+        print("unsynced hold: failover asked -> in doubt %.3f s (%s) -> lost %.3f s" % (
+            states[0][2] - started, states[0][1], lost[0][1] - started))
+    finally:
+        d.close()
 
 
 def test_failover_while_waiting(shared, make_client):

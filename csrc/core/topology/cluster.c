@@ -24,7 +24,28 @@ struct rl_cluster {
     int64_t failed_at;    /* ... of the last that got none; its error: */
     rl_error failure;
     uint64_t refreshes;
+    rl_cluster_moved_fn on_moved; /* set once, before any call */
+    void *on_moved_userdata;
 };
+
+/* Marks `slot` in `changed` when it had an owner and now has another (or none). */
+static int note_change(uint64_t *changed, int slot, const rl_cluster_node *was,
+                       const rl_cluster_node *now) {
+    if (!was || was == now) return 0;
+    changed[slot / 64] |= (uint64_t)1 << (slot % 64);
+    return 1;
+}
+
+/* Tells the deployment which slots changed owner; called with no cluster mutex held but
+ * refresh_mu (the callback only sets flags). */
+static void tell_moved(rl_cluster *cl, const uint64_t *changed, int any) {
+    if (any && cl->on_moved) cl->on_moved(cl->on_moved_userdata, changed);
+}
+
+void rl_cluster_on_moved(rl_cluster *cl, rl_cluster_moved_fn fn, void *userdata) {
+    cl->on_moved = fn;
+    cl->on_moved_userdata = userdata;
+}
 
 rl_status rl_cluster_new(rl_config *cfg, rl_cluster **out, rl_error *err) {
     rl_cluster *cl = calloc(1, sizeof *cl);
@@ -130,8 +151,10 @@ static int is_int(const redisReply *r) {
     return r && r->type == REDIS_REPLY_INTEGER;
 }
 
-/* Applies one CLUSTER SLOTS answer got from `asked`; -1 when it is not one. */
-static int apply_slots(rl_cluster *cl, const redisReply *r, const char *asked) { /* mu held */
+/* Applies one CLUSTER SLOTS answer got from `asked`; -1 when it is not one. Marks the slots whose
+ * owner changed in `changed` (*any set when one did). */
+static int apply_slots(rl_cluster *cl, const redisReply *r, const char *asked, uint64_t *changed,
+                       int *any) { /* mu held */
     if (r->type != REDIS_REPLY_ARRAY) return -1;
     rl_cluster_node *owner[RL_SLOTS] = {0};
     for (size_t i = 0; i < r->elements; i++) {
@@ -154,6 +177,8 @@ static int apply_slots(rl_cluster *cl, const redisReply *r, const char *asked) {
         for (long long s = from->integer; s <= to->integer; s++)
             owner[s] = n;
     }
+    for (int s = 0; s < RL_SLOTS; s++)
+        *any |= note_change(changed, s, cl->owner[s], owner[s]);
     memcpy(cl->owner, owner, sizeof owner);
     return 0;
 }
@@ -183,13 +208,16 @@ static rl_status ask_node(rl_cluster *cl, const char *host, int port, rl_error *
         else
             st = rl_fail_reply(err, "CLUSTER SLOTS", reply);
     } else if ((st = rl_server_has_sharded_pubsub(replies[1], host, port, err)) == RL_OK) {
+        uint64_t changed[RL_SLOTS / 64] = {0};
+        int any = 0;
         pthread_mutex_lock(&cl->mu);
-        if (apply_slots(cl, reply, host) != 0)
+        if (apply_slots(cl, reply, host, changed, &any) != 0)
             st = rl_fail(err, RL_ERR_SERVER, "unexpected answer to CLUSTER SLOTS from %s:%d", host,
                          port);
         else
             cl->refreshes++;
         pthread_mutex_unlock(&cl->mu);
+        tell_moved(cl, changed, any);
     }
     freeReplyObject(reply);
     freeReplyObject(replies[1]);
@@ -284,10 +312,16 @@ rl_cluster_node *rl_cluster_owner(rl_cluster *cl, int slot, rl_error *err) {
 
 void rl_cluster_moved(rl_cluster *cl, int slot, const char *host, int port) {
     int64_t seen = rl_now_ms();
+    uint64_t changed[RL_SLOTS / 64] = {0};
+    int any = 0;
     pthread_mutex_lock(&cl->mu);
     rl_cluster_node *n = node_at(cl, host, port);
-    if (n) cl->owner[slot] = n;
+    if (n) {
+        any = note_change(changed, slot, cl->owner[slot], n);
+        cl->owner[slot] = n;
+    }
     pthread_mutex_unlock(&cl->mu);
+    tell_moved(cl, changed, any);
     rl_error ignored;
     refresh(cl, seen, &ignored); /* other slots may have moved too */
 }

@@ -29,11 +29,17 @@ typedef struct rl_cluster_node {
 
 typedef struct rl_cluster rl_cluster;
 
+/* Called when slots changed owner (a MOVED answer, a refreshed map: a reshard or a failover), with
+ * a bitmap of them (RL_SLOTS bits); on the thread that learned it, no cluster mutex held. */
+typedef void (*rl_cluster_moved_fn)(void *userdata, const uint64_t *slots);
+
 /* For cfg's seed nodes (cfg->endpoint). Asks nothing yet. */
 rl_status rl_cluster_new(rl_config *cfg, rl_cluster **out, rl_error *err);
 /* Closes every node's pool, stops its subscriber and cuts short the watchdog's exchanges. */
 void rl_cluster_stop(rl_cluster *cl);
 void rl_cluster_free(rl_cluster *cl);
+/* Sets the callback for slots that changed owner; before the first call. */
+void rl_cluster_on_moved(rl_cluster *cl, rl_cluster_moved_fn fn, void *userdata);
 
 /* The node serving `slot`, asking for the map when it is not known. NULL with *err filled when no
  * node answers or no node serves the slot. */

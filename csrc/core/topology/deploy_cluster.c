@@ -22,10 +22,18 @@ static rl_cluster *cluster_of(rl_client *c) {
 
 /* ---- life and fork ------------------------------------------------------------------------- */
 
+/* Slots changed owner: the holds on them go in doubt and are verified at once (watchdog.c). */
+static void slots_moved(void *userdata, const uint64_t *slots) {
+    rl_watchdog_slots_moved(userdata, slots);
+}
+
 static rl_status create(rl_client *c, rl_error *err) {
     rl_cluster *cl;
     rl_status st = rl_cluster_new(&c->cfg, &cl, err);
-    if (st == RL_OK) c->deploy_state = cl;
+    if (st == RL_OK) {
+        rl_cluster_on_moved(cl, slots_moved, c);
+        c->deploy_state = cl;
+    }
     return st;
 }
 

@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "conn_name.h"
 #include "error.h"
+#include "identity.h"
 
 #define READ_CHUNK 16384
 #define OUT_BUFFER_KEPT 65536 /* a bigger output buffer is freed once sent */
@@ -76,7 +77,7 @@ static void set_why_errno(rl_conn *conn, int error) {
 static int publish_fd(rl_conn *conn, int fd) {
     pthread_mutex_lock(&conn->cfg->fd_mu);
     int closing = atomic_load(&conn->cfg->closing);
-    if (!closing) conn->fd = fd, conn->replicas_seen = -1; /* a new server, maybe */
+    if (!closing) conn->fd = fd, conn->replicas_seen = -1, conn->server = 0; /* a new server? */
     pthread_mutex_unlock(&conn->cfg->fd_mu);
     return closing ? -1 : 0;
 }
@@ -261,13 +262,30 @@ static int is_master(const redisReply *role) {
            strcmp(role->element[0]->str, "master") == 0;
 }
 
-/* AUTH and SELECT as the target says, and ROLE for a Sentinel's master: one round trip. */
+/* WAITAOF's refusal of the handshake's check (sync_aof): what the user must change, said. */
+static rl_status aof_refused(rl_conn *conn, const redisReply *r, rl_error *err) {
+    if (strstr(r->str, "unknown command"))
+        return rl_fail(err, RL_ERR_UNSUPPORTED,
+                       "sync_aof needs WAITAOF (Redis 7.2 or later, Valkey), which %s does not "
+                       "know: %.*s",
+                       conn->where, (int)r->len, r->str);
+    if (strstr(r->str, "replica")) /* a failover under way: as ROLE's "no master" */
+        return rl_fail(err, RL_ERR_CONNECTION, "%s is no master (a failover under way?)",
+                       conn->where);
+    return rl_fail(err, RL_ERR_UNSUPPORTED,
+                   "sync_aof needs `appendonly yes` on %s; WAITAOF refused: %.*s", conn->where,
+                   (int)r->len, r->str);
+}
+
+/* AUTH and SELECT as the target says, ROLE for a Sentinel's master, and with sync_aof a WAITAOF
+ * that nothing is pending for (answered at once when the server can): one round trip. */
 static rl_status handshake(rl_conn *conn, const rl_target *t, rl_error *err) {
     const char *auth[3], *select[2] = {"SELECT", NULL}, *role[1] = {"ROLE"};
-    size_t auth_lens[3], select_lens[2], role_lens[1] = {4};
+    const char *aof[4] = {"WAITAOF", "1", "0", "1"};
+    size_t auth_lens[3], select_lens[2], role_lens[1] = {4}, aof_lens[4] = {7, 1, 1, 1};
     char db[16];
-    rl_cmd cmds[3];
-    size_t n = 0, auth_at = 9, role_at = 9;
+    rl_cmd cmds[4];
+    size_t n = 0, auth_at = 9, role_at = 9, aof_at = 9;
     int argc = 0;
     if (t->password) {
         auth[argc++] = "AUTH";
@@ -288,13 +306,19 @@ static rl_status handshake(rl_conn *conn, const rl_target *t, rl_error *err) {
         role_at = n;
         cmds[n++] = (rl_cmd){1, role, role_lens};
     }
+    if (t->holds_data && conn->cfg->options.sync_aof) {
+        aof_at = n;
+        cmds[n++] = (rl_cmd){4, aof, aof_lens};
+    }
     if (n == 0) return RL_OK;
-    redisReply *replies[3] = {NULL, NULL, NULL};
+    redisReply *replies[4] = {NULL, NULL, NULL, NULL};
     int maybe_sent;
     rl_status st = exchange_once(conn, n, cmds, replies, &maybe_sent, err);
     if (st != RL_OK) return st;
     for (size_t i = 0; i < n && st == RL_OK; i++) {
-        if (replies[i]->type == REDIS_REPLY_ERROR)
+        if (i == aof_at && replies[i]->type == REDIS_REPLY_ERROR)
+            st = aof_refused(conn, replies[i], err);
+        else if (replies[i]->type == REDIS_REPLY_ERROR)
             st = rl_fail(err, RL_ERR_CONNECTION, "%s refused: %.*s",
                          i == auth_at   ? "authentication"
                          : i == role_at ? "ROLE"
@@ -327,6 +351,13 @@ static void name_connection(rl_conn *conn) {
     rl_conn_defer(conn, &cmd);
 }
 
+/* INFO replication, deferred as the name is: its answer, read before the first command's, tells
+ * which server took that command (identity.h), so a hold knows its server from the acquire on,
+ * not only from its first renewal. */
+static void ask_identity(rl_conn *conn) {
+    rl_conn_defer(conn, &rl_identity_cmd);
+}
+
 rl_status rl_conn_open_to(rl_conn *conn, const rl_target *t, int64_t timeout_ms, rl_error *err) {
     rl_conn_close(conn);
     if (atomic_load(&conn->cfg->closing))
@@ -357,6 +388,7 @@ rl_status rl_conn_open_to(rl_conn *conn, const rl_target *t, int64_t timeout_ms,
     conn->deadline = rl_now_ms() + timeout_ms; /* AUTH, SELECT, ROLE: one exchange */
     rl_status st = handshake(conn, t, err);
     if (st == RL_OK) name_connection(conn);
+    if (st == RL_OK && t->holds_data) ask_identity(conn);
     return st;
 }
 
@@ -367,7 +399,8 @@ rl_status rl_conn_open(rl_conn *conn, int64_t timeout_ms, rl_error *err) {
                    .is_unix = ep->is_unix,
                    .user = ep->user,
                    .password = ep->password,
-                   .db = ep->db};
+                   .db = ep->db,
+                   .holds_data = 1};
     char master[256];
     if (conn->node_host) { /* a cluster node: the URL's credentials, db 0 */
         t.host = conn->node_host;
@@ -522,6 +555,8 @@ static int drop_deferred(rl_conn *conn, int wait) {
         if (reader_get(conn, &r) != 0) return -1;
         if (r) {
             conn->deferred--;
+            uint32_t server = rl_identity_of(r); /* 0 but for the INFO */
+            if (server) conn->server = server;
             freeReplyObject(r);
         } else if (!wait) {
             return 0;

@@ -65,6 +65,8 @@ typedef struct rl_conn {
     char where[RL_WHERE_MAX]; /* host:port or the socket path, for messages */
     int readonly;             /* the last call met READONLY (rl_conn_lost_master) */
     int replicas_seen;        /* replicas ROLE listed at the last replica sync; -1: not asked yet */
+    uint32_t server;          /* identity.h: the server reached, from the INFO deferred when it
+                                 opened; 0 until that answer is read, or when it had none */
     const char *node_host;    /* a cluster node's connection: opened to it (the node outlives it) */
     int node_port;
     rl_redirect redirect; /* a cluster node's last MOVED/ASK/TRYAGAIN/CLUSTERDOWN (scripts.c) */
@@ -105,13 +107,18 @@ typedef struct rl_target {
     int db;
     int must_be_master;
     uint64_t epoch; /* the resolver's epoch that named this master */
+    int holds_data; /* a server of the locks (not a sentinel): its identity is asked, and with
+                       sync_aof, whether it can WAITAOF */
 } rl_target;
 
 /* (Re)opens conn to the client's server (the resolver's answer when there is one): the connect and
  * the TLS handshake (when the URL says so) within the connect timeout, TCP keepalive and no-delay,
- * then AUTH and SELECT as the URL says within timeout_ms; CLIENT SETNAME (conn_name.h) is deferred
- * to go out with the first command (no round trip of its own; a refusal is ignored: the name is
- * for people). RL_ERR_CLOSED once the client is closing.
+ * then AUTH and SELECT as the URL says within timeout_ms; CLIENT SETNAME (conn_name.h) and INFO
+ * replication (the server's identity, identity.h) are deferred to go out with the first command
+ * (no round trip of their own; a refusal is ignored: the name is for people, and a server of
+ * unknown identity is compared with none). With sync_aof, a WAITAOF in the handshake checks that
+ * the server can wait for its append-only file: RL_ERR_UNSUPPORTED when not. RL_ERR_CLOSED once
+ * the client is closing.
  *
  * Every timeout is a deadline for a whole call: the socket is non-blocking and each wait for it
  * is a poll() until the call's deadline, so a peer that trickles bytes cannot stretch a call. */

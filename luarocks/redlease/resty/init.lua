@@ -41,6 +41,9 @@ function redlease.connect(u, opts)
   if (o.sync_replicas or 0) > 0 then
     return nil, "unsupported: sync_replicas is not available in the OpenResty backend"
   end
+  if o.sync_aof then
+    return nil, "unsupported: sync_aof is not available in the OpenResty backend"
+  end
   local ep, why = url.parse(u)
   if not ep then error(("bad argument 'url' to 'connect' (%s)"):format(why), 2) end
   ep.tls_settings, name, why = tls.settings(ep, o)

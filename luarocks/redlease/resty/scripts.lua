@@ -19,6 +19,7 @@ return {
       bounds = "must be >= 0 (0 = none)", zero_none = true },
     { name = "sync_replicas", kind = "count", default = 0, min = 0,
       bounds = "must be >= 0" },
+    { name = "sync_aof", kind = "flag" },
     { name = "sync_timeout", kind = "ms", default = 1000, min = 1,
       bounds = "must be > 0" },
     { name = "fair_wait", kind = "ms", default = 300000, min = 1, max = 1099511627776,
