@@ -3,6 +3,7 @@
  * one run Valkey 8 (scripts/fetch-servers, REDLEASE_VALKEY_SERVER). */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
