@@ -133,7 +133,7 @@ test-notls: $(B)/notls/test_core
 
 # The same suite built and run against hiredis 1.x (sources from PyPI's hiredis sdist).
 test-hiredis1:
-	scripts/check-hiredis1
+	$(OTHER_SERVERS) scripts/check-hiredis1
 
 clean:
 	rm -rf $(B)
