@@ -1,10 +1,10 @@
 /* redlease._core.Completions: the queue of ended async calls and the eventfd a loop watches
  * (see async.h). */
+#include "async.h" /* first: Python.h before any system header */
+
 #include <errno.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
-
-#include "async.h"
 
 void rlpy_call_ended(rl_call *call, rl_status st, int64_t value, const rl_error *err, void *ud) {
     (void)call;
