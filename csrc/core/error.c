@@ -102,3 +102,12 @@ const char *rl_waited(int64_t wait_ms, const char *at_once, char *out) {
              (long long)(wait_ms % 1000));
     return out;
 }
+
+const char *rl_errno_text(int error, char *buf, size_t len) {
+#if defined(__GLIBC__) && defined(_GNU_SOURCE)
+    return strerror_r(error, buf, len);
+#else
+    if (strerror_r(error, buf, len) != 0) snprintf(buf, len, "error %d", error);
+    return buf;
+#endif
+}

@@ -24,4 +24,8 @@ const char *rl_waited(int64_t wait_ms, const char *at_once, char *out);
 /* Clears *err to RL_OK with an empty message. */
 void rl_error_clear(rl_error *err);
 
+/* The text of an errno value in buf (or a static string): strerror_r returns it with glibc's
+ * _GNU_SOURCE and writes buf with musl's and the POSIX one. */
+const char *rl_errno_text(int error, char *buf, size_t len);
+
 #endif

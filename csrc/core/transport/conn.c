@@ -68,7 +68,7 @@ static void set_why_errno(rl_conn *conn, int error) {
     if (error == EAGAIN || error == EWOULDBLOCK || error == ETIMEDOUT)
         set_why(conn, "timed out");
     else
-        set_why(conn, strerror_r(error, buf, sizeof buf));
+        set_why(conn, rl_errno_text(error, buf, sizeof buf));
 }
 
 /* ---- the socket: set, closed and interrupted under cfg->fd_mu ------------------------------ */

@@ -176,7 +176,7 @@ static ssize_t failed(rl_tls *t, int rc, char *why, size_t size) {
                  t->last_errno == EAGAIN || t->last_errno == EWOULDBLOCK ||
                          t->last_errno == ETIMEDOUT
                      ? "timed out"
-                     : strerror_r(t->last_errno, buf, sizeof buf));
+                     : rl_errno_text(t->last_errno, buf, sizeof buf));
         return -1;
     }
     if (e == SSL_ERROR_SYSCALL || (e == SSL_ERROR_SSL && ERR_GET_REASON(ERR_peek_error()) ==
@@ -200,7 +200,7 @@ static rl_status hashed_directory(const char *path, rl_error *err) {
     if (!dir) {
         char buf[80];
         return rl_fail(err, RL_ERR_ARGUMENT, "tls_ca_dir: cannot read %s: %s", path,
-                       strerror_r(errno, buf, sizeof buf));
+                       rl_errno_text(errno, buf, sizeof buf));
     }
     int found = 0;
     for (struct dirent *d; !found && (d = readdir(dir));) {
@@ -232,7 +232,7 @@ static rl_status readable(const char *option, const char *path, rl_error *err) {
     }
     char buf[80];
     return rl_fail(err, RL_ERR_ARGUMENT, "%s: cannot read %s: %s", option, path,
-                   strerror_r(errno, buf, sizeof buf));
+                   rl_errno_text(errno, buf, sizeof buf));
 }
 
 static rl_status load(SSL_CTX *ctx, const rl_options *o, rl_error *err) {
