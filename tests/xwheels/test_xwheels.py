@@ -128,6 +128,22 @@ def test_x86_64_glibc_wheel_locks_plain_and_over_tls(python, venv, tls):
     check_report(env.smoke(secure, ca), env.dir)
 
 
+def test_bundled_openssl_takes_the_system_ca_from_ssl_cert_file(venv, tls):
+    """Without tls_ca_file the wheel's OpenSSL looks in its OPENSSLDIR (/etc/ssl) or where
+    SSL_CERT_FILE points: the way to the CA bundle where a system keeps it elsewhere (RHEL)."""
+    plain, secure, ca = tls
+    env = venv()
+    result = env.pip_install("--no-index", "--no-deps",
+                             wheel("manylinux_2_28_x86_64", python_tag(env.python)))
+    assert result.returncode == 0, result.stderr
+    trusted = run([env.python, SMOKE, secure], cwd=env.dir, env=clean_env(SSL_CERT_FILE=ca))
+    assert trusted.returncode == 0, trusted.stdout + trusted.stderr
+    check_report(json.loads(trusted.stdout), env.dir)
+    # and without it the test CA is not trusted: the system's CAs are what is checked
+    untrusted = run([env.python, SMOKE, secure], cwd=env.dir)
+    assert untrusted.returncode != 0 and "verif" in untrusted.stderr.lower(), untrusted.stderr
+
+
 def qemu(*args):
     return run(["qemu-aarch64-static", *args], env=clean_env(QEMU_LD_PREFIX=ARM64_ROOT))
 
