@@ -1,7 +1,8 @@
 """The wheels of `make wheels-all` (scripts/build-xwheels, in dist/wheels-all), each checked for
 its tag and contents and, where an interpreter of its kind runs here, installed into a fresh
 environment and run against a real server, plain and over TLS (rediss://, verified):
-  manylinux_2_28_x86_64   every CPython of this machine, each in a fresh virtualenv (glibc 2.36)
+  manylinux_2_28_x86_64   every CPython of this machine, each in a fresh virtualenv (glibc 2.36),
+                          and Debian 11's CPython 3.9 on its glibc 2.31 (scripts/bullseye-root)
   manylinux_2_28_aarch64  Debian's arm64 CPython 3.11 under qemu-user (scripts/arm64-root)
   musllinux_1_2_x86_64    tag and contents only: no musl-linked CPython can be had here
 Each wheel carries hiredis and OpenSSL inside its extension: nothing but libc is needed."""
@@ -25,6 +26,7 @@ from redlease.testing import RedisServer  # noqa: E402
 OUT = os.path.join(ROOT, "dist", "wheels-all")
 AUDITWHEEL = os.path.join(ROOT, "build", "pkg-tools", "bin", "auditwheel")
 ARM64_ROOT = os.path.join(ROOT, "build", "xwheel", "arm64-root")
+OLD_ROOT = os.path.join(ROOT, "build", "xwheel", "bullseye-root")  # scripts/bullseye-root
 # platform: (CPython tags built, the newest libc the tag allows, ELF machine, libraries allowed)
 GLIBC = {"libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "librt.so.1"}
 PLATFORMS = {
@@ -144,6 +146,37 @@ def test_bundled_openssl_takes_the_system_ca_from_ssl_cert_file(venv, tls):
     assert untrusted.returncode != 0 and "verif" in untrusted.stderr.lower(), untrusted.stderr
 
 
+def install_into(site, platform, python_version, tag):
+    """pip, here, installs the wheel into another interpreter's site-packages for its platform."""
+    result = run([sys.executable, "-m", "pip", "install", "--disable-pip-version-check",
+                  "--no-index", "--no-deps", "--only-binary=:all:", "--target", site,
+                  "--platform", platform, "--python-version", python_version,
+                  "--implementation", "cp", "--abi", tag, wheel(platform, tag)])
+    assert result.returncode == 0, result.stderr
+
+
+def test_x86_64_wheel_locks_plain_and_over_tls_on_glibc_2_31(tmp_path, tls):
+    """Debian 11's CPython 3.9, run by Debian 11's own loader on its glibc 2.31: a system older
+    than this machine's, as old as one runs here."""
+    plain, secure, ca = tls
+    libs = [os.path.join(OLD_ROOT, d, "x86_64-linux-gnu") for d in ("lib", "usr/lib")]
+    loader = [os.path.join(OLD_ROOT, "lib", "x86_64-linux-gnu", "ld-2.31.so"),
+              "--library-path", ":".join(libs)]
+    venv = str(tmp_path / "old-venv")
+    made = run([*loader, os.path.join(OLD_ROOT, "usr", "bin", "python3.9"), "-m", "venv",
+                "--copies", "--without-pip", venv])
+    assert made.returncode == 0, made.stderr
+    python = os.path.join(venv, "bin", "python3.9")
+    glibc = run([*loader, python, "-c", "import os; print(os.confstr('CS_GNU_LIBC_VERSION'))"])
+    assert glibc.stdout.strip() == "glibc 2.31", glibc.stdout + glibc.stderr
+    install_into(os.path.join(venv, "lib", "python3.9", "site-packages"),
+                 "manylinux_2_28_x86_64", "3.9", "cp39")
+    for args in ([plain], [secure, ca]):
+        smoke = run([*loader, python, SMOKE, *args], cwd=venv)
+        assert smoke.returncode == 0, smoke.stdout + smoke.stderr
+        check_report(json.loads(smoke.stdout), venv)
+
+
 def qemu(*args):
     return run(["qemu-aarch64-static", *args], env=clean_env(QEMU_LD_PREFIX=ARM64_ROOT))
 
@@ -159,13 +192,8 @@ def test_aarch64_wheel_locks_plain_and_over_tls_under_qemu(tmp_path, tls):
     python = os.path.join(venv, "bin", "python3.11")
     machine = qemu(python, "-c", "import platform; print(platform.machine())")
     assert machine.stdout.strip() == "aarch64", machine.stdout + machine.stderr
-    site = os.path.join(venv, "lib", "python3.11", "site-packages")
-    result = run([sys.executable, "-m", "pip", "install", "--disable-pip-version-check",
-                  "--no-index", "--no-deps", "--only-binary=:all:", "--target", site,
-                  "--platform", "manylinux_2_28_aarch64", "--python-version", "3.11",
-                  "--implementation", "cp", "--abi", "cp311",
-                  wheel("manylinux_2_28_aarch64", "cp311")])
-    assert result.returncode == 0, result.stderr
+    install_into(os.path.join(venv, "lib", "python3.11", "site-packages"),
+                 "manylinux_2_28_aarch64", "3.11", "cp311")
     for args in ([plain], [secure, ca]):
         smoke = qemu(python, SMOKE, *args)
         assert smoke.returncode == 0, smoke.stdout + smoke.stderr
