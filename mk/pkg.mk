@@ -18,7 +18,8 @@
 #                          target and kept in build/xwheel (the first run: about 20 minutes)
 #   make test-wheels-all   tests/xwheels: each of them checked, and run against a real server,
 #                          plain and over TLS, where it runs here (aarch64 under qemu-user;
-#                          x86_64 on this glibc and on Debian 11's 2.31, scripts/bullseye-root)
+#                          x86_64 on this glibc and on Debian 11's 2.31, scripts/bullseye-root;
+#                          musl on a CPython built here with musl-gcc, scripts/musl-python)
 SUITES += packaging pythons
 
 PKG_TOOLS := $(B)/pkg-tools
@@ -82,5 +83,6 @@ wheels-all: $(SDIST)
 test-wheels-all: python-install wheels-all
 	@mkdir -p build/results
 	scripts/bullseye-root >/dev/null
+	scripts/musl-python >/dev/null
 	cd tests/xwheels && REDLEASE_RESULTS=$(CURDIR)/build/results/xwheels.txt \
 	  REDLEASE_PYTHONS="$(PYTHONS)" $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider

@@ -4,7 +4,7 @@ environment and run against a real server, plain and over TLS (rediss://, verifi
   manylinux_2_28_x86_64   every CPython of this machine, each in a fresh virtualenv (glibc 2.36),
                           and Debian 11's CPython 3.9 on its glibc 2.31 (scripts/bullseye-root)
   manylinux_2_28_aarch64  Debian's arm64 CPython 3.11 under qemu-user (scripts/arm64-root)
-  musllinux_1_2_x86_64    tag and contents only: no musl-linked CPython can be had here
+  musllinux_1_2_x86_64    a CPython 3.11 built here with Debian's musl-gcc (scripts/musl-python)
 Each wheel carries hiredis and OpenSSL inside its extension: nothing but libc is needed."""
 
 import glob
@@ -27,6 +27,7 @@ OUT = os.path.join(ROOT, "dist", "wheels-all")
 AUDITWHEEL = os.path.join(ROOT, "build", "pkg-tools", "bin", "auditwheel")
 ARM64_ROOT = os.path.join(ROOT, "build", "xwheel", "arm64-root")
 OLD_ROOT = os.path.join(ROOT, "build", "xwheel", "bullseye-root")  # scripts/bullseye-root
+MUSL_PYTHON = os.path.join(ROOT, "build", "xwheel", "musl-python", "bin", "python3.11")
 # platform: (CPython tags built, the newest libc the tag allows, ELF machine, libraries allowed)
 GLIBC = {"libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "librt.so.1"}
 PLATFORMS = {
@@ -175,6 +176,24 @@ def test_x86_64_wheel_locks_plain_and_over_tls_on_glibc_2_31(tmp_path, tls):
         smoke = run([*loader, python, SMOKE, *args], cwd=venv)
         assert smoke.returncode == 0, smoke.stdout + smoke.stderr
         check_report(json.loads(smoke.stdout), venv)
+
+
+def test_musl_wheel_locks_plain_and_over_tls_on_a_musl_cpython(tmp_path, tls):
+    plain, secure, ca = tls
+    venv = str(tmp_path / "musl-venv")
+    made = run([MUSL_PYTHON, "-m", "venv", "--without-pip", venv])
+    assert made.returncode == 0, made.stderr
+    python = os.path.join(venv, "bin", "python3.11")
+    install_into(os.path.join(venv, "lib", "python3.11", "site-packages"),
+                 "musllinux_1_2_x86_64", "3.11", "cp311")
+    for args in ([plain], [secure, ca]):
+        smoke = run([python, SMOKE, *args], cwd=venv)
+        assert smoke.returncode == 0, smoke.stdout + smoke.stderr
+        report = json.loads(smoke.stdout)
+        check_report(report, venv)
+        # the process is musl's: its loader is mapped and glibc is not
+        assert [m for m in report["mapped"] if "musl" in m], report["mapped"]
+        assert [m for m in report["mapped"] if "libc.so.6" in m] == [], report["mapped"]
 
 
 def qemu(*args):
