@@ -76,9 +76,12 @@ test-pythons-all: wheel
 
 XWHEEL_PLATFORMS ?= manylinux_2_28_x86_64 manylinux_2_28_aarch64 musllinux_1_2_x86_64
 
-wheels-all: $(SDIST)
+$(B)/xwheel/.wheels: $(SDIST) scripts/build-xwheels scripts/build-openssl scripts/zig-env
 	PYTHONS="$(PYTHONS)" scripts/build-xwheels $(PKG_TOOLS) $(SDIST) dist/wheels-all \
 	  $(XWHEEL_PLATFORMS)
+	@touch $@
+
+wheels-all: $(B)/xwheel/.wheels
 
 test-wheels-all: python-install wheels-all
 	@mkdir -p build/results
