@@ -46,11 +46,27 @@ def pkg_config(*args, package):
     return shlex.split(out)
 
 
-def openssl_flags():
+def openssl_flags(build_temp):
     """TLS (rediss://) on the system's OpenSSL when pkg-config finds it; else a build without TLS,
-    where rediss:// answers "unsupported". REDLEASE_TLS=0 leaves it out on purpose."""
+    where rediss:// answers "unsupported". REDLEASE_TLS=0 leaves it out on purpose.
+    REDLEASE_OPENSSL=PREFIX links a static OpenSSL (scripts/build-openssl) into the extension
+    instead, with a version script that exports only the module's entry point and the core's rl_*:
+    the cross-built wheels need no system OpenSSL, and their copy neither clashes with nor binds
+    to another OpenSSL in the process (Python's ssl module's)."""
     if os.environ.get("REDLEASE_TLS") == "0":
         return [], []
+    static = os.environ.get("REDLEASE_OPENSSL")
+    if static:
+        libs = [os.path.join(static, "lib", f"lib{name}.a") for name in ("ssl", "crypto")]
+        missing = [p for p in libs if not os.path.isfile(p)]
+        if missing:
+            sys.exit(f"redlease: REDLEASE_OPENSSL={static}: no {missing[0]}")
+        exports = os.path.join(build_temp, "exports.map")
+        os.makedirs(build_temp, exist_ok=True)
+        with open(exports, "w") as f:
+            f.write("{ global: PyInit__core; rl_*; local: *; };\n")
+        return (["-DRL_WITH_TLS", f"-I{os.path.join(static, 'include')}"],
+                [*libs, f"-Wl,--version-script={exports}"])
     cflags = pkg_config("--cflags", package="openssl")
     libs = pkg_config("--libs", package="openssl")
     if cflags is None or libs is None:
@@ -73,7 +89,7 @@ class BuildCore(build_ext):
             if mode == "system":
                 sys.exit(MISSING.format(why="REDLEASE_HIREDIS=system"))
             cflags, libs = self.bundled_hiredis(ext), []
-        tls_cflags, tls_libs = openssl_flags()
+        tls_cflags, tls_libs = openssl_flags(self.build_temp)
         ext.extra_compile_args += [*cflags, *tls_cflags]
         ext.extra_link_args += [*libs, *tls_libs]
         super().build_extension(ext)

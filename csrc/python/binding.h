@@ -4,6 +4,9 @@
 #ifndef RLPY_BINDING_H
 #define RLPY_BINDING_H
 
+/* Every binding file includes this (or async.h) before any system header, as CPython asks:
+ * pyconfig.h sets _POSIX_C_SOURCE and _XOPEN_SOURCE, and a system header included first has
+ * glibc 2.41 and newer define other values, a redefinition (-Werror) in a strict build. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 

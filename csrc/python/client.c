@@ -1,9 +1,9 @@
 /* redlease._core.Client: owns one rl_client; forwards the core's events to a Python callable. */
+#include "binding.h" /* first: Python.h before any system header */
+
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
-
-#include "binding.h"
 
 /* Shared with the core's event thread; it outlives the Python object until that thread is gone. */
 struct rlpy_event_bridge {

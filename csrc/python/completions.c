@@ -1,13 +1,13 @@
 /* redlease._core.Completions: the queue of ended async calls and the descriptor a loop watches
  * (see async.h). */
+#include "async.h" /* first: Python.h before any system header */
+
 #include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
 #ifdef __linux__
 #include <sys/eventfd.h>
 #endif
-
-#include "async.h"
 
 /* The wake-up: an eventfd on Linux (one descriptor, one counter); elsewhere (macOS) a pipe, whose
  * read end the loop watches and whose write end the core's threads write. */

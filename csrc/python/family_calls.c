@@ -1,10 +1,10 @@
 /* The family's async calls from Python (redlease.asyncio's semaphores and latches): their waits
  * (the core's rl_*_async) and their calls of one round trip, run on the core's workers. The
  * arguments are converted here and kept in the Call until it ends; the core does the rest. */
+#include "async.h" /* first: Python.h before any system header */
+
 #include <stdio.h>
 #include <string.h>
-
-#include "async.h"
 
 typedef enum { ANSWER_NONE, ANSWER_BOOL, ANSWER_INT } answer_kind;
 typedef enum { ON_SEMAPHORE, ON_PERMITS, ON_LATCH } target_kind;

@@ -1,10 +1,10 @@
 /* redlease.Lock: a handle on one lock name of any Redisson kind (the Python subclasses in
  * python/redlease/_locks.py name the kinds). The owner of a hold is (client, OS thread);
  * holds live in the client, so two Lock objects of one client on one name share them. */
+#include "binding.h" /* first: Python.h before any system header */
+
 #include <math.h>
 #include <string.h>
-
-#include "binding.h"
 
 typedef struct {
     PyObject_HEAD rl_lock *lock;

@@ -1,9 +1,9 @@
 /* redlease._core: module setup, owner contexts and the status -> exception mapping. */
+#include "async.h" /* first: Python.h before any system header */
+
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
-
-#include "async.h"
 
 static PyObject *errors_module; /* redlease._errors, where the exception classes live */
 static PyObject *error_classes[RL_ERR_REPLICA + 1];

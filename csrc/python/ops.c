@@ -1,9 +1,9 @@
 /* Operating redlease from Python: Lock.extend/reacquire/hand_off/owner, release with a token,
  * and the client's inspect, scan and watch steps. Thin: rl_inspect and the others do the work;
  * this file turns their structs into dicts. */
-#include <math.h>
+#include "binding.h" /* first: Python.h before any system header */
 
-#include "binding.h"
+#include <math.h>
 
 static PyObject *seconds_or_none(int64_t ms) {
     if (ms == -2) Py_RETURN_NONE;

@@ -1,9 +1,9 @@
 /* The client's options from Python keywords, by the core's catalogue (rl_option_at): each keyword
  * names a row, and its value is converted by the row's kind. None leaves an option at its
  * default. A new option in the catalogue is a new keyword here with no change to this file. */
-#include <string.h>
+#include "binding.h" /* first: Python.h before any system header */
 
-#include "binding.h"
+#include <string.h>
 
 /* A str, or with `path` an os.PathLike giving one; a new reference, or NULL with TypeError. */
 static PyObject *text_of(PyObject *value, const char *name, int path) {

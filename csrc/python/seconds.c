@@ -1,8 +1,8 @@
 /* Seconds as Python numbers -> the core's milliseconds, with the library's rules for -1 and None.
  */
-#include <math.h>
+#include "binding.h" /* first: Python.h before any system header */
 
-#include "binding.h"
+#include <math.h>
 
 /* Beyond this many ms (about 292 years) a wait is as good as forever. */
 #define MAX_MS 9.2e18

@@ -52,8 +52,8 @@ class Venv:
         return run([self.python, "-m", "pip", "install", "--disable-pip-version-check", *args],
                    env=env or clean_env())
 
-    def smoke(self, url):
+    def smoke(self, url, *ca_file):
         """smoke_lock.py's report, run outside the source tree (the installed package)."""
-        result = run([self.python, SMOKE, url], cwd=self.dir)
+        result = run([self.python, SMOKE, url, *ca_file], cwd=self.dir)
         assert result.returncode == 0, result.stdout + result.stderr
         return json.loads(result.stdout)

@@ -2,7 +2,9 @@
 second client is excluded, and prints what the test checks as JSON: the version, the shared
 objects mapped into the process (/proc/self/maps), TLS support and where the extension is.
 
-    python smoke_lock.py redis://127.0.0.1:PORT/0
+    python smoke_lock.py redis://127.0.0.1:PORT/0 [CA_FILE]
+
+With CA_FILE (a rediss:// URL), the clients verify the server against that CA.
 """
 
 import json
@@ -12,7 +14,8 @@ import redlease
 import redlease._core
 
 url = sys.argv[1]
-holder, other = redlease.Client(url), redlease.Client(url)
+options = {"tls_ca_file": sys.argv[2]} if len(sys.argv) > 2 else {}
+holder, other = redlease.Client(url, **options), redlease.Client(url, **options)
 lock = holder.lock("packaging:smoke")
 with lock:
     held = lock.held()
