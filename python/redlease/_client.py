@@ -23,7 +23,7 @@ from . import _core, _green
 from ._core import CountDownLatch, Lock, MultiLock, Semaphore
 from ._events import EventDispatcher, OnLost, OnState
 from ._family import PermitExpirableSemaphore
-from ._locked import Namer, NameSpec, busy, check_name, check_on_busy, check_timeout
+from ._locked import Namer, NameSpec, busy, check_name, check_on_busy, check_timeout, run_alone
 from ._locks import KINDS, FairLock, FencedLock, ReadLock, ReadWriteLock, WriteLock
 from ._ops import Inspection, Stats
 from ._unset import UNSET, MaxHold
@@ -238,14 +238,8 @@ class Client:
             @functools.wraps(func)
             def run(*args: "_P.args", **kwargs: "_P.kwargs") -> Any:
                 lock_name = namer(args, kwargs)
-                lock = self.lock(lock_name, max_hold=max_hold)
-                if not lock.acquire(timeout=timeout):
-                    busy(lock_name, func, on_busy)
-                    return None
-                try:
-                    return func(*args, **kwargs)
-                finally:
-                    lock.release()
+                return run_alone(self.lock(lock_name, max_hold=max_hold), timeout,
+                                 lambda: busy(lock_name, func, on_busy), func, args, kwargs)
             return run
         return decorate
 

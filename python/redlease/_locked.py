@@ -8,7 +8,7 @@ does. The lock itself is taken and released by each client's own wrapper.
 import inspect
 import logging
 import string
-from typing import Any, Callable, Dict, Tuple, Union
+from typing import Any, Callable, Dict, Optional, Tuple, TypeVar, Union
 
 from ._errors import LockTimeout
 
@@ -86,3 +86,20 @@ def busy(name: Name, func: Callable[..., Any], on_busy: str) -> None:
     if on_busy == "raise":
         raise LockTimeout(f"lock {name!r} is held by another owner: {func.__qualname__} not run")
     log.info("lock %r is held by another owner: %s skipped", name, func.__qualname__)
+
+
+T = TypeVar("T")
+
+
+def run_alone(lock: Any, timeout: float, when_busy: Callable[[], None],
+              func: Callable[..., T], args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Optional[T]:
+    """Runs func holding lock (acquired within timeout) and releases it; when the lock stays
+    busy, calls when_busy() (which may raise) and returns None without running func. The blocking
+    client's locked() and the Celery singleton share it."""
+    if not lock.acquire(timeout=timeout):
+        when_busy()
+        return None
+    try:
+        return func(*args, **kwargs)
+    finally:
+        lock.release()

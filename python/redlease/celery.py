@@ -26,7 +26,7 @@ import inspect
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 from ._client import Client
-from ._locked import Namer, NameSpec, busy, check_name, check_on_busy, check_timeout
+from ._locked import Namer, NameSpec, busy, check_name, check_on_busy, check_timeout, run_alone
 from ._unset import UNSET, MaxHold
 
 if TYPE_CHECKING:
@@ -75,18 +75,15 @@ def singleton(client: Client, name: Optional[NameSpec] = None, *, on_busy: str =
         @functools.wraps(func)
         def run(*args: "_P.args", **kwargs: "_P.kwargs") -> Optional[R]:
             lock_name = namer(args, kwargs)
-            lock = client.lock(lock_name, max_hold=max_hold)
-            if not lock.acquire(timeout=timeout):
-                task: Any = None
+
+            def when_busy() -> None:
                 if on_busy == "retry":  # outside a worker (a direct call): there is no task
-                    task = importlib.import_module("celery").current_task
+                    task: Any = importlib.import_module("celery").current_task
                     if task is not None:
                         raise task.retry()
                 busy(lock_name, func, "raise" if on_busy == "retry" else on_busy)
-                return None
-            try:
-                return func(*args, **kwargs)
-            finally:
-                lock.release()
+
+            return run_alone(client.lock(lock_name, max_hold=max_hold), timeout, when_busy, func,
+                             args, kwargs)
         return run
     return decorate
