@@ -112,17 +112,22 @@ test: deps
 # of a cluster without sharded pub/sub.
 OTHER_SERVERS = REDLEASE_VALKEY_SERVER="$$(scripts/fetch-servers valkey8)/valkey-server" \
   REDLEASE_REDIS6_SERVER="$$(scripts/fetch-servers redis62)/redis-server"
+# The C suites run in worker processes, each with its own redis-server (tests/c/harness.c): the
+# tests mostly wait on servers and timeouts, so JOBS workers cut the wall time about JOBS-fold
+# on two cores. C_JOBS=1 runs them in one process, in order.
+C_JOBS ?= 6
+SAN_JOBS ?= 4
 test-c: $(B)/plain/test_core
 	@mkdir -p build/results
-	$(OTHER_SERVERS) $(B)/plain/test_core | tee build/results/c.txt
+	$(OTHER_SERVERS) $(B)/plain/test_core -j $(C_JOBS) | tee build/results/c.txt
 test-asan: $(B)/asan/test_core
 	@mkdir -p build/results
 	$(OTHER_SERVERS) ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
-	  $(B)/asan/test_core | tee build/results/c-asan.txt
+	  $(B)/asan/test_core -j $(SAN_JOBS) | tee build/results/c-asan.txt
 test-tsan: $(B)/tsan/test_core
 	@mkdir -p build/results
 	$(OTHER_SERVERS) TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-	  $(B)/tsan/test_core | tee build/results/c-tsan.txt
+	  $(B)/tsan/test_core -j $(SAN_JOBS) | tee build/results/c-tsan.txt
 
 # Without TLS, only the tests of what such a build answers to rediss:// and TLS options.
 test-notls: $(B)/notls/test_core
@@ -133,7 +138,7 @@ test-notls: $(B)/notls/test_core
 
 # The same suite built and run against hiredis 1.x (sources from PyPI's hiredis sdist).
 test-hiredis1:
-	$(OTHER_SERVERS) scripts/check-hiredis1
+	$(OTHER_SERVERS) C_JOBS=$(C_JOBS) scripts/check-hiredis1
 
 clean:
 	rm -rf $(B)

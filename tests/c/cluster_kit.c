@@ -1,5 +1,6 @@
 #include "cluster_kit.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +23,9 @@ static void stop_cluster(void) {
 const char *test_cluster_url(void) {
     if (url[0]) return url;
     int in[2], out[2];
-    if (pipe(in) != 0 || pipe(out) != 0) return NULL;
+    /* close-on-exec: a server a later test starts must not hold the script's stdin open, or the
+     * script never sees it close and never stops its nodes */
+    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) return NULL;
     child = fork();
     if (child == 0) {
         prctl(PR_SET_PDEATHSIG, SIGTERM); /* never outlive the test run */

@@ -6,9 +6,11 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -16,31 +18,34 @@
 #include <unistd.h>
 
 #define MAX_TESTS 1024
+#define MAX_WORKERS 16
 
 typedef struct test_entry {
     const char *name;
     test_fn fn;
+    int solo;
 } test_entry;
 static test_entry tests[MAX_TESTS];
 static int ntests;
 static int current_failed;
 static const char *current_skip;
+static const char *current_name; /* named in failure lines: parallel workers interleave */
 
 test_server g_server;
 redisContext *g_raw;
 
-void test_register(const char *name, test_fn fn) {
+void test_register(const char *name, test_fn fn, int solo) {
     if (ntests == MAX_TESTS) { /* never drop a test in silence */
         fprintf(stderr, "harness: more than %d tests; raise MAX_TESTS\n", MAX_TESTS);
         exit(2);
     }
-    tests[ntests++] = (test_entry){name, fn};
+    tests[ntests++] = (test_entry){name, fn, solo};
 }
 
 void test_fail(const char *file, int line, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stdout, "    FAIL %s:%d: ", file, line);
+    fprintf(stdout, "    FAIL %s %s:%d: ", current_name ? current_name : "", file, line);
     vfprintf(stdout, fmt, ap);
     fprintf(stdout, "\n");
     va_end(ap);
@@ -76,9 +81,11 @@ int free_port(void) {
     return port;
 }
 
+/* Asked on the server's own unix socket, which it opens after its TCP port: an answer there is
+ * from this server, never from another run's server that took the same port first. */
 static int answers_ping(const test_server *s) {
     struct timeval tv = {0, 200000};
-    redisContext *c = redisConnectWithTimeout("127.0.0.1", s->port, tv);
+    redisContext *c = redisConnectUnixWithTimeout(s->socket, tv);
     int ok = 0;
     if (c && !c->err) {
         redisReply *r = redisCommand(c, "PING");
@@ -401,39 +408,180 @@ void crowd_end(crowd *c) {
     c->n = 0;
 }
 
-int main(int argc, char **argv) {
-    setvbuf(stdout, NULL, _IOLBF, 0);
+/* Runs test i on this process's server; 0 passed, 1 failed, 2 skipped. */
+static int run_one(int i) {
+    freeReplyObject(raw(g_raw, "FLUSHALL"));
+    current_failed = 0;
+    current_skip = NULL;
+    current_name = tests[i].name;
+    int64_t t0 = now_ms();
+    tests[i].fn();
+    if (current_skip && !current_failed) {
+        printf("skip %s: %s\n", tests[i].name, current_skip);
+        return 2;
+    }
+    printf("%s %s (%lld ms)\n", current_failed ? "FAIL" : "ok  ", tests[i].name,
+           (long long)(now_ms() - t0));
+    return current_failed ? 1 : 0;
+}
+
+static int start_shared_server(void) {
     const char *shared_args[] = {"--enable-debug-command", "yes", NULL};
     if (server_start(&g_server, shared_args) != 0) {
-        fprintf(stdout, "cannot start redis-server (is it installed?)\n0 passed, 1 failed\n");
-        return 1;
+        fprintf(stdout, "cannot start redis-server (is it installed?)\n");
+        return -1;
     }
     g_raw = server_connect(&g_server);
-    int passed = 0, failed = 0, skipped = 0;
-    for (int i = 0; i < ntests; i++) {
-        int chosen = argc == 1; /* arguments: run the tests whose names contain one of them */
-        for (int a = 1; a < argc && !chosen; a++)
-            chosen = strstr(tests[i].name, argv[a]) != NULL;
-        if (!chosen) continue;
-        freeReplyObject(raw(g_raw, "FLUSHALL"));
-        current_failed = 0;
-        current_skip = NULL;
-        int64_t t0 = now_ms();
-        tests[i].fn();
-        if (current_skip && !current_failed) {
-            printf("skip %s: %s\n", tests[i].name, current_skip);
-            skipped++;
-            continue;
-        }
-        printf("%s %s (%lld ms)\n", current_failed ? "FAIL" : "ok  ", tests[i].name,
-               (long long)(now_ms() - t0));
-        if (current_failed)
-            failed++;
-        else
-            passed++;
-    }
+    return 0;
+}
+
+static void stop_shared_server(void) {
     redisFree(g_raw);
     server_stop(&g_server);
+}
+
+/* Tests on a Redis Cluster all run in the first worker: its cluster (tests/c/cluster_kit.c, six
+ * nodes started once per process) is then started once per run, not once per worker. */
+static int on_first_worker(int i) {
+    return strstr(tests[i].name, "cluster") != NULL;
+}
+
+/* What the workers of a parallel run share: the next test to take and each test's outcome. */
+typedef struct shared_run {
+    _Atomic int next;
+    int outcome[MAX_TESTS]; /* -1 not run, else run_one's answer */
+    int running[MAX_WORKERS +
+                1]; /* the test each worker is in (-1 between tests); + the solo one */
+} shared_run;
+
+/* A worker: its own redis-server, then tests taken one at a time until none is left. A test
+ * that needs the shared server alone (SIGSTOP, restart, DEBUG SLEEP) has it: each worker has one.
+ */
+static void run_in_worker(shared_run *run, int id, int i) {
+    run->running[id] = i;
+    run->outcome[i] = run_one(i);
+    run->running[id] = -1;
+    fflush(stdout);
+}
+
+/* A worker: its own redis-server, then tests taken from the list one at a time until none is
+ * left. The first worker runs the Cluster tests first; solo tests are left to the solo worker. */
+static void worker(shared_run *run, int id, const int *chosen, int nchosen, int solo_worker) {
+    if (start_shared_server() != 0) exit(3);
+    for (int k = 0; id == 0 && k < nchosen; k++)
+        if (on_first_worker(chosen[k])) run_in_worker(run, id, chosen[k]);
+    for (;;) {
+        int k = atomic_fetch_add(&run->next, 1);
+        if (k >= nchosen) break;
+        int i = chosen[k];
+        if (solo_worker || (!on_first_worker(i) && !tests[i].solo)) run_in_worker(run, id, i);
+    }
+    stop_shared_server();
+    exit(0); /* exit, not _exit: the sanitizers' leak check runs here */
+}
+
+/* Waits for workers [from, to); a worker that died fails the test it was in. Answers how many
+ * did not end well (a sanitizer's report ends a worker with a non-zero status). */
+static int wait_workers(shared_run *run, const pid_t *pids, int from, int to) {
+    int bad = 0;
+    for (int w = from; w < to; w++) {
+        int status = 0;
+        while (waitpid(pids[w], &status, 0) < 0 && errno == EINTR) {
+        }
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
+        bad++;
+        int in = run->running[w];
+        if (in >= 0) run->outcome[in] = 1;
+        printf("FAIL worker %d %s %d%s%s\n", w,
+               WIFSIGNALED(status) ? "killed by signal" : "exited with",
+               WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status),
+               in >= 0 ? " in " : " (a sanitizer's report above, or no server)",
+               in >= 0 ? tests[in].name : "");
+    }
+    return bad;
+}
+
+static pid_t start_worker(shared_run *run, int id, const int *list, int n, int solo_worker) {
+    run->running[id] = -1;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) worker(run, id, list, n, solo_worker);
+    return pid;
+}
+
+/* Runs the chosen tests in `jobs` worker processes, then the solo ones in one more. A test whose
+ * worker died counts as failed; a worker that ended badly fails the run. */
+static int run_parallel(int jobs, const int *chosen, int nchosen, int *passed, int *failed,
+                        int *skipped) {
+    shared_run *run =
+        mmap(NULL, sizeof *run, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (run == MAP_FAILED) return -1;
+    atomic_init(&run->next, 0);
+    for (int i = 0; i < MAX_TESTS; i++)
+        run->outcome[i] = -1;
+    test_certs(); /* made once here: the workers inherit the folder's name */
+    pid_t pids[MAX_WORKERS + 1];
+    for (int w = 0; w < jobs; w++)
+        pids[w] = start_worker(run, w, chosen, nchosen, 0);
+    int bad_workers = wait_workers(run, pids, 0, jobs);
+    static int solos[MAX_TESTS];
+    int nsolos = 0;
+    for (int k = 0; k < nchosen; k++)
+        if (tests[chosen[k]].solo && !on_first_worker(chosen[k])) solos[nsolos++] = chosen[k];
+    if (nsolos) {
+        atomic_store(&run->next, 0);
+        pids[jobs] = start_worker(run, jobs, solos, nsolos, 1);
+        bad_workers += wait_workers(run, pids, jobs, jobs + 1);
+    }
+    for (int k = 0; k < nchosen; k++) {
+        int o = run->outcome[chosen[k]];
+        *passed += o == 0, *skipped += o == 2;
+        *failed += o == 1 || o == -1; /* failed, or never run because its worker died */
+    }
+    if (*failed == 0) *failed = bad_workers;
+    munmap(run, sizeof *run);
+    return 0;
+}
+
+/* test_core [-j JOBS] [NAME-PART...]: the tests whose names contain one of the parts (all without
+ * any), in JOBS worker processes (1: in this one, in order). */
+int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    int jobs = 1, first = 1;
+    if (argc > 2 && strcmp(argv[1], "-j") == 0) {
+        jobs = atoi(argv[2]);
+        first = 3;
+        if (jobs < 1 || jobs > MAX_WORKERS) {
+            fprintf(stdout, "harness: -j takes 1 to %d\n0 passed, 1 failed\n", MAX_WORKERS);
+            return 2;
+        }
+    }
+    static int chosen[MAX_TESTS];
+    int nchosen = 0;
+    for (int i = 0; i < ntests; i++) {
+        int take = argc == first;
+        for (int a = first; a < argc && !take; a++)
+            take = strstr(tests[i].name, argv[a]) != NULL;
+        if (take) chosen[nchosen++] = i;
+    }
+    int passed = 0, failed = 0, skipped = 0;
+    if (jobs > 1 && nchosen > 1) {
+        if (run_parallel(jobs < nchosen ? jobs : nchosen, chosen, nchosen, &passed, &failed,
+                         &skipped) != 0) {
+            fprintf(stdout, "harness: cannot share memory with the workers\n0 passed, 1 failed\n");
+            return 1;
+        }
+    } else {
+        if (start_shared_server() != 0) {
+            fprintf(stdout, "0 passed, 1 failed\n");
+            return 1;
+        }
+        for (int k = 0; k < nchosen; k++) {
+            int o = run_one(chosen[k]);
+            passed += o == 0, failed += o == 1, skipped += o == 2;
+        }
+        stop_shared_server();
+    }
     if (skipped)
         printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
     else
@@ -446,4 +594,20 @@ long long lock_keys(void) {
     long long n = raw_int(g_raw, "DBSIZE") - (long long)latches->elements;
     freeReplyObject(latches);
     return n;
+}
+
+/* The harness's own check (tests/packaging/test_c_harness.py): with REDLEASE_HARNESS_SELFTEST
+ * set, two more tests, one of which ends its process as a crash would. Never registered in a
+ * plain run. */
+static void harness_selftest_passes(void) {
+    CHECK(1 + 1 == 2);
+}
+static void harness_selftest_dies(void) {
+    fflush(stdout);
+    abort();
+}
+__attribute__((constructor)) static void register_harness_selftest(void) {
+    if (!getenv("REDLEASE_HARNESS_SELFTEST")) return;
+    test_register("harness_selftest_passes", harness_selftest_passes, 0);
+    test_register("harness_selftest_dies", harness_selftest_dies, 0);
 }

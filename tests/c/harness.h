@@ -11,18 +11,22 @@
 #include "redlease.h"
 
 typedef void (*test_fn)(void);
-void test_register(const char *name, test_fn fn);
+/* solo: the test counts how often one thread wins a race, which a busy machine sways; in a
+ * parallel run (test_core -j N) it runs after the others, alone. */
+void test_register(const char *name, test_fn fn, int solo);
 void test_fail(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Marks the running test skipped, with the reason printed beside it. */
 void test_skip(const char *reason);
 
-#define TEST(name)                                                                                 \
+#define TEST_REGISTERED(name, solo)                                                                \
     static void name(void);                                                                        \
     __attribute__((constructor)) static void register_##name(void) {                               \
-        test_register(#name, name);                                                                \
+        test_register(#name, name, solo);                                                          \
     }                                                                                              \
     static void name(void)
+#define TEST(name) TEST_REGISTERED(name, 0)
+#define TEST_SOLO(name) TEST_REGISTERED(name, 1)
 
 #define CHECK(cond)                                                                                \
     do {                                                                                           \

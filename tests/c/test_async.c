@@ -378,7 +378,7 @@ static void async_woken_waiter_first(int64_t grace_ms, int same_client, int roun
 /* An async acquire that follows its own client's release of a lock whose message woke a waiter
  * leaves the lock to that waiter first, as the blocking acquire does (wake_grace.c). Counted over
  * rounds with a wide margin, as scheduling can delay a waiter past the grace now and then. */
-TEST(async_reacquire_after_a_release_leaves_the_lock_to_the_woken_waiter) {
+TEST_SOLO(async_reacquire_after_a_release_leaves_the_lock_to_the_woken_waiter) {
     rl_options defaults;
     rl_options_init(&defaults);
     int first;
@@ -388,7 +388,7 @@ TEST(async_reacquire_after_a_release_leaves_the_lock_to_the_woken_waiter) {
 
 /* ... and when the woken waiter is a thread of the releasing client itself, the message that
  * woke it stays its own: the yielding acquire observes the channel without taking it. */
-TEST(async_reacquire_leaves_the_lock_to_a_woken_waiter_of_the_same_client) {
+TEST_SOLO(async_reacquire_leaves_the_lock_to_a_woken_waiter_of_the_same_client) {
     rl_options defaults;
     rl_options_init(&defaults);
     int first;
@@ -401,7 +401,7 @@ TEST(async_reacquire_leaves_the_lock_to_a_woken_waiter_of_the_same_client) {
  * 0 to 5 of 20 rounds on a quiet machine, up to 10 under a sanitizer on a loaded one, against
  * 19 or 20 with the grace (held to 16 or more above): the bounds leave room for the load and
  * never overlap. */
-TEST(async_reacquire_with_handover_grace_zero_takes_the_lock_back) {
+TEST_SOLO(async_reacquire_with_handover_grace_zero_takes_the_lock_back) {
     int first;
     async_woken_waiter_first(0, 0, 20, &first);
     CHECK_MSG(first >= 0 && first <= 15, "the woken waiter still went first in %d of 20 rounds",

@@ -350,7 +350,7 @@ static int abort_after(void *unused) {
     return now_ms() >= abort_at;
 }
 
-TEST(fair_head_that_gives_up_on_a_free_lock_wakes_the_next_waiter) {
+TEST_SOLO(fair_head_that_gives_up_on_a_free_lock_wakes_the_next_waiter) {
     rl_client *a = new_client(g_server.url, 0), *b = new_client(g_server.url, 0),
               *c = new_client(g_server.url, 0);
     rl_lock *la = new_kind(a, RL_LOCK_FAIR, "relay"), *lb = new_kind(b, RL_LOCK_FAIR, "relay"),

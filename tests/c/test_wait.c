@@ -279,7 +279,7 @@ TEST(messages_read_counts_only_a_subscription_kept_for_waiters) {
 
 /* The waiter a release woke may be on the releasing client itself (threads of one process):
  * the re-acquire that gives way must not take that waiter's wake-up for itself. */
-TEST(release_then_reacquire_leaves_the_lock_to_a_woken_waiter_of_the_same_client) {
+TEST_SOLO(release_then_reacquire_leaves_the_lock_to_a_woken_waiter_of_the_same_client) {
     rl_options defaults;
     rl_options_init(&defaults);
     int first;
@@ -293,7 +293,7 @@ TEST(release_then_reacquire_leaves_the_lock_to_a_woken_waiter_of_the_same_client
  * woke (wake_grace.c): without that, its one round trip beats the waiter's message plus round trip
  * nearly every time. Counted over rounds with a wide margin, as scheduling can delay a waiter
  * past the grace now and then. */
-TEST(release_then_reacquire_leaves_the_lock_to_the_woken_waiter) {
+TEST_SOLO(release_then_reacquire_leaves_the_lock_to_the_woken_waiter) {
     rl_options defaults;
     rl_options_init(&defaults);
     CHECK(defaults.handover_grace_ms > 0);
@@ -304,7 +304,7 @@ TEST(release_then_reacquire_leaves_the_lock_to_the_woken_waiter) {
 
 /* handover_grace_ms 0 turns it off: the releaser's own round trip wins again, as it did before
  * the grace existed (most hand-offs per second, least even). */
-TEST(handover_grace_zero_lets_the_releaser_take_the_lock_back) {
+TEST_SOLO(handover_grace_zero_lets_the_releaser_take_the_lock_back) {
     int first;
     woken_waiter_first(0, 0, 20, &first);
     CHECK_MSG(first >= 0 && first < 10, "the woken waiter still went first in %d of 20 rounds",
