@@ -7,4 +7,4 @@ SUITES += cluster
 test-cluster: python-install
 	@mkdir -p build/results
 	cd tests/cluster && REDLEASE_RESULTS=$(CURDIR)/build/results/cluster.txt \
-	  $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider
+	  $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider $(PY_JOBS)

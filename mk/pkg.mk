@@ -69,7 +69,7 @@ test-packaging: python-install release-files lua-rocks
 	  REDLEASE_PYTHONS="$(PYTHONS)" $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider
 
 test-pythons: wheel
-	scripts/test-pythons build/results/pythons.txt $(firstword $(PYTHONS))
+	PY_JOBS="$(PY_JOBS)" scripts/test-pythons build/results/pythons.txt $(firstword $(PYTHONS))
 
 test-pythons-all: wheel
 	scripts/test-pythons $(B)/pythons-all.txt $(PYTHONS)

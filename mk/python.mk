@@ -34,7 +34,7 @@ $(B)/python-strict.ok: $(wildcard csrc/python/*.c csrc/python/*.h) include/redle
 test-python: python-install $(B)/python-strict.ok
 	@mkdir -p build/results
 	cd tests/python && REDLEASE_RESULTS=$(CURDIR)/build/results/python.txt \
-	  $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider
+	  $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider $(PY_JOBS)
 
 demo-python: python-runtime
 	$(PY) examples/python/jobs_demo.py

@@ -7,7 +7,7 @@ SUITES += sentinel
 test-sentinel: python-install
 	@mkdir -p build/results
 	cd tests/sentinel && REDLEASE_RESULTS=$(CURDIR)/build/results/sentinel.txt \
-	  $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider
+	  $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider $(PY_JOBS)
 
 bench-failover: deps python-install
 	$(PY) bench/failover.py
