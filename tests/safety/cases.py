@@ -2,8 +2,9 @@
 
 Topology "one-redis": one redis-server; "sentinel": a master, a replica and three sentinels;
 "cluster": three masters with a replica each (servers.py). Each client process runs one owner
-(thread) per entry of OWNERS (CLUSTER_OWNERS: names spread over the three masters); every
-process has the same owners, so each lock is contended by every process.
+(a thread in Python, a coroutine in Lua) per entry of OWNERS (CLUSTER_OWNERS: names spread over
+the three masters); every process has the same owners, so each lock is contended by every
+process, Python's and Lua's alike (Case.langs).
 """
 
 import binascii
@@ -26,6 +27,9 @@ class Case:
     duration: float                   # seconds of workload
     lease: float                      # watchdog_timeout
     procs: int = 4
+    # the language of each client process, in turn: process k runs langs[k % len(langs)]
+    # (python: worker.py; lua: worker.lua, the rock under lua5.4)
+    langs: Tuple[str, ...] = ("python", "lua")
     owners: Tuple[Tuple[str, str], ...] = tuple(OWNERS)
     client: str = "redlease"
     options: Dict[str, float] = field(default_factory=dict)
@@ -39,6 +43,9 @@ class Case:
     @property
     def acquire_timeout(self) -> float:
         return self.lease
+
+    def lang(self, k: int) -> str:
+        return self.langs[k % len(self.langs)]
 
 
 # The short form: a 2 s lease instead of the default 30 s, so that a holder paused past its lease,
@@ -129,7 +136,7 @@ def broken() -> Case:
     """The checker's proof: a lock of SET NX PX with no renewal, its holders paused past it."""
     return Case("broken-client:pause-holder", ("pause-holder",), 14.0, 2.0, procs=3,
                 owners=(("mutex", "mutex:0"), ("mutex", "mutex:0"), ("unfenced", "unfenced:0")),
-                client="broken", options=SHORT_OPTIONS)
+                client="broken", options=SHORT_OPTIONS, langs=("python",))
 
 
 def full() -> List[Case]:

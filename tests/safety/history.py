@@ -23,7 +23,8 @@ class Kind:
 
 
 KINDS: Dict[str, Kind] = {
-    # a client process started: its redlease client id (as Redis stores it in lock fields)
+    # a client process started: its redlease client id (as Redis stores it in lock fields) and
+    # its language ("python", "lua"; the checker counts events and overlaps per language)
     "hello": Kind(("proc", "client_id", "pid")),
     # one acquire by one owner (a thread of a process): start and end of the call, ok or not,
     # the fencing token of a fenced lock, the error's name when it raised

@@ -93,20 +93,15 @@ def run_case(case: casebook.Case, seed: int, out: str) -> dict:
             setup_db(pg.dsn, db_rows)
         start_at = now() + 3 * S
         stop_at = start_at + int(case.duration * S)
-        for p in names:
+        for k, p in enumerate(names):
             cfg = {"proc": p, "url": topology.url, "owners": case.owners,
                    "client": case.client, "options": case.options, "lease": case.lease,
                    "seed": seed, "start_at": start_at, "stop_at": stop_at,
                    "acquire_timeout": case.acquire_timeout, "hold_ms": case.hold_ms,
                    "think_ms": case.think_ms, "pg": pg.dsn if pg else None,
                    "out": os.path.join(out, f"{p}.jsonl")}
-            path = os.path.join(run.dir, f"{p}.json")
-            with open(path, "w") as f:
-                json.dump(cfg, f)
             parts.label(gids[p])
-            workers[p] = run.spawn([sys.executable, os.path.join(HERE, "worker.py"), path],
-                                   gid=gids[p],
-                                   stderr=open(os.path.join(out, f"{p}.stderr"), "w"))
+            workers[p] = spawn_worker(run, case.lang(k), p, cfg, gids[p], out)
 
         def client_ids() -> Dict[str, str]:
             ids = {}
@@ -158,6 +153,49 @@ def run_case(case: casebook.Case, seed: int, out: str) -> dict:
     return result
 
 
+# The rock built for lua5.4 by `make lua-rocks` (mk/lua.mk), which worker.lua loads.
+LUA_TREE = os.path.join(HERE, "..", "..", "build", "lua-lua5.4")
+
+
+def spawn_worker(run, lang: str, p: str, cfg: dict, gid: int, out: str) -> subprocess.Popen:
+    """Client process p in its language: worker.py reads its configuration as JSON, worker.lua
+    as a Lua chunk that returns it."""
+    stderr = open(os.path.join(out, f"{p}.stderr"), "w")
+    if lang == "python":
+        path = os.path.join(run.dir, f"{p}.json")
+        with open(path, "w") as f:
+            json.dump(cfg, f)
+        return run.spawn([sys.executable, os.path.join(HERE, "worker.py"), path], gid=gid,
+                         stderr=stderr)
+    if lang == "lua":
+        path = os.path.join(run.dir, f"{p}.lua")
+        with open(path, "w") as f:
+            f.write("return " + to_lua(cfg) + "\n")
+        tree = os.path.abspath(LUA_TREE)
+        env = {**os.environ,
+               "LUA_PATH": f"{tree}/share/lua/5.4/?.lua;{tree}/share/lua/5.4/?/init.lua;;",
+               "LUA_CPATH": f"{tree}/lib/lua/5.4/?.so;;"}
+        return run.spawn(["lua5.4", os.path.join(HERE, "worker.lua"), path], gid=gid,
+                         stderr=stderr, env=env)
+    raise ValueError(f"no client process in {lang!r}")
+
+
+def to_lua(v) -> str:
+    """A Lua literal of JSON-like data (None is nil: its key is left out)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)  # a JSON string of printable ASCII is a Lua string literal
+    if isinstance(v, (list, tuple)):
+        return "{" + ", ".join(to_lua(x) for x in v) + "}"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"[{to_lua(k)}] = {to_lua(x)}" for k, x in v.items()
+                               if x is not None) + "}"
+    raise TypeError(v)
+
+
 def _sleep_until(t: int) -> None:
     while now() < t:
         time.sleep(min(0.05, (t - now()) / S))
@@ -173,6 +211,7 @@ def check(case, seed, plan, events, fenced, start_at, run_end) -> dict:
     av = checker.availability(events, faults, run_end, lease_ns, 3 * S)
     acquires = list(history.of(events, "acquire"))
     unreported = [o for o in ovs if not o.reported and not o.outside_promise]
+    per_lang, lang_pairs = checker.by_language(events, ovs)
     return {
         "case": case.name, "seed": seed, "topology": case.topology, "client": case.client,
         "nemesis": list(case.nemesis),
@@ -187,6 +226,7 @@ def check(case, seed, plan, events, fenced, start_at, run_end) -> dict:
         "margins_ms": sorted(o.margin_ns / 1e6 for o in ovs if o.reported),
         "unreported_detail": [_overlap_json(o) for o in unreported[:20]],
         "outside_told_ms": _outside_told_ms(ovs),
+        "languages": per_lang, "overlaps_by_language": lang_pairs,
         "fenced": {r: {"mode": f.mode, "accepted": len(f.accepted), "final": f.final,
                        "rejected": _rejected(events, r), "lost_increments": f.lost_increments,
                        "token_order_errors": f.token_order_errors[:10]}
@@ -212,7 +252,9 @@ def recheck(case_dir: str) -> dict:
     hs = checker.holds(events, r["end"])
     ovs = checker.overlaps(hs, faults)
     unreported = [o for o in ovs if not o.reported and not o.outside_promise]
+    per_lang, lang_pairs = checker.by_language(events, ovs)
     r.update({
+        "languages": per_lang, "overlaps_by_language": lang_pairs,
         "overlaps": len(ovs), "reported": sum(o.reported for o in ovs),
         "unreported": len(unreported),
         "outside_promise": sum(1 for o in ovs if not o.reported and o.outside_promise),
