@@ -4,7 +4,7 @@ Topology "one-redis": one redis-server; "sentinel": a master, a replica and thre
 "cluster": three masters with a replica each (servers.py). Each client process runs one owner
 (a thread in Python, a coroutine in Lua) per entry of OWNERS (CLUSTER_OWNERS: names spread over
 the three masters); every process has the same owners, so each lock is contended by every
-process, Python's and Lua's alike (Case.langs).
+process, Python's, Lua's and (one Redis) nginx's alike (Case.langs).
 """
 
 import binascii
@@ -28,7 +28,8 @@ class Case:
     lease: float                      # watchdog_timeout
     procs: int = 4
     # the language of each client process, in turn: process k runs langs[k % len(langs)]
-    # (python: worker.py; lua: worker.lua, the rock under lua5.4)
+    # (python: worker.py; lua: worker.lua, the rock under lua5.4; openresty: an nginx of its
+    # own, resty.py, one Redis only: the OpenResty backend has no Sentinel or Cluster URLs)
     langs: Tuple[str, ...] = ("python", "lua")
     owners: Tuple[Tuple[str, str], ...] = tuple(OWNERS)
     client: str = "redlease"
@@ -53,9 +54,12 @@ class Case:
 # 5 s) so that a cut-off client's calls end well inside that lease and it goes on trying.
 SHORT_OPTIONS = {"watchdog_timeout": 2.0, "connect_timeout": 0.5, "command_timeout": 0.5}
 
+# One Redis: Python, Lua and OpenResty clients on the same locks.
+WITH_RESTY = ("python", "lua", "openresty", "python", "lua")
+
 
 def short() -> List[Case]:
-    base = Case("", (), 14.0, 2.0, procs=3, options=SHORT_OPTIONS)
+    base = Case("", (), 14.0, 2.0, procs=4, options=SHORT_OPTIONS, langs=WITH_RESTY)
     cases = [replace(base, name="none")]
     cases += [replace(base, name=k, nemesis=(k,)) for k in KINDS]
     cases.append(replace(base, name="mixed", nemesis=KINDS, duration=24.0))
@@ -143,7 +147,7 @@ def full() -> List[Case]:
     """Over 10,000 acquisitions per nemesis with the short lease (about 100 a second here), the
     mix of every nemesis again with the default 30 s lease and timeouts, the Sentinel cases, and
     the broken client."""
-    base = Case("", (), 150.0, 2.0, procs=4, options=SHORT_OPTIONS,
+    base = Case("", (), 150.0, 2.0, procs=5, options=SHORT_OPTIONS, langs=WITH_RESTY,
                 owners=tuple(OWNERS) + (("mutex", "mutex:1"), ("mutex", "mutex:1")))
     cases = [replace(base, name="none", duration=60.0)]
     cases += [replace(base, name=k, nemesis=(k,)) for k in KINDS]

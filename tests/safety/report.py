@@ -384,9 +384,10 @@ release) no later than the moment another owner can be granted the lock. This re
 An overlap is a pair of holds of one lock by two owners that intersect in time; a hold runs from
 the end of its acquire call to the start of its release. Reported: the earlier holder was told
 before the later one's acquire returned (the margin is by how much). Each case runs {procs}
-client processes ({langs}: `tests/safety/worker.py`, and `worker.lua` on the Lua rock under
-lua5.4) with {owners} owners (threads in Python, coroutines in Lua) each, every process on the
-same lock names, so holders of both languages exclude each other;
+client processes ({langs}: `tests/safety/worker.py`; `worker.lua` on the Lua rock under
+lua5.4; with one Redis, an nginx of its own running the rock's OpenResty backend, mutex owners
+only) with {owners} owners (threads in Python, coroutines in Lua, requests in nginx) each, every
+process on the same lock names, so holders of every language exclude each other;
 "recovery" is the time from a fault's end until every lock was acquired again; "stuck" names a
 lock not acquired within one lease (plus 3 s) of the last fault's end.
 
@@ -397,14 +398,9 @@ lock not acquired within one lease (plus 3 s) of the last fault's end.
              "column), and the overlaps per pair of languages of the two holders.\n\n"
              + language_table(results) + "\n")
     text += "## Unreported overlaps\n\n" + unreported_section(results) + "\n"
-    text += ("## Timelines\n\nHolds as bars per owner (process/thread or coroutine), one "
-             "colour per lock.\n\n")
+    text += ("## Timelines\n\nHolds as bars per owner (process/thread, coroutine or "
+             "request), one colour per lock.\n\n")
     text += "\n".join(pictures)
-    text += """
-## Not measured yet
-
-OpenResty workers as clients: see issue 29.
-"""
     with open(page, "w") as f:
         f.write(text)
 

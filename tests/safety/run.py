@@ -25,6 +25,7 @@ import checker  # noqa: E402
 import history  # noqa: E402
 import net  # noqa: E402
 import procs  # noqa: E402
+import resty  # noqa: E402
 import servers  # noqa: E402
 from nemesis import Nemesis, schedule  # noqa: E402
 
@@ -75,6 +76,7 @@ def run_case(case: casebook.Case, seed: int, out: str) -> dict:
     run = procs.Run()
     parts = net.Partitions()
     workers: Dict[str, subprocess.Popen] = {}
+    nodes: List[resty.Node] = []  # OpenResty clients: nginx, driven by the run's requests
     try:
         names = [f"p{k}" for k in range(case.procs)]
         gids = {p: net.client_gid(k) for k, p in enumerate(names)}
@@ -101,7 +103,17 @@ def run_case(case: casebook.Case, seed: int, out: str) -> dict:
                    "think_ms": case.think_ms, "pg": pg.dsn if pg else None,
                    "out": os.path.join(out, f"{p}.jsonl")}
             parts.label(gids[p])
-            workers[p] = spawn_worker(run, case.lang(k), p, cfg, gids[p], out)
+            if case.lang(k) == "openresty":
+                # an nginx on an address of its own: one Redis uses addresses 0, 1 and 7
+                assert case.topology == "one-redis" and len(nodes) < 5, case.name
+                node = resty.Node(run, p, cfg, gids[p], net.node_address(2 + len(nodes)), out,
+                                  to_lua)
+                nodes.append(node)
+                workers[p] = node.process
+            else:
+                workers[p] = spawn_worker(run, case.lang(k), p, cfg, gids[p], out)
+        for node in nodes:
+            node.drive()
 
         def client_ids() -> Dict[str, str]:
             ids = {}
@@ -134,6 +146,8 @@ def run_case(case: casebook.Case, seed: int, out: str) -> dict:
                    settled=now() if settled else None)
         faults.close()
         limit = stop_at + int((case.acquire_timeout + 15) * S)
+        for node in nodes:
+            node.finish(limit / S)
         for w in workers.values():
             try:
                 w.wait(timeout=max(1.0, (limit - now()) / S))
@@ -338,6 +352,9 @@ def main() -> int:
     ap.add_argument("--seed", type=int, action="append", help="seeds (default: one, random)")
     ap.add_argument("--out", default="build/safety")
     ap.add_argument("--duration", type=float, help="every case this many seconds (a trial)")
+    ap.add_argument("--langs", help="client processes' languages in turn, e.g. "
+                    "python,lua,openresty (default: each case's)")
+    ap.add_argument("--procs", type=int, help="every case this many client processes")
     ap.add_argument("--page", help="write the report (docs/safety.md) here")
     ap.add_argument("--img", default="docs/img", help="the report's pictures")
     ap.add_argument("--recheck", action="store_true",
@@ -366,6 +383,11 @@ def main() -> int:
         book = [c for c in book if c.name in args.case]
     if args.duration:
         book = [replace(c, duration=args.duration) for c in book]
+    if args.langs:
+        book = [replace(c, langs=tuple(args.langs.split(","))) if c.client == "redlease" else c
+                for c in book]
+    if args.procs:
+        book = [replace(c, procs=args.procs) for c in book]
     seeds = args.seed or [random.SystemRandom().randrange(1, 1 << 31)]
     print(f"safety: seeds {seeds}", flush=True)
     results = []

@@ -1,8 +1,8 @@
 """The short form of the harness: every case of cases.short() on fixed seeds, one redis-server,
 a Sentinel failover, a Cluster reshard, and the deliberately broken client, which the checker
-must flag. Client processes are Python's and Lua's (cases.Case.langs) on the same lock names;
-each case fails if a language took no lock. Results (and the report of
-this run) go to build/safety-short."""
+must flag. Client processes are Python's, Lua's and, with one Redis, an nginx's
+(cases.Case.langs) on the same lock names; each case fails if a language took no lock.
+Results (and the report of this run) go to build/safety-short."""
 
 import json
 import os
@@ -40,9 +40,10 @@ def assert_every_language_took_part(r, case):
     """Each language of the case's client processes acquired, and some lock was held by all of
     them: mixed holders of one lock name excluding each other is what the run checks."""
     per = r["languages"]
-    for lang in set(case.langs):
+    langs = {case.lang(k) for k in range(case.procs)}
+    for lang in langs:
         assert per.get(lang, {}).get("acquisitions", 0) > 0, (lang, per)
-    shared = set.intersection(*(set(per[lang]["locks"]) for lang in set(case.langs)))
+    shared = set.intersection(*(set(per[lang]["locks"]) for lang in langs))
     assert shared, per
 
 
