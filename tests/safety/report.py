@@ -347,7 +347,7 @@ def write(results: List[dict], page: str, img: str, command: str = "make safety"
     owners = " or ".join(str(n) for n in sorted({r["owners"] // max(1, r["procs"])
                                                  for r in results}))
     lease_note = ", ".join(sorted({f"{r['lease']:g} s" for r in results}))
-    langs = " and ".join(sorted({k for r in results for k in r.get("languages", {"python": 0})}))
+    langs = ", ".join(sorted({k for r in results for k in r.get("languages", {"python": 0})}))
     text = f"""# Safety under real faults
 
 Written by the safety harness (`tests/safety/README.md`), here by `{command}`: do not edit by
@@ -384,10 +384,11 @@ release) no later than the moment another owner can be granted the lock. This re
 An overlap is a pair of holds of one lock by two owners that intersect in time; a hold runs from
 the end of its acquire call to the start of its release. Reported: the earlier holder was told
 before the later one's acquire returned (the margin is by how much). Each case runs {procs}
-client processes ({langs}: `tests/safety/worker.py`; `worker.lua` on the Lua rock under
-lua5.4; with one Redis, an nginx of its own running the rock's OpenResty backend, mutex owners
-only) with {owners} owners (threads in Python, coroutines in Lua, requests in nginx) each, every
-process on the same lock names, so holders of every language exclude each other;
+client processes in {langs} (Python: `tests/safety/worker.py`; Lua: `worker.lua` on the Lua
+rock under lua5.4; OpenResty, with one Redis: an nginx of its own on the rock's OpenResty
+backend, mutex owners only) with {owners} owners (threads in Python, coroutines in Lua,
+requests in nginx) each, every process on the same lock names, so holders of every language
+exclude each other;
 "recovery" is the time from a fault's end until every lock was acquired again; "stuck" names a
 lock not acquired within one lease (plus 3 s) of the last fault's end.
 
