@@ -2,8 +2,9 @@
 
 Topology "one-redis": one redis-server; "sentinel": a master, a replica and three sentinels;
 "cluster": three masters with a replica each (servers.py). Each client process runs one owner
-(thread) per entry of OWNERS (CLUSTER_OWNERS: names spread over the three masters); every
-process has the same owners, so each lock is contended by every process.
+(a thread in Python, a coroutine in Lua) per entry of OWNERS (CLUSTER_OWNERS: names spread over
+the three masters); every process has the same owners, so each lock is contended by every
+process, Python's, Lua's and (one Redis) nginx's alike (Case.langs).
 """
 
 import binascii
@@ -26,6 +27,10 @@ class Case:
     duration: float                   # seconds of workload
     lease: float                      # watchdog_timeout
     procs: int = 4
+    # the language of each client process, in turn: process k runs langs[k % len(langs)]
+    # (python: worker.py; lua: worker.lua, the rock under lua5.4; openresty: an nginx of its
+    # own, resty.py, one Redis only: the OpenResty backend has no Sentinel or Cluster URLs)
+    langs: Tuple[str, ...] = ("python", "lua")
     owners: Tuple[Tuple[str, str], ...] = tuple(OWNERS)
     client: str = "redlease"
     options: Dict[str, float] = field(default_factory=dict)
@@ -40,15 +45,21 @@ class Case:
     def acquire_timeout(self) -> float:
         return self.lease
 
+    def lang(self, k: int) -> str:
+        return self.langs[k % len(self.langs)]
+
 
 # The short form: a 2 s lease instead of the default 30 s, so that a holder paused past its lease,
 # or a partition longer than it, fits in seconds; connect and command timeouts of 0.5 s (default
 # 5 s) so that a cut-off client's calls end well inside that lease and it goes on trying.
 SHORT_OPTIONS = {"watchdog_timeout": 2.0, "connect_timeout": 0.5, "command_timeout": 0.5}
 
+# One Redis: Python, Lua and OpenResty clients on the same locks.
+WITH_RESTY = ("python", "lua", "openresty", "python", "lua")
+
 
 def short() -> List[Case]:
-    base = Case("", (), 14.0, 2.0, procs=3, options=SHORT_OPTIONS)
+    base = Case("", (), 14.0, 2.0, procs=4, options=SHORT_OPTIONS, langs=WITH_RESTY)
     cases = [replace(base, name="none")]
     cases += [replace(base, name=k, nemesis=(k,)) for k in KINDS]
     cases.append(replace(base, name="mixed", nemesis=KINDS, duration=24.0))
@@ -129,14 +140,14 @@ def broken() -> Case:
     """The checker's proof: a lock of SET NX PX with no renewal, its holders paused past it."""
     return Case("broken-client:pause-holder", ("pause-holder",), 14.0, 2.0, procs=3,
                 owners=(("mutex", "mutex:0"), ("mutex", "mutex:0"), ("unfenced", "unfenced:0")),
-                client="broken", options=SHORT_OPTIONS)
+                client="broken", options=SHORT_OPTIONS, langs=("python",))
 
 
 def full() -> List[Case]:
     """Over 10,000 acquisitions per nemesis with the short lease (about 100 a second here), the
     mix of every nemesis again with the default 30 s lease and timeouts, the Sentinel cases, and
     the broken client."""
-    base = Case("", (), 150.0, 2.0, procs=4, options=SHORT_OPTIONS,
+    base = Case("", (), 150.0, 2.0, procs=5, options=SHORT_OPTIONS, langs=WITH_RESTY,
                 owners=tuple(OWNERS) + (("mutex", "mutex:1"), ("mutex", "mutex:1")))
     cases = [replace(base, name="none", duration=60.0)]
     cases += [replace(base, name=k, nemesis=(k,)) for k in KINDS]

@@ -196,3 +196,51 @@ def availability(events: List[Event], faults: List[Event], run_end: int,
         if wait is None or wait > lease_ns + margin_ns:
             a.stuck.append(lock)
     return a
+
+
+def languages(events: List[Event]) -> Dict[str, str]:
+    """Each client process's language, from its hello (histories without one: python)."""
+    return {e["proc"]: e.get("lang", "python") for e in of(events, "hello")}
+
+
+def by_language(events: List[Event], ovs: List[Overlap]) -> Tuple[Dict[str, dict],
+                                                                   Dict[str, dict]]:
+    """Events counted per client language (processes, acquires, acquisitions and per lock,
+    releases, losses told, database writes and those accepted), and overlaps per pair of
+    languages, "earlier>later" (python>lua: a Python holder overlapped by a Lua one), reported
+    or not."""
+    lang = languages(events)
+    per: Dict[str, dict] = {}
+    for proc, name in sorted(lang.items()):
+        per.setdefault(name, {"procs": [], "attempts": 0, "acquisitions": 0, "releases": 0,
+                              "lost": 0, "writes": 0, "accepted": 0,
+                              "locks": {}})["procs"].append(proc)
+    for e in events:
+        if e["kind"] in ("hello", "fault") or e["proc"] not in lang:
+            continue
+        c = per[lang[e["proc"]]]
+        if e["kind"] == "acquire":
+            c["attempts"] += 1
+            c["acquisitions"] += bool(e["ok"])
+            if e["ok"]:
+                c["locks"][e["lock"]] = c["locks"].get(e["lock"], 0) + 1
+        elif e["kind"] == "release":
+            c["releases"] += 1
+        elif e["kind"] == "lost":
+            c["lost"] += 1
+        elif e["kind"] == "write":
+            c["writes"] += 1
+            c["accepted"] += bool(e["accepted"])
+    pairs: Dict[str, dict] = {}
+    for o in ovs:
+        key = f"{lang.get(o.earlier.proc, '?')}>{lang.get(o.later.proc, '?')}"
+        c = pairs.setdefault(key, {"overlaps": 0, "reported": 0, "unreported": 0,
+                                   "outside_promise": 0})
+        c["overlaps"] += 1
+        if o.reported:
+            c["reported"] += 1
+        elif o.outside_promise:
+            c["outside_promise"] += 1
+        else:
+            c["unreported"] += 1
+    return per, dict(sorted(pairs.items()))

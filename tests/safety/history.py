@@ -23,7 +23,9 @@ class Kind:
 
 
 KINDS: Dict[str, Kind] = {
-    # a client process started: its redlease client id (as Redis stores it in lock fields)
+    # a client process started: its redlease client id (as Redis stores it in lock fields) and
+    # its language ("python", "lua", "openresty"; the checker counts events and overlaps per
+    # language)
     "hello": Kind(("proc", "client_id", "pid")),
     # one acquire by one owner (a thread of a process): start and end of the call, ok or not,
     # the fencing token of a fenced lock, the error's name when it raised
@@ -32,7 +34,8 @@ KINDS: Dict[str, Kind] = {
     # the error's name
     "release": Kind(("proc", "owner", "lock", "start", "end", "ok"),
                     tells=lambda e: e["end"] if e.get("reason") else None),
-    # the client's on_lost(name, reason) callback ran
+    # the client's on_lost(name, reason) callback ran; from nginx (no such hook yet), an owner
+    # saw lock:lost() during its hold, and the event names it (`owner`)
     "lost": Kind(("proc", "lock", "t", "reason"), tells=lambda e: e["t"]),
     # one read-modify-write of a database row under the lock; accepted or refused by its fence
     "write": Kind(("proc", "owner", "lock", "row", "start", "end", "accepted", "mode")),

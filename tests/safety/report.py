@@ -111,6 +111,31 @@ def table(results: List[dict]) -> str:
     return head + "\n".join(rows) + "\n"
 
 
+def language_table(results: List[dict]) -> str:
+    """Per case: each client language's acquisitions (of which on the locks every language
+    held), losses told and fenced writes accepted, and the overlaps per pair of languages
+    (earlier holder > later one): reported, unreported, outside the promise."""
+    rows = []
+    for r in results:
+        per = r.get("languages")
+        if not per:  # results from before the Lua clients
+            continue
+        langs = sorted(per)
+        held = " / ".join(f"{per[k]['acquisitions']}" for k in langs)
+        lost = " / ".join(f"{per[k]['lost']}" for k in langs)
+        writes = " / ".join(f"{per[k]['accepted']}" for k in langs)
+        pairs = "; ".join(f"{k}: {c['overlaps']} ({c['reported']} reported, "
+                          f"**{c['unreported']}** unreported, {c['outside_promise']} outside)"
+                          for k, c in r.get("overlaps_by_language", {}).items()) or "none"
+        rows.append(f"| {r['case']} | {r['seed']} | {' / '.join(langs)} | {held} | {lost} | "
+                    f"{writes} | {pairs} |")
+    if not rows:
+        return "Not measured in this run.\n"
+    return ("| case | seed | languages | acquisitions | losses told | database writes accepted "
+            "| overlaps by languages (earlier > later holder) |\n|" + "---|" * 7 + "\n"
+            + "\n".join(rows) + "\n")
+
+
 def _sum_fenced(rs: List[dict], fenced: bool, key: str = "lost_increments") -> int:
     return sum(f[key] for r in rs for f in r["fenced"].values()
                if (f["mode"] != "unfenced") == fenced)
@@ -322,6 +347,7 @@ def write(results: List[dict], page: str, img: str, command: str = "make safety"
     owners = " or ".join(str(n) for n in sorted({r["owners"] // max(1, r["procs"])
                                                  for r in results}))
     lease_note = ", ".join(sorted({f"{r['lease']:g} s" for r in results}))
+    langs = ", ".join(sorted({k for r in results for k in r.get("languages", {"python": 0})}))
     text = f"""# Safety under real faults
 
 Written by the safety harness (`tests/safety/README.md`), here by `{command}`: do not edit by
@@ -358,21 +384,24 @@ release) no later than the moment another owner can be granted the lock. This re
 An overlap is a pair of holds of one lock by two owners that intersect in time; a hold runs from
 the end of its acquire call to the start of its release. Reported: the earlier holder was told
 before the later one's acquire returned (the margin is by how much). Each case runs {procs}
-client processes with {owners} owners (threads) each;
+client processes in {langs} (Python: `tests/safety/worker.py`; Lua: `worker.lua` on the Lua
+rock under lua5.4; OpenResty, with one Redis: an nginx of its own on the rock's OpenResty
+backend, mutex owners only) with {owners} owners (threads in Python, coroutines in Lua,
+requests in nginx) each, every process on the same lock names, so holders of every language
+exclude each other;
 "recovery" is the time from a fault's end until every lock was acquired again; "stuck" names a
 lock not acquired within one lease (plus 3 s) of the last fault's end.
 
 """
     for topology, rs in by_topology.items():
         text += f"### Topology: {topology}\n\n" + table(rs) + "\n"
+    text += ("## By client language\n\nEach language's counts (in the order of the languages "
+             "column), and the overlaps per pair of languages of the two holders.\n\n"
+             + language_table(results) + "\n")
     text += "## Unreported overlaps\n\n" + unreported_section(results) + "\n"
-    text += "## Timelines\n\nHolds as bars per owner (process/thread), one colour per lock.\n\n"
+    text += ("## Timelines\n\nHolds as bars per owner (process/thread, coroutine or "
+             "request), one colour per lock.\n\n")
     text += "\n".join(pictures)
-    text += """
-## Not measured yet
-
-Lua and OpenResty clients: see issue 29.
-"""
     with open(page, "w") as f:
         f.write(text)
 

@@ -25,6 +25,7 @@ import checker  # noqa: E402
 import history  # noqa: E402
 import net  # noqa: E402
 import procs  # noqa: E402
+import resty  # noqa: E402
 import servers  # noqa: E402
 from nemesis import Nemesis, schedule  # noqa: E402
 
@@ -75,6 +76,7 @@ def run_case(case: casebook.Case, seed: int, out: str) -> dict:
     run = procs.Run()
     parts = net.Partitions()
     workers: Dict[str, subprocess.Popen] = {}
+    nodes: List[resty.Node] = []  # OpenResty clients: nginx, driven by the run's requests
     try:
         names = [f"p{k}" for k in range(case.procs)]
         gids = {p: net.client_gid(k) for k, p in enumerate(names)}
@@ -93,20 +95,25 @@ def run_case(case: casebook.Case, seed: int, out: str) -> dict:
             setup_db(pg.dsn, db_rows)
         start_at = now() + 3 * S
         stop_at = start_at + int(case.duration * S)
-        for p in names:
+        for k, p in enumerate(names):
             cfg = {"proc": p, "url": topology.url, "owners": case.owners,
                    "client": case.client, "options": case.options, "lease": case.lease,
                    "seed": seed, "start_at": start_at, "stop_at": stop_at,
                    "acquire_timeout": case.acquire_timeout, "hold_ms": case.hold_ms,
                    "think_ms": case.think_ms, "pg": pg.dsn if pg else None,
                    "out": os.path.join(out, f"{p}.jsonl")}
-            path = os.path.join(run.dir, f"{p}.json")
-            with open(path, "w") as f:
-                json.dump(cfg, f)
             parts.label(gids[p])
-            workers[p] = run.spawn([sys.executable, os.path.join(HERE, "worker.py"), path],
-                                   gid=gids[p],
-                                   stderr=open(os.path.join(out, f"{p}.stderr"), "w"))
+            if case.lang(k) == "openresty":
+                # an nginx on an address of its own: one Redis uses addresses 0, 1 and 7
+                assert case.topology == "one-redis" and len(nodes) < 5, case.name
+                node = resty.Node(run, p, cfg, gids[p], net.node_address(2 + len(nodes)), out,
+                                  to_lua)
+                nodes.append(node)
+                workers[p] = node.process
+            else:
+                workers[p] = spawn_worker(run, case.lang(k), p, cfg, gids[p], out)
+        for node in nodes:
+            node.drive()
 
         def client_ids() -> Dict[str, str]:
             ids = {}
@@ -139,6 +146,8 @@ def run_case(case: casebook.Case, seed: int, out: str) -> dict:
                    settled=now() if settled else None)
         faults.close()
         limit = stop_at + int((case.acquire_timeout + 15) * S)
+        for node in nodes:
+            node.finish(limit / S)
         for w in workers.values():
             try:
                 w.wait(timeout=max(1.0, (limit - now()) / S))
@@ -158,6 +167,49 @@ def run_case(case: casebook.Case, seed: int, out: str) -> dict:
     return result
 
 
+# The rock built for lua5.4 by `make lua-rocks` (mk/lua.mk), which worker.lua loads.
+LUA_TREE = os.path.join(HERE, "..", "..", "build", "lua-lua5.4")
+
+
+def spawn_worker(run, lang: str, p: str, cfg: dict, gid: int, out: str) -> subprocess.Popen:
+    """Client process p in its language: worker.py reads its configuration as JSON, worker.lua
+    as a Lua chunk that returns it."""
+    stderr = open(os.path.join(out, f"{p}.stderr"), "w")
+    if lang == "python":
+        path = os.path.join(run.dir, f"{p}.json")
+        with open(path, "w") as f:
+            json.dump(cfg, f)
+        return run.spawn([sys.executable, os.path.join(HERE, "worker.py"), path], gid=gid,
+                         stderr=stderr)
+    if lang == "lua":
+        path = os.path.join(run.dir, f"{p}.lua")
+        with open(path, "w") as f:
+            f.write("return " + to_lua(cfg) + "\n")
+        tree = os.path.abspath(LUA_TREE)
+        env = {**os.environ,
+               "LUA_PATH": f"{tree}/share/lua/5.4/?.lua;{tree}/share/lua/5.4/?/init.lua;;",
+               "LUA_CPATH": f"{tree}/lib/lua/5.4/?.so;;"}
+        return run.spawn(["lua5.4", os.path.join(HERE, "worker.lua"), path], gid=gid,
+                         stderr=stderr, env=env)
+    raise ValueError(f"no client process in {lang!r}")
+
+
+def to_lua(v) -> str:
+    """A Lua literal of JSON-like data (None is nil: its key is left out)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)  # a JSON string of printable ASCII is a Lua string literal
+    if isinstance(v, (list, tuple)):
+        return "{" + ", ".join(to_lua(x) for x in v) + "}"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"[{to_lua(k)}] = {to_lua(x)}" for k, x in v.items()
+                               if x is not None) + "}"
+    raise TypeError(v)
+
+
 def _sleep_until(t: int) -> None:
     while now() < t:
         time.sleep(min(0.05, (t - now()) / S))
@@ -173,6 +225,7 @@ def check(case, seed, plan, events, fenced, start_at, run_end) -> dict:
     av = checker.availability(events, faults, run_end, lease_ns, 3 * S)
     acquires = list(history.of(events, "acquire"))
     unreported = [o for o in ovs if not o.reported and not o.outside_promise]
+    per_lang, lang_pairs = checker.by_language(events, ovs)
     return {
         "case": case.name, "seed": seed, "topology": case.topology, "client": case.client,
         "nemesis": list(case.nemesis),
@@ -187,6 +240,7 @@ def check(case, seed, plan, events, fenced, start_at, run_end) -> dict:
         "margins_ms": sorted(o.margin_ns / 1e6 for o in ovs if o.reported),
         "unreported_detail": [_overlap_json(o) for o in unreported[:20]],
         "outside_told_ms": _outside_told_ms(ovs),
+        "languages": per_lang, "overlaps_by_language": lang_pairs,
         "fenced": {r: {"mode": f.mode, "accepted": len(f.accepted), "final": f.final,
                        "rejected": _rejected(events, r), "lost_increments": f.lost_increments,
                        "token_order_errors": f.token_order_errors[:10]}
@@ -212,7 +266,9 @@ def recheck(case_dir: str) -> dict:
     hs = checker.holds(events, r["end"])
     ovs = checker.overlaps(hs, faults)
     unreported = [o for o in ovs if not o.reported and not o.outside_promise]
+    per_lang, lang_pairs = checker.by_language(events, ovs)
     r.update({
+        "languages": per_lang, "overlaps_by_language": lang_pairs,
         "overlaps": len(ovs), "reported": sum(o.reported for o in ovs),
         "unreported": len(unreported),
         "outside_promise": sum(1 for o in ovs if not o.reported and o.outside_promise),
@@ -296,6 +352,9 @@ def main() -> int:
     ap.add_argument("--seed", type=int, action="append", help="seeds (default: one, random)")
     ap.add_argument("--out", default="build/safety")
     ap.add_argument("--duration", type=float, help="every case this many seconds (a trial)")
+    ap.add_argument("--langs", help="client processes' languages in turn, e.g. "
+                    "python,lua,openresty (default: each case's)")
+    ap.add_argument("--procs", type=int, help="every case this many client processes")
     ap.add_argument("--page", help="write the report (docs/safety.md) here")
     ap.add_argument("--img", default="docs/img", help="the report's pictures")
     ap.add_argument("--recheck", action="store_true",
@@ -324,6 +383,11 @@ def main() -> int:
         book = [c for c in book if c.name in args.case]
     if args.duration:
         book = [replace(c, duration=args.duration) for c in book]
+    if args.langs:
+        book = [replace(c, langs=tuple(args.langs.split(","))) if c.client == "redlease" else c
+                for c in book]
+    if args.procs:
+        book = [replace(c, procs=args.procs) for c in book]
     seeds = args.seed or [random.SystemRandom().randrange(1, 1 << 31)]
     print(f"safety: seeds {seeds}", flush=True)
     results = []

@@ -128,3 +128,35 @@ def test_an_unknown_event_kind_is_refused():
         history.check({"kind": "nonsense"})
     with pytest.raises(ValueError):
         history.check({"kind": "lost", "proc": "p0"})
+
+
+def hello(proc, lang):
+    return history.check({"kind": "hello", "proc": proc, "client_id": proc, "pid": 1,
+                          "lang": lang})
+
+
+def test_overlaps_and_events_are_counted_per_language():
+    """A Lua holder overlapped unreported by a Python one, reported by another Lua one: each pair
+    of languages (earlier > later) gets its own counts, and each language its events."""
+    events = [hello("p0", "python"), hello("p1", "lua"), hello("p2", "lua"),
+              acq("p1", "c0", 0, 1), rel("p1", "c0", 30, 31),
+              acq("p0", "t0", 5, 10), rel("p0", "t0", 20, 21),
+              acq("p1", "c1", 40, 41, lock="M"), lost("p1", 42, lock="M"),
+              rel("p1", "c1", 60, 61, lock="M", reason="expired"),
+              acq("p2", "c0", 45, 46, lock="M"), rel("p2", "c0", 50, 51, lock="M"),
+              acq("p2", "c1", 70, 75, ok=False)]
+    per, pairs = checker.by_language(events, overlaps(events))
+    assert pairs == {"lua>lua": {"overlaps": 1, "reported": 1, "unreported": 0,
+                                 "outside_promise": 0},
+                     "lua>python": {"overlaps": 1, "reported": 0, "unreported": 1,
+                                    "outside_promise": 0}}
+    assert per["python"] == {"procs": ["p0"], "attempts": 1, "acquisitions": 1, "releases": 1,
+                             "lost": 0, "writes": 0, "accepted": 0, "locks": {"L": 1}}
+    assert per["lua"]["procs"] == ["p1", "p2"] and per["lua"]["attempts"] == 4
+    assert per["lua"]["acquisitions"] == 3 and per["lua"]["lost"] == 1
+    assert per["lua"]["locks"] == {"L": 1, "M": 2}
+
+
+def test_a_history_without_languages_is_python():
+    assert checker.languages([history.check({"kind": "hello", "proc": "p0", "client_id": "x",
+                                             "pid": 1})]) == {"p0": "python"}

@@ -15,9 +15,9 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-# (case, children once its servers and workers run: one Redis or six Cluster nodes, PostgreSQL,
-# three workers)
-@pytest.mark.parametrize("case, started", [("partition-half", 5), ("cluster/reshard", 10)])
+# (case, children once its servers and workers run: one Redis and PostgreSQL with four workers,
+# an nginx among them; six Cluster nodes and PostgreSQL with three workers)
+@pytest.mark.parametrize("case, started", [("partition-half", 6), ("cluster/reshard", 10)])
 def test_kill_9_mid_run_then_the_sweep_removes_everything(tmp_path, case, started):
     runner = subprocess.Popen([sys.executable, os.path.join(HERE, "run.py"), "--case",
                                case, "--seed", "1", "--out", str(tmp_path)],

@@ -1,7 +1,8 @@
 """The short form of the harness: every case of cases.short() on fixed seeds, one redis-server,
 a Sentinel failover, a Cluster reshard, and the deliberately broken client, which the checker
-must flag. Results (and the report of
-this run) go to build/safety-short."""
+must flag. Client processes are Python's, Lua's and, with one Redis, an nginx's
+(cases.Case.langs) on the same lock names; each case fails if a language took no lock.
+Results (and the report of this run) go to build/safety-short."""
 
 import json
 import os
@@ -35,12 +36,24 @@ def report():
             json.dump(RESULTS, f)
 
 
+def assert_every_language_took_part(r, case):
+    """Each language of the case's client processes acquired, and some lock was held by all of
+    them: mixed holders of one lock name excluding each other is what the run checks."""
+    per = r["languages"]
+    langs = {case.lang(k) for k in range(case.procs)}
+    for lang in langs:
+        assert per.get(lang, {}).get("acquisitions", 0) > 0, (lang, per)
+    shared = set.intersection(*(set(per[lang]["locks"]) for lang in langs))
+    assert shared, per
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("case", cases.short(), ids=lambda c: c.name)
 def test_redlease_keeps_its_promise(case, seed):
     r = run.run_case(case, seed, os.path.join(OUT, str(seed), case.name))
     RESULTS.append(r)
     assert r["acquisitions"] > 100
+    assert_every_language_took_part(r, case)
     for row, f in r["fenced"].items():
         if f["mode"] != "unfenced":
             assert f["lost_increments"] == 0 and f["token_order_errors"] == [], (row, f)
@@ -67,6 +80,7 @@ def test_a_sentinel_failover_loses_no_fenced_increment(seed):
     r = run.run_case(case, seed, os.path.join(OUT, str(seed), "sentinel"))
     RESULTS.append(r)
     assert r["acquisitions"] > 50 and len(r["faults"]) >= 1
+    assert_every_language_took_part(r, case)
     for row, f in r["fenced"].items():
         if f["mode"] != "unfenced":
             assert f["lost_increments"] == 0 and f["token_order_errors"] == [], (row, f)
@@ -81,6 +95,7 @@ def test_a_cluster_reshard_keeps_the_promise(seed):
     r = run.run_case(case, seed, os.path.join(OUT, str(seed), "cluster"))
     RESULTS.append(r)
     assert r["acquisitions"] > 100 and len(r["faults"]) >= 1
+    assert_every_language_took_part(r, case)
     for row, f in r["fenced"].items():
         if f["mode"] != "unfenced":
             assert f["lost_increments"] == 0 and f["token_order_errors"] == [], (row, f)

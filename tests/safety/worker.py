@@ -177,7 +177,7 @@ class Worker:
             import redlease
             self.client = redlease.Client(cfg["url"], on_lost=self.on_lost, **cfg["options"])
             client_id = self.client.id
-        self.log("hello", proc=self.proc, client_id=client_id, pid=os.getpid())
+        self.log("hello", proc=self.proc, client_id=client_id, pid=os.getpid(), lang="python")
 
     def on_lost(self, name, reason) -> None:
         t = now()
