@@ -297,8 +297,18 @@ static void *watchdog_main(void *arg) {
     return NULL;
 }
 
+/* A master or slot change learned while nothing was held concerns no hold: the first new one was
+ * taken from the map as it is now, so it must not be put in doubt for it at the next round. */
+static void forget_moves(rl_watchdog *wd) {
+    atomic_store(&wd->master_moved, 0);
+    atomic_store(&wd->slots_moved, 0);
+    for (int i = 0; i < RL_SLOTS / 64; i++)
+        atomic_store(&wd->moved_slots[i], 0);
+}
+
 int rl_watchdog_watch(rl_client *c, rl_hold *hold) {
     rl_watchdog *wd = &c->watchdog;
+    if (c->holds.watched == 0) forget_moves(wd);
     rl_holds_watch(&c->holds, hold);
     if (wd->running) {
         /* Only a thread that would wake too late for this hold is woken: waking it for every

@@ -148,3 +148,29 @@ def test_a_moved_slot_puts_its_holds_in_doubt_at_once(own_cluster, clients):
     assert held.valid_for() > 20
     held.release()
     kept.release()
+
+
+def test_a_slot_moved_while_nothing_is_held_doubts_no_later_hold(own_cluster, clients):
+    """The client learns of a moved slot while it holds nothing: a lock taken later in that slot
+    (at its new node) is not put in doubt for it. A 3 s lease (renewed every second, where the
+    default 30 s one waits 10 s) lets the test see rounds pass; the test above runs the default."""
+    cluster = own_cluster
+    slot = cluster.keyslot("idle")
+    source = cluster.node_of_slot(slot)
+    target = next(m for m in cluster.masters() if m.port != source.port)
+    states = []
+    holder = clients(cluster.url, watchdog_timeout=3.0,
+                     on_state=lambda name, state, why: states.append((name, state, why)))
+    warm = holder.lock("{idle}warm")  # the slot map learned, with the slot at its first node
+    assert warm.acquire(timeout=0)
+    warm.release()
+    migrate_slot(cluster, slot, source, target)
+    # a query answered MOVED: the client learns the new map while it holds nothing
+    assert not holder.lock("{idle}probe").locked()
+    time.sleep(1.5)  # past the lingering watchdog's period
+    later = holder.lock("{idle}later")
+    assert later.acquire(timeout=0)
+    time.sleep(2.5)  # two rounds at least
+    assert [s for s in states if s[0] == "{idle}later"] == [], states
+    assert later.valid_for() > 1
+    later.release()
