@@ -20,6 +20,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "openresty"))
 sys.path.insert(0, HERE)
 
 from nginx import Nginx  # noqa: E402
+
 from redlease.testing import RedisServer  # noqa: E402
 from run import HTTP, LOCATIONS, wrk  # noqa: E402
 
