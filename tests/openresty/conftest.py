@@ -28,6 +28,9 @@ LOCATIONS = """
     location ~ ^/(inspect|latch|unsupported)$ {
       content_by_lua_block { require("app")[ngx.var[1]]() }
     }
+    location ~ ^/(semaphore|sem_wait|keep|permits|multi|redlock|wire_family)$ {
+      content_by_lua_block { require("app_family")[ngx.var[1]]() }
+    }
 """
 
 

@@ -189,7 +189,7 @@ def test_the_client_object_shows_only_the_documented_api(server, make_nginx):
     assert r == {
         "fields": "",
         "methods": ("close,closed,count_down_latch,fair_lock,fenced_lock,fenced_set,id,lock,"
-                    "rw_lock,stats"),
+                    "multi_lock,permit_expirable_semaphore,rw_lock,semaphore,stats"),
         "metatable": "redlease.client", "shown": "redlease.client UUID", "internals": "",
         "dot_call": "bad argument 'self' to 'lock' (a redlease client expected: "
                     "client:lock(...))",

@@ -9,6 +9,8 @@ local calls = require "redlease.resty.calls"
 local Handovers = require "redlease.resty.wake_grace"
 local Latch = require "redlease.resty.latch"
 local Lock = require "redlease.resty.lock"
+local MultiLock = require "redlease.resty.multilock"
+local Semaphore = require "redlease.resty.semaphore"
 local Sub = require "redlease.resty.subscriber"
 
 local Client = {}
@@ -149,12 +151,14 @@ function Client.hold_lost(_, hold, reason)
   if hold.lost then return end
   hold.lost = reason
   hold.watched = false
-  ngx.log(ngx.ERR, ('redlease: lock "%s" lost while held: %s'):format(hold.shown, reason))
+  ngx.log(ngx.ERR, ('redlease: %s "%s" lost while held: %s'):format(hold.what or "lock",
+    hold.shown, reason))
 end
 
 -- The watchdog found a hold whose run ended: release every count of it (and any Redis counts
 -- of its owner the run did not know of).
 function Client:release_leftover(hold)
+  if hold.leftover then return hold.leftover(hold) end -- a semaphore's (semaphore.lua)
   local lease = hold.watchdog and self.watchdog_ms or hold.lease_ms
   local ok, err = calls.release_fully(hold.lock, hold.field, lease)
   if not ok then return nil, err end
@@ -184,6 +188,17 @@ function Client:fenced_set(key, value, token)
   if not ok then return nil, err end
   return calls.fenced_set(self, key, value, ("%d"):format(token))
 end
+
+-- Redisson's RSemaphore and RPermitExpirableSemaphore on `name` (permits owned per run).
+function Client:semaphore(name)
+  return Semaphore.Semaphore.new(self, args.name(name, "semaphore"))
+end
+function Client:permit_expirable_semaphore(name)
+  return Semaphore.PermitSemaphore.new(self, args.name(name, "permit_expirable_semaphore"))
+end
+
+-- The locks (any kinds, any clients) taken as one by the calling run (multilock.lua).
+function Client.multi_lock(_, ...) return MultiLock.new("multi_lock", false, ...) end
 
 -- A Redisson RCountDownLatch on `name`.
 function Client:count_down_latch(name)
@@ -219,7 +234,8 @@ end
 -- the backend's modules share (holds, latches, forget_hold, ...) stay on the internal client,
 -- which only Client.of reaches.
 local PUBLIC = { "lock", "fenced_lock", "fair_lock", "rw_lock", "count_down_latch",
-  "fenced_set", "id", "stats", "close", "closed" }
+  "semaphore", "permit_expirable_semaphore", "multi_lock", "fenced_set", "id", "stats", "close",
+  "closed" }
 local internal = setmetatable({}, { __mode = "k" }) -- public object -> internal client
 local Public = {}
 for _, name in ipairs(PUBLIC) do

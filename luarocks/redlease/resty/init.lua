@@ -4,6 +4,7 @@
 local args = require "redlease.args"
 local Client = require "redlease.resty.client"
 local inspect = require "redlease.resty.inspect"
+local MultiLock = require "redlease.resty.multilock"
 local tls = require "redlease.resty.tls"
 local url = require "redlease.resty.url"
 
@@ -50,6 +51,10 @@ function redlease.connect(u, opts)
   if name then error(("bad argument '%s' to 'connect' (%s)"):format(name, why), 2) end
   return Client.public(Client.new(ep, o))
 end
+
+-- A RedLock over locks of independent Redis servers (one client each): held once a majority is
+-- taken within the lease's validity; released on every server (multilock.lua).
+function redlease.red_lock(...) return MultiLock.new("red_lock", true, ...) end
 
 -- What the key `name` holds, decoded (the facts `redlease inspect` shows, as the rock's
 -- redlease.inspect): a table with kind ("none", "reentrant", "fenced", "fair", "read_write",

@@ -9,7 +9,8 @@ local owner = {}
 local get_phase, running, status = ngx.get_phase, coroutine.running, coroutine.status
 local NO_REQUEST = {} -- init and exit phases have no request, and so no ngx.ctx
 
-local runs = setmetatable({}, { __mode = "k" }) -- ctx -> co -> phase -> run
+local WEAK_KEYS, WEAK_VALUES = { __mode = "k" }, { __mode = "v" } -- shared: none made per run
+local runs = setmetatable({}, WEAK_KEYS) -- ctx -> co -> phase -> run
 local last = 0
 
 local function request_ctx(p)
@@ -23,7 +24,7 @@ function owner.run()
   local ctx, co = request_ctx(p), running()
   local by_co = runs[ctx]
   if not by_co then
-    by_co = setmetatable({}, { __mode = "k" })
+    by_co = setmetatable({}, WEAK_KEYS)
     runs[ctx] = by_co
   end
   local by_phase = by_co[co]
@@ -34,7 +35,7 @@ function owner.run()
   local run = by_phase[p]
   if not run then
     last = last + 1
-    run = { id = last, phase = p, ref = setmetatable({ ctx = ctx, co = co }, { __mode = "v" }) }
+    run = { id = last, phase = p, ref = setmetatable({ ctx = ctx, co = co }, WEAK_VALUES) }
     by_phase[p] = run
   end
   return run

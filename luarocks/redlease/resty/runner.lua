@@ -9,13 +9,16 @@ local texts = require "redlease.resty.scripts"
 local runner = {}
 local encode, is_error = resp.encode, resp.is_error
 
--- The scripts this backend sends (the lock kinds' and the latch's), for SCRIPT
+-- The scripts this backend sends (the lock kinds', the semaphores' and the latch's), for SCRIPT
 -- LOAD in the core's order (rl_script_id, generated with the texts).
 local USES = { acquire = true, release = true, force_unlock = true, renew = true,
   fenced_acquire = true, fair_acquire = true, fair_cancel = true, fair_release = true,
   fair_force_unlock = true, read_acquire = true, write_acquire = true, read_release = true,
   write_release = true, rw_force_unlock = true, fenced_force_unlock = true, fenced_set = true,
-  latch_try_set = true, latch_count_down = true, latch_delete = true }
+  latch_try_set = true, latch_count_down = true, latch_delete = true,
+  semaphore_try_set = true, semaphore_add = true, semaphore_acquire = true,
+  semaphore_release = true, semaphore_drain = true, permit_acquire = true, permit_release = true,
+  permit_update_lease = true, permit_available = true, permit_add = true }
 local ORDER = {}
 for _, name in ipairs(texts._ORDER) do
   if USES[name] then ORDER[#ORDER + 1] = name end

@@ -76,7 +76,10 @@ local function handle(self, reply)
   if kind == "message" then
     e.messages = e.messages + 1
     if e.observers > 0 then e.watch:post(e.observers) end
-    if reply[3] == "0" and not e.wake_all then -- a lock's "one may go" (a latch's "0": all)
+    if e.wake_by_count then -- a semaphore's free permits: that many waiters may try (Redisson)
+      local k = math.min(tonumber(reply[3]) or 0, e.waiters - max(e.sema:count(), 0))
+      if k > 0 then e.sema:post(k) end
+    elseif reply[3] == "0" and not e.wake_all then -- a lock's "one may go" (a latch's "0": all)
       if e.sema:count() < e.waiters then e.sema:post(1) end
     else
       wake_all(e)

@@ -26,10 +26,11 @@ local function release_ended(client, ended)
   for _, h in ipairs(ended) do
     client:forget_hold(h)
     local ok, err = client:release_leftover(h)
-    log(WARN, ("redlease: lock \"%s\" was still held (%d hold(s)) when the request or timer that "
-      .. "took it ended; %s"):format(h.shown, h.count, ok and "released it"
-      or "could not release it yet (" .. tostring(err) .. "), retrying while its lease lasts"))
-    if not ok then
+    log(WARN, ("redlease: %s \"%s\" was still held (%d hold(s)) when the request or timer that "
+      .. "took it ended; %s"):format(h.what or "lock", h.shown, h.count, ok and "released it"
+      or "could not release it yet (" .. tostring(err) .. "), " .. (h.leftover
+      and "it expires by its lease if it has one" or "retrying while its lease lasts")))
+    if not ok and not h.leftover then
       takeback.start(h.lock, h.key, h.field, h.watchdog and client.watchdog_ms or h.lease_ms,
         h.confirmed_until, err, true)
     end

@@ -1,0 +1,102 @@
+"""Uncontended lock+unlock per request: redlease against the polling SET NX lock, in the same
+nginx, alternating, repeated; the ratio is taken per pair so that a loaded machine weighs on
+both alike. With --profile, LuaJIT's sampling profiler (jit.p) runs in the worker during one
+wrk run of each and its report is printed.
+
+    python bench/openresty/per_request.py [--seconds 3] [--repeats 3] [--profile]
+
+Prints the pairs and their ratios (redlease / polling), per number of workers, and the CPU time
+each request cost the nginx workers and redis-server (from /proc: what other processes take from
+the machine does not count in it)."""
+
+import argparse
+import os
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "openresty"))
+sys.path.insert(0, HERE)
+
+from nginx import Nginx  # noqa: E402
+
+from redlease.testing import RedisServer  # noqa: E402
+from run import HTTP, LOCATIONS, wrk  # noqa: E402
+
+PROFILE = """
+    location = /prof_start { content_by_lua_block {
+      require("jit.p").start(ngx.var.arg_mode, ngx.var.arg_out) ngx.say("ok") } }
+    location = /prof_stop { content_by_lua_block { require("jit.p").stop() ngx.say("ok") } }
+"""
+
+
+def cpu_seconds(pids):
+    total = 0.0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def worker_pids(ng):
+    with open(f"/proc/{ng.process.pid}/task/{ng.process.pid}/children") as f:
+        return [int(p) for p in f.read().split()]
+
+
+def measured(ng, server, path, seconds, connections):
+    """-> requests/s, worker CPU µs per request, redis-server CPU µs per request"""
+    workers = worker_pids(ng)
+    w0, r0 = cpu_seconds(workers), cpu_seconds([server.process.pid])
+    rps = wrk(ng.port, path, seconds, connections)
+    w1, r1 = cpu_seconds(workers), cpu_seconds([server.process.pid])
+    n = rps * seconds
+    return rps, (w1 - w0) / n * 1e6, (r1 - r0) / n * 1e6
+
+
+def profile(ng, path, seconds, connections, mode):
+    out = tempfile.mktemp(prefix="redlease-jitp-")
+    ng.get(f"/prof_start?mode={mode}&out={out}")
+    wrk(ng.port, path, seconds, connections)
+    ng.get("/prof_stop")
+    with open(out) as f:
+        text = f.read()
+    os.unlink(out)
+    return text
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--seconds", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--connections", type=int, default=32)
+    ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--mode", default="Fi1")
+    a = ap.parse_args()
+    with RedisServer() as server:
+        for workers in (1, 2):
+            ng = Nginx(server.url, http_block=HTTP, server_block=LOCATIONS + PROFILE,
+                       workers=workers, log_level="warn", lua_dir=HERE).start()
+            try:
+                for path in ("/redlease", "/polling"):
+                    wrk(ng.port, path, 1, a.connections)  # warm-up: pools, JIT
+                if a.profile and workers == 1:
+                    for path in ("/redlease", "/polling"):
+                        print(f"--- jit.p {a.mode} {path} (1 worker)")
+                        print(profile(ng, path, a.seconds, a.connections, a.mode))
+                ratios = []
+                for _ in range(a.repeats):
+                    r, rw, rr = measured(ng, server, "/redlease", a.seconds, a.connections)
+                    p, pw, pr = measured(ng, server, "/polling", a.seconds, a.connections)
+                    ratios.append(r / p)
+                    print(f"workers={workers} redlease={r:.0f}/s (worker {rw:.0f} µs, redis "
+                          f"{rr:.0f} µs) polling={p:.0f}/s (worker {pw:.0f} µs, redis {pr:.0f} "
+                          f"µs) ratio={r / p:.3f}", flush=True)
+                print(f"workers={workers} ratios {' '.join(f'{x:.3f}' for x in ratios)}")
+            finally:
+                ng.close()
+
+
+if __name__ == "__main__":
+    main()
