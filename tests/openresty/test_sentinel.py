@@ -1,0 +1,201 @@
+"""redis+sentinel:// in the OpenResty backend, in a real nginx (nginx's default
+lua_socket_log_errors): the master asked of the sentinels, the same wire as the C rock, and a
+failover (planned, then a killed primary) during holds and waits: waiters resubscribe on the new
+master and get the lock, holds are verified there and their losses reported as the rock reports
+them, /ping stays fast, and the error log says only what is a real problem."""
+
+import os
+import signal
+import sys
+import threading
+import time
+
+import pytest
+
+from conftest import REFUSED, RESET, fields, lost
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "sentinel"))
+
+from deployment import MASTER, Deployment  # noqa: E402
+
+from kit import Listener  # noqa: E402
+from luapeer import LuaPeer  # noqa: E402
+from test_wire import Captured, lua_sequence  # noqa: E402
+from testkit import Raw, wait_for  # noqa: E402
+
+CHANNEL = "redisson_lock__channel:{%s}"
+
+
+@pytest.fixture(scope="module")
+def shared():
+    d = Deployment()
+    yield d
+    d.close()
+
+
+def on_master(d, *args):
+    raw = Raw(d.master_server().url)
+    try:
+        return raw(*args)
+    finally:
+        raw.close()
+
+
+def in_background(ng, path, out, timeout=60):
+    t = threading.Thread(target=lambda: out.update(fields(ng.get(path, timeout)[1])))
+    t.start()
+    return t
+
+
+class PingWatch:
+    """GETs /ping every 20 ms in a thread; ``worst`` is the slowest answer (s)."""
+
+    def __init__(self, ng):
+        self.ng, self.worst, self.count, self.stop = ng, 0.0, 0, False
+        self.thread = threading.Thread(target=self._run)
+        self.thread.start()
+
+    def _run(self):
+        while not self.stop:
+            t0 = time.monotonic()
+            assert self.ng.get("/ping", 5)[0] == 200
+            self.worst = max(self.worst, time.monotonic() - t0)
+            self.count += 1
+            time.sleep(0.02)
+
+    def done(self):
+        self.stop = True
+        self.thread.join(10)
+        return self.worst
+
+
+def test_locks_and_the_same_wire_as_the_c_rock(shared, make_nginx):
+    ng = make_nginx(url=shared.url, watchdog=1.5)
+    f = fields(ng.get("/hold?name=sentinel:first&secs=2")[1])  # renewed across a lease
+    assert f["acquired"] == "true" and f["released"] == "true" and f["lost"] == "false", f
+    peer = LuaPeer(shared.url, watchdog_timeout=1.5)
+    monitor = Listener(shared.master_server().url, "MONITOR")
+    try:
+        name = "sentinel:wire"
+        monitor.mark("start")
+        lua_sequence(peer, name)
+        assert wait_for(lambda: on_master(shared, "KEYS", "redisson_unlock_latch*") == [], 5)
+        monitor.mark("c")
+        assert fields(ng.get("/sequence?name=" + name)[1])["steps"] == \
+            "true,true,true,true,true,false"
+        assert wait_for(lambda: on_master(shared, "KEYS", "redisson_unlock_latch*") == [], 5)
+        monitor.mark("resty")
+        c = Captured(monitor.between("start", "c"), name.encode())
+        r = Captured(monitor.between("c", "resty"), name.encode())
+        assert r.calls == c.calls and len(c.calls) > 10
+        assert r.types == c.types and r.others == c.others
+        assert len(r.latches_set) == len(c.latches_set) == 2
+    finally:
+        monitor.close()
+        peer.close()
+
+
+def test_planned_failover_during_holds_and_waits(shared, make_nginx):
+    ng = make_nginx(url=shared.url, workers=2, watchdog=6)
+    name = "sentinel:planned"
+    holder, waiters = {}, [{} for _ in range(4)]
+    th = in_background(ng, f"/hold?name={name}&secs=8", holder)
+    assert wait_for(lambda: on_master(shared, "EXISTS", name) == 1, 5)
+    threads = [in_background(ng, f"/hold?name={name}&timeout=30", w) for w in waiters]
+    assert wait_for(lambda: on_master(shared, "PUBSUB", "NUMSUB", CHANNEL % name)[1] >= 1, 5)
+    pings = PingWatch(ng)
+    before = shared.master_port()
+    started = time.monotonic()
+    shared.failover()
+    assert shared.master_port() != before
+    # the waiters resubscribe on the new master while the holder still holds
+    assert wait_for(lambda: on_master(shared, "PUBSUB", "NUMSUB", CHANNEL % name)[1] >= 1, 5)
+    print(f"failover asked -> waiters subscribed on the new master "
+          f"{time.monotonic() - started:.2f} s")
+    for t in [th] + threads:
+        t.join(60)
+    worst = pings.done()
+    print(f"/ping: {pings.count} answers, the slowest {worst * 1000:.1f} ms")
+    assert holder["acquired"] == "true" and holder["lost"] == "false", holder
+    assert holder["released"] == "true", holder
+    assert all(w["acquired"] == "true" for w in waiters), waiters
+    assert on_master(shared, "EXISTS", name) == 0
+    assert "redlease: the sentinels name a new master" in ng.log()
+    assert worst < 0.5
+
+
+def test_killed_primary_during_holds_and_waits(make_nginx):
+    """The primary SIGKILLed while nginx holds two locks and requests wait for both: one hold
+    its replica has, one taken after the replica was cut off (the primary now asks a password
+    the replica lacks; nginx logs in as an ACL user both servers know). The replica is promoted,
+    the worker follows it, new acquires work again, the waiters get both locks there; the first
+    holder kept its hold (renewed on the promoted replica) or is told it lost it, the second is
+    told it lost its hold to the failover, as the rock tells (tests/sentinel)."""
+    d = Deployment()
+    try:
+        for s in d.servers:
+            raw = Raw(s.url)
+            assert raw("ACL", "SETUSER", "app", "on", ">app-pw", "~*", "&*", "+@all") == "OK"
+            raw.close()
+        url = d.url.replace("redis+sentinel://", "redis+sentinel://app:app-pw@")
+        ng = make_nginx(url=url, watchdog=6, errors=[
+            REFUSED, RESET, lost("sentinel:unsynced", "failover"),
+            lost("sentinel:synced", "(failover|unreachable)"),
+            r"redlease: subscriber connection: .*; waiters resubscribe once Redis answers"])
+        synced, unsynced = {}, {}
+        waiters = [{} for _ in range(3)]
+        late = {}
+        threads = [in_background(ng, "/hold?name=sentinel:synced&secs=8", synced)]
+        assert wait_for(lambda: Raw(d.replica_server().url)("EXISTS", "sentinel:synced") == 1, 5)
+        threads += [in_background(ng, "/hold?name=sentinel:synced&timeout=40", w)
+                    for w in waiters]
+        old = d.master_server()
+        master = Raw(old.url)
+        assert master("CONFIG", "SET", "requirepass", "not-the-replicas") == "OK"
+        assert master("CLIENT", "KILL", "TYPE", "replica") == 1
+        threads.append(in_background(ng, "/hold?name=sentinel:unsynced&secs=8", unsynced))
+        assert wait_for(lambda: master("EXISTS", "sentinel:unsynced") == 1, 5)
+        threads.append(in_background(ng, "/hold?name=sentinel:unsynced&timeout=40", late))
+        assert wait_for(lambda: master("PUBSUB", "NUMSUB", CHANNEL % "sentinel:unsynced")[1]
+                        == 1, 5)
+        master.close()
+        assert Raw(d.replica_server().url)("EXISTS", "sentinel:unsynced") == 0
+        pings = PingWatch(ng)
+        killed_at = time.monotonic()
+        old.process.send_signal(signal.SIGKILL)
+        acquired_at = None
+        while time.monotonic() - killed_at < 30:
+            if fields(ng.get("/cycle?name=sentinel:after")[1]).get("ok") == "true":
+                acquired_at = time.monotonic()
+                break
+            time.sleep(0.1)
+        assert acquired_at is not None, "no acquire succeeded after the primary was killed"
+        print(f"primary killed -> first acquire on the new master {acquired_at - killed_at:.2f} s")
+        for t in threads:
+            t.join(60)
+        worst = pings.done()
+        print(f"/ping: {pings.count} answers, the slowest {worst * 1000:.1f} ms")
+        print(f"synced {synced}\nunsynced {unsynced}\nlate {late}")
+        assert all(w["acquired"] == "true" for w in waiters), waiters
+        assert synced["acquired"] == "true"
+        if synced["lost"] == "true":  # told, and its release says so
+            assert "released" not in synced and "lost" in synced["release_err"], synced
+        else:
+            assert synced["released"] == "true", synced
+        # the promoted replica never had it: lost to the failover, said at its release too
+        assert unsynced["lost"] == "true" and unsynced["reason"] == "failover", unsynced
+        assert "released" not in unsynced and "lost" in unsynced["release_err"], unsynced
+        # its waiter took the lock on the new master (before the holder's "release")
+        assert late["acquired"] == "true" and float(late["got"]) < float(unsynced["left"]), late
+        assert worst < 0.5
+    finally:
+        d.close()
+
+
+def test_no_sentinel_and_unknown_master_are_clear_errors(shared, make_nginx):
+    bad = shared.url.replace(f"/{MASTER}/", "/no-such-master/")
+    ng = make_nginx(url=bad)
+    f = fields(ng.get("/cycle?name=x")[1])
+    assert f["ok"] == "false" and f["err"] == \
+        'connection: the sentinels know no master named "no-such-master"', f
