@@ -102,14 +102,6 @@ local function open_sentinel(self, i, read_ms)
   sock:settimeouts(c.connect_ms, c.command_ms, read_ms or c.command_ms)
   local ok, err = sock:connect(at.host, at.port)
   if not ok then return nil, ("cannot connect to sentinel %s: %s"):format(url.where(at), err) end
-  local t = self.ep.tls_settings
-  if t then
-    local session, herr = sock:sslhandshake(false, t.server_name or at.host, t.verify)
-    if not session then
-      sock:close()
-      return nil, ("TLS handshake with sentinel %s: %s"):format(url.where(at), herr)
-    end
-  end
   local reader = resp.reader(sock)
   if self.password then
     sock:send(encode({}, self.user and { "AUTH", self.user, self.password }
