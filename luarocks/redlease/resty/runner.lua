@@ -103,13 +103,14 @@ function runner.run(client, calls, idempotent, timeout_ms)
     end
     trips = trips + c.exchanges
     unanswered = unanswered or not replies
-    if replies and client.resolver and not readonly and refused_readonly(replies, #calls) then
+    if replies and client.resolver and refused_readonly(replies, #calls) then
       -- the master became a replica (a failover): a write it refused did nothing, so the calls
       -- go once more, to the master the sentinels name now
-      readonly, tries, replies = true, tries + 1, nil
       client.resolver:doubt(c.ep.epoch)
       c.sock:close()
       err = ("connection: %s is no longer the master (READONLY)"):format(url.where(c.ep))
+      if readonly then return nil, err, trips end
+      readonly, tries, replies = true, tries + 1, nil
     end
     if replies then
       c:done()
