@@ -29,6 +29,8 @@ from test_wire import Captured, lua_sequence  # noqa: E402
 from testkit import Raw, wait_for  # noqa: E402
 
 CHANNEL = "redisson_lock__channel:{%s}"
+# nginx's line for a connection to the killed primary that the kernel reset while it opened
+CONNECT_RESET = r"connect\(\) failed \(104: Connection reset by peer\)"
 DOC = os.path.join(os.path.dirname(LUA_DIR), "docs", "openresty.md")
 
 
@@ -148,7 +150,7 @@ def test_killed_primary_during_holds_and_waits(make_nginx):
             raw.close()
         url = d.url.replace("redis+sentinel://", "redis+sentinel://app:app-pw@")
         ng = make_nginx(url=url, watchdog=6, errors=[
-            REFUSED, RESET, lost("sentinel:unsynced", "failover"),
+            REFUSED, RESET, CONNECT_RESET, lost("sentinel:unsynced", "failover"),
             lost("sentinel:synced", "(failover|unreachable)"),
             r"redlease: subscriber connection: .*; waiters resubscribe once Redis answers"])
         synced, unsynced = {}, {}
@@ -292,13 +294,15 @@ def test_sentinels_hung_the_last_master_is_used(shared, make_nginx):
     not answering writes for longer than the command timeout (CLIENT PAUSE): the worker doubts
     it and asks the sentinels, waits for them about one command timeout once, then uses the last
     master they named (ROLE checks it): new acquires work there at once, and the hold is renewed
-    there. Last in the module: the sentinels are resumed, but then sit in TILT mode."""
+    there. Then the master becomes a replica. Last in the module: the sentinels are resumed,
+    but then sit in TILT mode, and the servers have swapped roles behind their back."""
     ng = make_nginx(url=shared.url, watchdog=3, options="connect_timeout = 1, command_timeout = 1",
-                    errors=[READ_TIMED_OUT])
+                    errors=[READ_TIMED_OUT, lost("down:demoted", "unreachable")])
     holder = {}
     th = in_background(ng, "/hold?name=down:held&secs=7", holder)
     assert wait_for(lambda: on_master(shared, "EXISTS", "down:held") == 1, 5)
-    raw = Raw(shared.master_server().url)
+    master, replica = shared.master_server(), shared.replica_server()
+    raw = Raw(master.url)
     for s in shared.sentinels:
         s.process.send_signal(signal.SIGSTOP)
     try:
@@ -318,6 +322,23 @@ def test_sentinels_hung_the_last_master_is_used(shared, make_nginx):
         th.join(30)
         assert holder["lost"] == "false" and holder["released"] == "true", holder
         assert raw("EXISTS", "down:held") == 0
+        # The last known master becomes a replica while the sentinels still hang: refused
+        # cleanly (READONLY, or ROLE on a new connection), never written to; the hold there is
+        # reported lost when its confirmed lease runs out.
+        demoted = {}
+        th = in_background(ng, "/hold?name=down:demoted&secs=4", demoted)
+        assert wait_for(lambda: raw("EXISTS", "down:demoted") == 1, 5)
+        other = Raw(replica.url)
+        assert other("REPLICAOF", "NO", "ONE") == "OK"
+        assert raw("REPLICAOF", "127.0.0.1", str(replica.port)) == "OK"
+        other.close()
+        f = fields(ng.get("/cycle?name=down:refused")[1])
+        assert f["ok"] == "false" and re.match(
+            r"connection: .* is no (master \(a failover under way\?\)|longer the master "
+            r"\(READONLY\))", f["err"]), f
+        th.join(30)
+        assert demoted["lost"] == "true" and demoted["reason"] == "unreachable", demoted
+        assert "lost" in demoted["release_err"], demoted
     finally:
         raw.close()
         for s in shared.sentinels:

@@ -195,6 +195,7 @@ local function ask_and_take(self, force, budget_ms)
   self.asked_at = now_ms()
   local ok, err, reached = ask(self, budget_ms)
   self.asking = false
+  self.asked_at = now_ms()
   if not ok and reached == 0 and not err:find("^closed") then self.down = true end
   if self.waiting > 0 then self.asked:post(self.waiting) end
   return ok, err, reached or 1
@@ -212,7 +213,10 @@ function S:target()
   if closed(self) then return nil, "closed: the client is closed" end
   local t = now_ms()
   local known = self.master ~= nil
-  local due = self.doubted and t - self.asked_at >= ASK_AT_MOST_EVERY_MS
+  -- sentinels found down are asked again at most every WATCH_RETRY_MAX_MS: each failed
+  -- question is an nginx error line (connect() failed, read timed out)
+  local due = self.doubted
+    and t - self.asked_at >= (self.down and WATCH_RETRY_MAX_MS or ASK_AT_MOST_EVERY_MS)
   -- with a master known, nobody waits for sentinels being asked, nor for sentinels found down:
   -- the watcher asks them in the background, and ROLE checks the known master meanwhile
   local behind = known and due and (self.asking or (self.down and self.watching))
