@@ -210,6 +210,7 @@ local function loop(_, self) -- (_: premature; the loop looks at ngx.worker.exit
         backoff = math.min(backoff * 2, RECONNECT_MAX_MS)
       else
         backoff = RECONNECT_MIN_MS
+        self.outage_pending = nil -- (the master, moved or not, answers)
         local client = self.client
         c.sock:settimeouts(client.connect_ms, client.command_ms,
           (PING_S + SLICE_S) * 1000 + client.command_ms)
