@@ -46,8 +46,10 @@ function Client.new(ep, o)
     counters = { renew_rounds = 0, renew_round_trips = 0, renew_calls = 0, renewed_holds = 0,
       last_round_holds = 0 },
   }, Client)
-  self.pool = conn.pool_name(ep)
+  self.pool = not ep.sentinel and conn.pool_name(ep) or nil
   self.connect_opts = { pool = self.pool }
+  -- where the master is, for a deployment that moves it (nil: ep itself); see conn.open
+  self.resolver = ep.sentinel and require("redlease.resty.sentinel").new(self, o) or nil
   self.sub = Sub.new(self)
   self.handovers = Handovers.new()
   return self
@@ -64,7 +66,8 @@ local function identity(self)
     -- pooled per identity, so that no connection carries another client's name.
     local label = self.client_name or owner.host() .. ":" .. pid
     self.conn_name = "redlease:" .. self.uuid .. ":" .. label
-    self.connect_opts = { pool = self.pool .. ":" .. self.uuid }
+    self.connect_opts = { pool = (self.pool or "") .. ":" .. self.uuid }
+    if self.resolver then self.resolver = self.resolver:fresh() end
     self.latch_id_prefix = owner.random_hex(8)
     self.latch_serial = 0
     self.holds = {}
@@ -84,6 +87,12 @@ function Client:ready(what)
   if not ok then return nil, err end
   identity(self)
   return true
+end
+
+-- Which master this worker talks to now (a count of the masters it followed; 0: one server);
+-- client.answered_by: which one answered the last script call (runner.lua).
+function Client:master_epoch()
+  return self.resolver and self.resolver:epoch() or 0
 end
 
 function Client:id()
@@ -210,6 +219,7 @@ end
 function Client:close()
   self.shut = true
   if self.sub then self.sub.wake:post(1) end
+  if self.resolver then self.resolver:stop() end
 end
 
 function Client:closed() return self.shut end

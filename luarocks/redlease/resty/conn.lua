@@ -13,8 +13,11 @@ Conn.__index = Conn
 local tcp = ngx.socket.tcp
 local encode, is_error, null = resp.encode, resp.is_error, resp.null
 
-local function fail(c, what, err)
-  return nil, ("connection: %s %s: %s"):format(what, url.where(c.ep), err)
+-- ep: where the connection goes (a target of the client's resolver carries its epoch: a
+-- failure there makes the resolver ask where the master is again).
+local function fail(c, ep, what, err)
+  if ep.epoch then c.resolver:doubt(ep.epoch) end
+  return nil, ("connection: %s %s: %s"):format(what, url.where(ep), err)
 end
 
 -- The pool name: one pool per endpoint, database and credentials.
@@ -28,19 +31,25 @@ end
 -- Opens (or takes from the pool) a connection for client c -> Conn | nil, err. timeout_ms: a
 -- shorter bound than the client's timeouts for this use of it.
 function conn.open(c, timeout_ms)
-  local ep = c.ep
+  local ep, connect_opts = c.ep, c.connect_opts
+  if c.resolver then -- the master of a deployment that moves it (sentinel.lua)
+    local rerr
+    ep, rerr = c.resolver:target()
+    if not ep then return nil, rerr end
+    connect_opts = ep.connect_opts
+  end
   local sock = tcp()
   local command_ms = timeout_ms and math.min(timeout_ms, c.command_ms) or c.command_ms
   sock:settimeouts(math.min(c.connect_ms, command_ms), command_ms, command_ms)
   local ok, err
   if ep.unix then
-    ok, err = sock:connect("unix:" .. ep.path, c.connect_opts)
+    ok, err = sock:connect("unix:" .. ep.path, connect_opts)
   else
-    ok, err = sock:connect(ep.host, ep.port, c.connect_opts)
+    ok, err = sock:connect(ep.host, ep.port, connect_opts)
   end
-  if not ok then return fail(c, "cannot connect to", err) end
+  if not ok then return fail(c, ep, "cannot connect to", err) end
   local self = setmetatable({ sock = sock, reader = resp.reader(sock), client = c, exchanges = 0,
-    command_ms = command_ms }, Conn)
+    command_ms = command_ms, ep = ep }, Conn)
   if sock:getreusedtimes() == 0 then
     local t = ep.tls_settings
     if t then
@@ -48,20 +57,20 @@ function conn.open(c, timeout_ms)
         local set, cerr = sock:setclientcert(t.cert, t.key)
         if not set then
           sock:close()
-          return fail(c, "TLS client certificate for", cerr)
+          return fail(c, ep, "TLS client certificate for", cerr)
         end
       end
       -- false: no session object wanted back; the name is sent as SNI and, when verifying,
       -- checked against the certificate (which nginx verifies against lua_ssl_trusted_certificate)
-      local session, herr = sock:sslhandshake(false, t.server_name, t.verify)
+      local session, herr = sock:sslhandshake(false, t.server_name or ep.host, t.verify)
       if not session then
         sock:close()
-        return fail(c, "TLS handshake with", herr)
+        return fail(c, ep, "TLS handshake with", herr)
       end
       -- A handshake that completes asynchronously can answer success after nginx closed the
       -- connection for a certificate that failed verification: a closed socket says so here.
       if not sock:getreusedtimes() then
-        return fail(c, "TLS handshake with",
+        return fail(c, ep, "TLS handshake with",
           "the connection was closed during the handshake (certificate verification failed?)")
       end
     end
@@ -76,6 +85,12 @@ function conn.open(c, timeout_ms)
       n = n + 1
       what[n] = "SELECT"
     end
+    local role_at
+    if ep.must_be_master then -- a Sentinel's master: still the master? (a failover under way)
+      encode(parts, { "ROLE" })
+      n = n + 1
+      what[n], role_at = "ROLE", n
+    end
     if c.conn_name then -- as the core's: a refusal (an ACL) leaves the connection unnamed
       encode(parts, { "CLIENT", "SETNAME", c.conn_name })
       n = n + 1
@@ -89,6 +104,12 @@ function conn.open(c, timeout_ms)
           sock:close()
           return nil, ("connection: %s refused: %s"):format(what[i], e)
         end
+      end
+      local role = role_at and replies[role_at]
+      if role and (type(role) ~= "table" or role[1] ~= "master") then
+        sock:close()
+        c.resolver:doubt(ep.epoch)
+        return nil, ("connection: %s is no master (a failover under way?)"):format(url.where(ep))
       end
     end
   end
@@ -108,7 +129,7 @@ function Conn:raw_exchange(parts, n)
   if not ok then
     reader.deadline = nil
     sock:close()
-    return fail(self.client, "lost the connection to", err)
+    return fail(self.client, self.ep, "lost the connection to", err)
   end
   local replies = {}
   for i = 1, n do
@@ -116,7 +137,7 @@ function Conn:raw_exchange(parts, n)
     if v == nil then
       reader.deadline = nil
       sock:close()
-      return fail(self.client, "no answer from", rerr)
+      return fail(self.client, self.ep, "no answer from", rerr)
     end
     replies[i] = v
   end

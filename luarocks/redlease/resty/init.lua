@@ -47,6 +47,10 @@ function redlease.connect(u, opts)
   end
   local ep, why = url.parse(u)
   if not ep then error(("bad argument 'url' to 'connect' (%s)"):format(why), 2) end
+  if ep.sentinel and ep.tls then
+    return nil, "unsupported: rediss+sentinel:// (TLS to the sentinels and the master) is not "
+      .. "available in the OpenResty backend yet"
+  end
   ep.tls_settings, name, why = tls.settings(ep, o)
   if name then error(("bad argument '%s' to 'connect' (%s)"):format(name, why), 2) end
   return Client.public(Client.new(ep, o))

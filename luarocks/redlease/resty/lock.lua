@@ -196,6 +196,7 @@ function Lock:_acquire(lease_ms, wait_ms, max_hold)
   hold.count = hold.count + 1
   hold.token = self.kind == "fenced" and x or nil
   validity.confirmed(hold, sent_at, lease)
+  hold.master = client.answered_by -- the master that granted it (runner.lua)
   if lease_ms == -1 then hold.watchdog = true else hold.lease_ms = lease_ms end
   if hold.watchdog and not hold.release_failed then hold.watched = true end
   local started, werr = watchdog.start(client)

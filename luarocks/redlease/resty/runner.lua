@@ -5,6 +5,7 @@
 local conn = require "redlease.resty.conn"
 local resp = require "redlease.resty.resp"
 local texts = require "redlease.resty.scripts"
+local url = require "redlease.resty.url"
 
 local runner = {}
 local encode, is_error = resp.encode, resp.is_error
@@ -45,6 +46,14 @@ local function load_all(c)
   return true
 end
 
+local function refused_readonly(replies, n)
+  for i = 1, n do
+    local e = is_error(replies[i])
+    if e and e:sub(1, 8) == "READONLY" then return true end
+  end
+  return false
+end
+
 local function is_noscript(v)
   local e = is_error(v)
   return e and e:sub(1, 8) == "NOSCRIPT"
@@ -69,7 +78,9 @@ function runner.run(client, calls, idempotent, timeout_ms)
   end
   local trips, err, unanswered = 0, "connection: no time left for the call", false
   local deadline = timeout_ms and ngx.now() * 1000 + timeout_ms
-  for _ = 1, idempotent and 2 or 1 do
+  local tries, try, readonly = idempotent and 2 or 1, 0, false
+  while try < tries do
+    try = try + 1
     local left
     if deadline then
       ngx.update_time()
@@ -95,6 +106,15 @@ function runner.run(client, calls, idempotent, timeout_ms)
     end
     trips = trips + c.exchanges
     unanswered = unanswered or not replies
+    if replies and client.resolver and refused_readonly(replies, #calls) then
+      -- the master became a replica (a failover): a write it refused did nothing, so the calls
+      -- go once more, to the master the sentinels name now
+      client.resolver:doubt(c.ep.epoch)
+      c.sock:close()
+      err = ("connection: %s is no longer the master (READONLY)"):format(url.where(c.ep))
+      if readonly then return nil, err, trips end
+      readonly, tries, replies = true, tries + 1, nil
+    end
     if replies then
       c:done()
       for i = 1, #calls do
@@ -105,6 +125,10 @@ function runner.run(client, calls, idempotent, timeout_ms)
             trips
         end
       end
+      -- which master answered (sentinel.lua's epoch; 0: one server), read by the caller with no
+      -- yield since: a hold confirmed by one master and found gone by another was lost to a
+      -- failover (watchdog.lua)
+      client.answered_by = c.ep.epoch or 0
       return replies, nil, trips
     end
   end

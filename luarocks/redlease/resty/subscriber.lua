@@ -89,6 +89,7 @@ local function handle(self, reply)
       self.outage = false
       ngx.log(ngx.NOTICE, "redlease: subscriber connection back")
     end
+    self.outage_pending = nil
     e.inflight = false
     set_subscribed(self, e, true)
     e.unsubscribed_since = nil
@@ -202,10 +203,17 @@ local function loop(_, self) -- (_: premature; the loop looks at ngx.worker.exit
       local c, err = conn.open(self.client)
       if not c then
         self.last_error = err
+        if self.outage_pending and has_waiters(self) and not self.outage then
+          self.outage = true
+          ngx.log(ngx.ERR, "redlease: ", self.outage_pending, "; then ", err,
+            "; waiters resubscribe once Redis answers")
+        end
+        self.outage_pending = nil
         ngx.sleep(backoff / 1000)
         backoff = math.min(backoff * 2, RECONNECT_MAX_MS)
       else
         backoff = RECONNECT_MIN_MS
+        self.outage_pending = nil -- (the master, moved or not, answers)
         local client = self.client
         c.sock:settimeouts(client.connect_ms, client.command_ms,
           (PING_S + SLICE_S) * 1000 + client.command_ms)
@@ -213,7 +221,8 @@ local function loop(_, self) -- (_: premature; the loop looks at ngx.worker.exit
         for _, e in pairs(self.entries) do self.dirty[e] = true end
         local reader = ngx.thread.spawn(read_loop, self, c)
         local sent_at = now()
-        while self.connected and not client.shut do
+        local epoch = c.ep.epoch or 0
+        while self.connected and not client.shut and epoch == client:master_epoch() do
           sweep(self)
           local ok, sent = flush(self, c.sock)
           if ok and not sent and now() - sent_at >= PING_S then
@@ -234,7 +243,12 @@ local function loop(_, self) -- (_: premature; the loop looks at ngx.worker.exit
         self.connected = false
         if not ngx.thread.kill(reader) then ngx.thread.wait(reader) end -- (it ended first)
         c.sock:close()
-        if not client.shut and has_waiters(self) and not self.outage then
+        if epoch ~= client:master_epoch() or client.resolver and not self.outage then
+          -- the master moved (sentinel.lua), or the connection to it dropped, which a failover
+          -- does too: said at error level only if the master the sentinels name cannot be
+          -- reached (below)
+          self.outage_pending = self.outage_pending or self.last_error or "the master moved"
+        elseif not client.shut and has_waiters(self) and not self.outage then
           -- once per outage (a stale connection from the pool fails the same way): said
           -- again only after a subscription went through
           self.outage = true
@@ -256,6 +270,11 @@ local function ensure_running(self)
   if not ok then return nil, "memory: cannot start the subscriber timer: " .. tostring(err) end
   self.running = true
   return true
+end
+
+-- The master changed (failover.lua): leave it now, resubscribe on the new one.
+function Sub:master_moved()
+  poke(self)
 end
 
 -- A waiter of `channel` arrives: run `run` (owner.run()). gone: nil, or a function to call

@@ -113,7 +113,9 @@ function url.parse(s)
     return tcp(ep, s:sub(10))
   end
   if s:sub(1, 7) == "unix://" then return unix(ep, s:sub(8)) end
-  return nil, ('URL must start with redis://, rediss:// or unix:// (got "%s")'):format(s:sub(1, 40))
+  if s:find("^rediss?%+sentinel://") then return require("redlease.resty.sentinel").parse(s) end
+  return nil, ('URL must start with redis://, rediss://, unix:// or redis+sentinel:// (got "%s")')
+    :format(s:sub(1, 40))
 end
 
 -- "host:port" or the socket path, for messages (never the password).

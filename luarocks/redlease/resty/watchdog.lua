@@ -91,6 +91,7 @@ local function round(client)
   local timeout = math.max(1, math.min(client.command_ms, lease / 3, earliest - sent_at))
   local batch_calls = calls.renew_batch(batch, lease, PER_CALL)
   local replies, err, trips = runner.run(client, batch_calls, true, timeout)
+  local epoch = client.answered_by -- the master that answered
   ngx.update_time()
   local t = now_ms()
   local renewed = 0
@@ -105,11 +106,16 @@ local function round(client)
     -- a hold released (or being released, or whose release failed) meanwhile: its answer says
     -- nothing about a hold
     if client.holds[h.key] == h and not h.releasing and not h.lost and h.watched then
+      -- answered by another master than the one that confirmed it last (a failover): what that
+      -- one confirmed may be gone
+      local moved = replies and h.master and h.master ~= epoch
       if answer == 1 then
         validity.confirmed(h, sent_at, lease)
+        h.master = epoch
         renewed = renewed + 1
       elseif answer == 0 then
-        client:hold_lost(h, t >= h.confirmed_until and "expired" or "deleted")
+        client:hold_lost(h, moved and "failover" or t >= h.confirmed_until and "expired"
+          or "deleted")
       elseif answer == 2 then
         client:hold_lost(h, "owner_changed")
       elseif t >= h.confirmed_until then
@@ -166,6 +172,13 @@ local function tick(premature, client, exiting_loop)
   end)
   wd.busy = false
   if not ok then log(ERR, "redlease: watchdog round failed: ", err) end
+end
+
+-- A round now (the master changed: sentinel.lua), unless one is under way.
+function watchdog.round_now(client)
+  if client.wd.started and not client.wd.busy and not ngx.worker.exiting() then
+    ngx.timer.at(0, tick, client)
+  end
 end
 
 -- Starts the client's timer in this worker (once).
