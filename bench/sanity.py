@@ -74,6 +74,10 @@ def check_step(name, step, params):
         if m == "aio-waiting" and not (r["tasks"] > 0 and r["rss_per_task_bytes"] is not None
                                        and r["process_cpu_pct"] >= 0):
             bad.append(f"{r['impl']}: waiting figures")
+        if m == "wait-threads" and not (r["threads"] > 0 and r["subscribed"] == r["threads"]
+                                        and r["woken_at_end"] + r["done_early"] == r["threads"]
+                                        and r["process_cpu_pct"] >= 0):
+            bad.append(f"wait-threads: {r}"[:200])
         if m == "aio-handoff" and (len(r["latencies_ms"]) != params["handoffs"]
                                    or not all(x > 0 for x in r["latencies_ms"])):
             bad.append(f"{r['impl']}: {len(r['latencies_ms'])} latencies")

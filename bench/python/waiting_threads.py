@@ -58,7 +58,7 @@ def measure(url, n, seconds):
         time.sleep(0.05)
     subscribed = waiting.stats()["subscriptions"]
     started_s = time.monotonic() - t_start
-    time.sleep(2.0)
+    time.sleep(min(2.0, seconds))  # every thread parked
     rss1 = rss_bytes()
     cpu0, t0 = time.process_time(), time.monotonic()
     time.sleep(seconds)
