@@ -287,11 +287,13 @@ static void run_size(const char *url, size_t n, int64_t timeout_ms, int periods,
            (double)(s1.renew_calls - s0.renew_calls) * per_round, (cpu1 - cpu0) * per_round);
     printf("   \"lost\": %zu, \"lost_events\": %ld, \"live_keys\": %zu,\n", lost,
            atomic_load(&lost_events), live);
+    rl_stats now; /* as of now, as lost_events: holds may go while the keys are read */
+    rl_client_stats(client, &now);
     printf("   \"lost_by_reason\": {");
     for (int r = 1; r < RL_LOST_REASON_COUNT; r++)
         printf("%s\"%s\": %llu", r > 1 ? ", " : "", rl_lost_reason_name((rl_lost_reason)r),
-               (unsigned long long)s1.lost[r]);
-    printf("}, \"failed_rounds\": %llu,\n", (unsigned long long)s1.renew_failed_rounds);
+               (unsigned long long)now.lost[r]);
+    printf("}, \"failed_rounds\": %llu,\n", (unsigned long long)now.renew_failed_rounds);
     if (failure_seen) fprintf(stderr, "bench_watchdog: first failed round: %s\n", first_failure);
     printf("   \"heap_client\": %lld, \"bytes_per_lock_handle\": %.1f, \"bytes_per_hold\": %.1f, "
            "\"bytes_per_held_lock\": %.1f}",

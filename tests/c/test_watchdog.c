@@ -95,7 +95,7 @@ TEST(thousand_holds_renewed_in_batches) {
     rl_client_free(c);
 }
 
-/* A round over more holds than one exchange carries (rl_watchdog_slice_holds, 10,000; 100
+/* A round over more holds than one exchange carries (rl_watchdog_slice_holds, 50,000; 100
  * here) renews them in several exchanges, each with the command timeout to itself: a round over
  * a million holds had one exchange for all, which Redis could not answer within the command
  * timeout, so every round failed and the holds were lost (the benchmark's million-hold row:
