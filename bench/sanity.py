@@ -111,7 +111,7 @@ def record(results, report_problems, page, img, path=None):
     for name, step in results["steps"].items():
         count(name, check_step(name, step, results["params"]))
     count("page", report_problems + ([] if os.path.getsize(page) > 1000 else ["page too short"]))
-    for plot in ("cycles", "parallel", "handoff", "contended", "watchdog", "gil", "rss"):
+    for plot in ("cycles", "parallel", "handoff", "contended", "watchdog", "scale", "gil", "rss"):
         f = os.path.join(img, plot + ".png")
         drawn = os.path.exists(f) and os.path.getsize(f) > 1000
         count(f"plot {plot}", [] if drawn else ["missing"])
