@@ -16,7 +16,8 @@ def asyncio_locks(h):
                p["cycle_bursts"], "--cycles", p["cycles"], "--seconds", p["cycle_seconds"]))
     for name in ["redlease-asyncio"] + [n for n in peers if n == "redis-py-asyncio"]:
         h.run(f"aio-waiting-{name}", "aio-waiting",
-              h.py(script, "waiting", name, "--tasks", 10000 if full else 200,
+              h.py(script, "waiting", name, "--tasks",
+                   (p["aio_wait_tasks"] if name == "redlease-asyncio" else 10000) if full else 200,
                    "--seconds", 5 if full else 0.5))
     for name in ["redlease-asyncio"] + peers:
         h.run(f"aio-handoff-{name}", "aio-handoff",

@@ -24,6 +24,7 @@ from render import (
     parallel,
     redisson,
     run_info,
+    scale,
     semaphore,
     watchdog,
     wire_goals,
@@ -32,10 +33,10 @@ from render.results import Results
 from render.template import fill
 
 TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report_template.md")
-PARTS = (run_info, goals, wire_goals, cycles, cycle_profile, callgrind, parallel, handoff,
+PARTS = (run_info, goals, wire_goals, scale, cycles, cycle_profile, callgrind, parallel, handoff,
          semaphore, contended, watchdog, cluster, gil, memory, openresty, asyncio_locks, failures,
          notes, redisson)
-PLOTTED = (cycles, parallel, handoff, contended, watchdog, gil, memory)
+PLOTTED = (cycles, parallel, handoff, contended, watchdog, scale, gil, memory)
 
 
 def plots(R, img):

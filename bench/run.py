@@ -46,13 +46,16 @@ SIZES = {
                  c_handoffs=500, parallel_threads=16, parallel_seconds=3.0, rb_requests=100000,
                  handoffs=250, contended_seconds=3.0, contended_workers=[2, 8, 32],
                  contended_procs=4, wd_timeout_ms=6000, wd_periods=3,
-                 wd_sizes=[1000, 10000, 100000], gil_seconds=2.0, gil_waiters=[1, 8, 32],
+                 wd_sizes=[1000, 10000, 100000], wd_big=1000000, wd_big_timeout_ms=30000,
+                 wd_big_periods=2, wait_threads=10000, aio_wait_tasks=100000,
+                 gil_seconds=2.0, gil_waiters=[1, 8, 32],
                  mem_objects=100000, mem_cycles=1000000, mem_threads=4,
                  openresty_seconds=5, openresty_handoffs=100, cluster_holds=100000),
     "smoke": dict(cycles=400, cycle_bursts=2, cycle_seconds=1.0,
                   c_handoffs=20, parallel_threads=16, parallel_seconds=0.3, rb_requests=2000,
                   handoffs=10, contended_seconds=0.3, contended_workers=[2, 8],
                   contended_procs=4, wd_timeout_ms=300, wd_periods=3, wd_sizes=[100, 1000],
+                  wd_big=None, wait_threads=100, aio_wait_tasks=200,
                   gil_seconds=0.2, gil_waiters=[1, 8], mem_objects=2000, mem_cycles=4000,
                   mem_threads=4, openresty_seconds=1, openresty_handoffs=5, cluster_holds=1000),
 }
@@ -230,9 +233,19 @@ class Harness:
         # 4 (and 6, core): watchdog scale
         self.run("watchdog", "watchdog", [self.bins["watchdog"], self.url, p["wd_timeout_ms"],
                                           p["wd_periods"], *p["wd_sizes"]])
+        # 4, a million holds: at the default watchdog timeout (a round of a million must fit its
+        # period, which the short timeout above does not give it); not in the smoke run
+        if p["wd_big"]:
+            self.run("watchdog-big", "watchdog",
+                     [self.bins["watchdog"], self.url, p["wd_big_timeout_ms"],
+                      p["wd_big_periods"], p["wd_big"]])
         if redisson:
             self.external(redisson, "watchdog", timeout_ms=p["wd_timeout_ms"],
                           periods=p["wd_periods"], sizes=p["wd_sizes"])
+        # 4c: many threads waiting (the blocking API; asyncio's waiting tasks are in measure 8)
+        self.run("wait-threads", "wait-threads",
+                 self.py("waiting_threads.py", "--threads", p["wait_threads"],
+                         "--seconds", 5 if p["wd_big"] else 0.3))
         # 4b: Redis Cluster, 3 masters against one node (bench/cluster_steps.py)
         cluster_steps.cluster(self)
         # 5: GIL

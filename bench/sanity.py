@@ -74,6 +74,10 @@ def check_step(name, step, params):
         if m == "aio-waiting" and not (r["tasks"] > 0 and r["rss_per_task_bytes"] is not None
                                        and r["process_cpu_pct"] >= 0):
             bad.append(f"{r['impl']}: waiting figures")
+        if m == "wait-threads" and not (r["threads"] > 0 and r["subscribed"] == r["threads"]
+                                        and r["woken_at_end"] + r["done_early"] == r["threads"]
+                                        and r["process_cpu_pct"] >= 0):
+            bad.append(f"wait-threads: {r}"[:200])
         if m == "aio-handoff" and (len(r["latencies_ms"]) != params["handoffs"]
                                    or not all(x > 0 for x in r["latencies_ms"])):
             bad.append(f"{r['impl']}: {len(r['latencies_ms'])} latencies")
@@ -107,7 +111,7 @@ def record(results, report_problems, page, img, path=None):
     for name, step in results["steps"].items():
         count(name, check_step(name, step, results["params"]))
     count("page", report_problems + ([] if os.path.getsize(page) > 1000 else ["page too short"]))
-    for plot in ("cycles", "parallel", "handoff", "contended", "watchdog", "gil", "rss"):
+    for plot in ("cycles", "parallel", "handoff", "contended", "watchdog", "scale", "gil", "rss"):
         f = os.path.join(img, plot + ".png")
         drawn = os.path.exists(f) and os.path.getsize(f) > 1000
         count(f"plot {plot}", [] if drawn else ["missing"])

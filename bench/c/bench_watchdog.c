@@ -102,9 +102,14 @@ static void *sample_rounds(void *arg) {
 
 static atomic_long lost_events;
 
+static char first_failure[256]; /* the first failed round's message, for the log */
+static atomic_int failure_seen;
+
 static void on_event(const rl_event *e, void *userdata) {
     (void)userdata;
     if (e->kind == RL_EVENT_LOST) atomic_fetch_add(&lost_events, 1);
+    if (e->kind == RL_EVENT_RENEW_FAILED && !atomic_exchange(&failure_seen, 1))
+        snprintf(first_failure, sizeof first_failure, "%s", e->message);
 }
 
 #define THREADS 4
@@ -169,6 +174,7 @@ static void run_size(const char *url, size_t n, int64_t timeout_ms, int periods,
     rl_lock **locks = malloc(n * sizeof *locks); /* the benchmark's own array: not counted */
     if (!locks) die("malloc", "locks");
     atomic_store(&lost_events, 0);
+    atomic_store(&failure_seen, 0);
     long long heap0 = heap_bytes();
     rl_options o;
     rl_options_init(&o);
@@ -281,6 +287,14 @@ static void run_size(const char *url, size_t n, int64_t timeout_ms, int periods,
            (double)(s1.renew_calls - s0.renew_calls) * per_round, (cpu1 - cpu0) * per_round);
     printf("   \"lost\": %zu, \"lost_events\": %ld, \"live_keys\": %zu,\n", lost,
            atomic_load(&lost_events), live);
+    rl_stats now; /* as of now, as lost_events: holds may go while the keys are read */
+    rl_client_stats(client, &now);
+    printf("   \"lost_by_reason\": {");
+    for (int r = 1; r < RL_LOST_REASON_COUNT; r++)
+        printf("%s\"%s\": %llu", r > 1 ? ", " : "", rl_lost_reason_name((rl_lost_reason)r),
+               (unsigned long long)now.lost[r]);
+    printf("}, \"failed_rounds\": %llu,\n", (unsigned long long)now.renew_failed_rounds);
+    if (failure_seen) fprintf(stderr, "bench_watchdog: first failed round: %s\n", first_failure);
     printf("   \"heap_client\": %lld, \"bytes_per_lock_handle\": %.1f, \"bytes_per_hold\": %.1f, "
            "\"bytes_per_held_lock\": %.1f}",
            heap_client - heap0, (double)(heap_locks - heap_client) / (double)n,

@@ -10,8 +10,10 @@ def render(R):
     wd = R.data("watchdog")
     out = {"memory_core": bool(wd), "memory_python": False}
     if wd:
+        core = sorted((r for r in R.rows("watchdog") if r["impl"] == "redlease-c"),
+                      key=lambda r: r["holds"])  # every watchdog step: up to a million holds
         rows = [[n0(r["holds"]), f"{r['bytes_per_lock_handle']:.0f}", f"{r['bytes_per_hold']:.0f}",
-                 f"{r['bytes_per_held_lock']:.0f}"] for r in wd["rows"]]
+                 f"{r['bytes_per_held_lock']:.0f}"] for r in core]
         out["memory_table"] = table(["holds", "bytes per lock handle", "bytes per hold",
                                      "bytes per held lock"], rows)
     mem = R.row("memory-python", "redlease")

@@ -96,7 +96,7 @@ rl_status rl_client_new(const char *url, const rl_options *options, rl_client **
     atomic_init(&c->closed, 0);
     atomic_init(&c->fork_generation, rl_fork_generation());
     pthread_mutex_init(&c->mu, NULL);
-    rl_holds_init(&c->holds);
+    rl_holds_init(&c->holds, c->id);
     rl_metrics_init(&c->metrics);
     rl_watchdog_init(&c->watchdog, &c->cfg);
     rl_scripts_init(&c->scripts);

@@ -31,12 +31,14 @@ static void release_abandoned(rl_client *c, rl_hold *h) {
     int gone_before = h->lost && h->freed;
     int64_t lease = rl_hold_lease(c, h);
     int64_t count = h->count;
+    char owner[RL_OWNER_MAX];
+    size_t owner_len = rl_hold_owner(&c->holds, h, owner);
     if (!gone_before) {
         pthread_mutex_unlock(&c->mu); /* h stays: releasing, off the renewal list */
         int still_held;
         st = rl_lock_new_kind(c, h->kind, h->name, h->name_len, &l, &err);
         if (st == RL_OK)
-            st = rl_lock_call_release_fully(l, h->owner, h->owner_len, lease, &still_held, &err);
+            st = rl_lock_call_release_fully(l, owner, owner_len, lease, &still_held, &err);
         pthread_mutex_lock(&c->mu);
     }
     char message[RL_QUOTING_MESSAGE_SIZE], shown[RL_NAME_SHOWN_MAX];

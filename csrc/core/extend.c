@@ -29,10 +29,10 @@ rl_status rl_lock_set_lease(rl_lock *l, uint64_t context, int64_t lease_ms, int 
     rl_hold *h = rl_holds_find(&c->holds, l->name, l->name_len, l->kind, context);
     int held = h && h->count > 0;
     char *read_keys = held ? malloc(h->read_keys_len + 1) : NULL;
-    size_t owner_len = held ? h->owner_len : 0, read_keys_len = held ? h->read_keys_len : 0;
+    size_t owner_len = 0, read_keys_len = held ? h->read_keys_len : 0;
     if (read_keys) {
-        memcpy(owner, h->owner, owner_len);
-        memcpy(read_keys, h->read_keys, read_keys_len);
+        owner_len = rl_hold_owner(&c->holds, h, owner);
+        memcpy(read_keys, rl_hold_read_keys(h), read_keys_len);
     }
     pthread_mutex_unlock(&c->mu);
     if (!held) return rl_fail(err, RL_NOT_OWNED, "lock \"%s\" is not held by this context", shown);

@@ -26,15 +26,16 @@ rl_status rl_lock_hand_off(rl_lock *l, uint64_t context, char token[RL_TOKEN_MAX
         st = rl_fail(err, RL_NOT_OWNED, "lock \"%s\" is not held by this context", shown);
     } else if (h->lost) {
         st = rl_fail_lost(err, h->lost, " while held", shown);
-    } else if (h->release_failed || h->owner_len >= RL_TOKEN_MAX) {
+    } else if (h->release_failed || rl_hold_owner_len(&c->holds, h) >= RL_TOKEN_MAX) {
         st = rl_fail(err, RL_ERR_ARGUMENT, "lock \"%s\" has a release pending: release it first",
                      shown);
     } else {
         /* No renewal may follow: the new holder decides when it ends. */
         h->releasing = 1;
         rl_watchdog_wait_out_round(c, h);
-        memcpy(token, h->owner, h->owner_len);
-        token[h->owner_len] = '\0';
+        char owner[RL_OWNER_MAX];
+        size_t owner_len = rl_hold_owner(&c->holds, h, owner);
+        memcpy(token, owner, owner_len + 1);
         rl_holds_remove(&c->holds, h);
     }
     pthread_mutex_unlock(&c->mu);

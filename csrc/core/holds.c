@@ -1,5 +1,6 @@
 #include "holds.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,8 +13,40 @@ uint64_t rl_holds_hash(const void *name, size_t len, rl_lock_kind kind, uint64_t
     return h;
 }
 
-void rl_holds_init(rl_holds *holds) {
+void rl_holds_init(rl_holds *holds, const char *owner_id) {
     memset(holds, 0, sizeof *holds);
+    holds->owner_id = owner_id;
+}
+
+static size_t decimal_digits(uint64_t v) {
+    size_t n = 1;
+    while (v >= 10)
+        v /= 10, n++;
+    return n;
+}
+
+size_t rl_hold_owner_len(const rl_holds *holds, const rl_hold *h) {
+    if (!rl_hold_is_lock(h)) return h->stored_owner_len;
+    return strlen(holds->owner_id) + 1 + decimal_digits(h->context) +
+           (h->kind == RL_LOCK_WRITE ? 6 : 0);
+}
+
+size_t rl_hold_owner(const rl_holds *holds, const rl_hold *h, char out[RL_OWNER_MAX]) {
+    if (!rl_hold_is_lock(h)) {
+        memcpy(out, rl_hold_read_keys(h) + h->read_keys_len + 1, h->stored_owner_len + 1);
+        return h->stored_owner_len;
+    }
+    size_t id_len = strlen(holds->owner_id), digits = decimal_digits(h->context);
+    char *o = out;
+    memcpy(o, holds->owner_id, id_len), o += id_len;
+    *o++ = ':';
+    uint64_t v = h->context;
+    for (size_t i = digits; i-- > 0; v /= 10)
+        o[i] = (char)('0' + v % 10);
+    o += digits;
+    if (h->kind == RL_LOCK_WRITE) memcpy(o, ":write", 6), o += 6;
+    *o = '\0';
+    return (size_t)(o - out);
 }
 
 void rl_holds_clear(rl_holds *holds) {
@@ -27,13 +60,13 @@ void rl_holds_clear(rl_holds *holds) {
         }
     }
     free(holds->buckets);
-    rl_holds_init(holds);
+    rl_holds_init(holds, holds->owner_id);
 }
 
 rl_hold *rl_holds_find(const rl_holds *holds, const void *name, size_t name_len, rl_lock_kind kind,
                        uint64_t context) {
     if (holds->nbuckets == 0) return NULL;
-    uint64_t hash = rl_holds_hash(name, name_len, kind, context);
+    uint32_t hash = (uint32_t)rl_holds_hash(name, name_len, kind, context);
     for (rl_hold *h = holds->buckets[hash & (holds->nbuckets - 1)]; h; h = h->bucket_next)
         if (h->hash == hash && h->context == context && h->kind == kind &&
             h->name_len == name_len && memcmp(h->name, name, name_len) == 0)
@@ -44,12 +77,14 @@ rl_hold *rl_holds_find(const rl_holds *holds, const void *name, size_t name_len,
 rl_hold *rl_holds_find_owner(const rl_holds *holds, const void *name, size_t name_len,
                              rl_lock_kind kind, uint64_t context, const char *owner) {
     if (holds->nbuckets == 0) return NULL;
-    uint64_t hash = rl_holds_hash(name, name_len, kind, context);
+    uint32_t hash = (uint32_t)rl_holds_hash(name, name_len, kind, context);
+    char held[RL_OWNER_MAX];
     for (rl_hold *h = holds->buckets[hash & (holds->nbuckets - 1)]; h; h = h->bucket_next)
         if (h->hash == hash && h->context == context && h->kind == kind &&
-            h->name_len == name_len && memcmp(h->name, name, name_len) == 0 &&
-            strcmp(h->owner, owner) == 0)
-            return h;
+            h->name_len == name_len && memcmp(h->name, name, name_len) == 0) {
+            rl_hold_owner(holds, h, held);
+            if (strcmp(held, owner) == 0) return h;
+        }
     return NULL;
 }
 
@@ -75,25 +110,26 @@ static int grow(rl_holds *holds) {
 rl_hold *rl_holds_add(rl_holds *holds, const void *name, size_t name_len, rl_lock_kind kind,
                       uint64_t context, const char *owner, const char *read_keys,
                       size_t read_keys_len) {
-    if (holds->count + 1 > holds->nbuckets && grow(holds) != 0) return NULL;
     if (!read_keys) read_keys_len = 0;
-    /* One block: the hold, its name, its read-hold key prefix, then its owner field. */
-    size_t owner_len = strlen(owner);
-    rl_hold *h = calloc(1, sizeof *h + name_len + 1 + read_keys_len + 1 + owner_len + 1);
+    size_t owner_len = owner && !rl_is_lock_kind(kind) ? strlen(owner) : 0;
+    if (name_len > UINT32_MAX || read_keys_len > UINT32_MAX || owner_len >= RL_OWNER_MAX)
+        return NULL;
+    if (holds->count + 1 > holds->nbuckets && grow(holds) != 0) return NULL;
+    /* One block: the hold, its name, its read-hold key prefix, then a stored owner; from where
+     * the name starts (the struct's tail padding would cost a million holds 4 MB). */
+    rl_hold *h =
+        calloc(1, offsetof(rl_hold, name) + name_len + 1 + read_keys_len + 1 + owner_len + 1);
     if (!h) return NULL;
-    h->hash = rl_holds_hash(name, name_len, kind, context);
+    h->hash = (uint32_t)rl_holds_hash(name, name_len, kind, context);
     h->context = context;
-    h->kind = kind;
+    h->kind = (uint8_t)kind;
+    h->name_len = (uint32_t)name_len;
+    memcpy(h->name, name, name_len);
     char *keys = h->name + name_len + 1;
     if (read_keys_len) memcpy(keys, read_keys, read_keys_len);
-    h->read_keys = keys;
-    h->read_keys_len = read_keys_len;
-    char *owner_copy = keys + read_keys_len + 1;
-    memcpy(owner_copy, owner, owner_len + 1);
-    h->owner = owner_copy;
-    h->owner_len = owner_len;
-    h->name_len = name_len;
-    memcpy(h->name, name, name_len);
+    h->read_keys_len = (uint32_t)read_keys_len;
+    memcpy(keys + read_keys_len + 1, owner_len ? owner : "", owner_len + 1);
+    h->stored_owner_len = (uint8_t)owner_len;
     rl_hold **bucket = &holds->buckets[h->hash & (holds->nbuckets - 1)];
     h->bucket_next = *bucket;
     *bucket = h;

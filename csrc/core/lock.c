@@ -15,52 +15,8 @@
 #include "validity.h"
 #include "waiting.h"
 
-#define LOCK_STRINGS 7
-
-/* The name and its derived keys, each with its length. */
-static void lock_strings(rl_lock *l, char **strings[LOCK_STRINGS], size_t lens[LOCK_STRINGS]) {
-    char **s[LOCK_STRINGS] = {&l->name,      &l->channel,       &l->latch_prefix, &l->token_key,
-                              &l->queue_key, &l->deadlines_key, &l->key_base};
-    size_t n[LOCK_STRINGS] = {l->name_len,      l->channel_len,   l->latch_prefix_len,
-                              l->token_key_len, l->queue_key_len, l->deadlines_key_len,
-                              l->key_base_len};
-    memcpy(strings, s, sizeof s);
-    memcpy(lens, n, sizeof n);
-}
-
-/* Moves the name and every key into one allocation: a lock handle costs two allocations, not
- * five to eight (it matters to a process holding 100,000 locks). */
-static int compact(rl_lock *l) {
-    char **strings[LOCK_STRINGS];
-    size_t lens[LOCK_STRINGS], total = 0;
-    lock_strings(l, strings, lens);
-    for (int i = 0; i < LOCK_STRINGS; i++)
-        if (*strings[i]) total += lens[i] + 1;
-    char *block = malloc(total), *p = block;
-    if (!block) return -1;
-    for (int i = 0; i < LOCK_STRINGS; i++) {
-        if (!*strings[i]) continue;
-        memcpy(p, *strings[i], lens[i]);
-        p[lens[i]] = '\0';
-        free(*strings[i]);
-        *strings[i] = p;
-        p += lens[i] + 1;
-    }
-    l->block = block;
-    return 0;
-}
-
 void rl_lock_free(rl_lock *l) {
     if (!l) return;
-    if (l->block) {
-        free(l->block);
-    } else {
-        char **strings[LOCK_STRINGS];
-        size_t lens[LOCK_STRINGS];
-        lock_strings(l, strings, lens);
-        for (int i = 0; i < LOCK_STRINGS; i++)
-            free(*strings[i]);
-    }
     if (l->client) rl_client_unref(l->client);
     free(l);
 }
@@ -85,18 +41,8 @@ rl_status rl_lock_new_kind(rl_client *c, rl_lock_kind kind, const void *name, si
         rl_client_leave(c);
         return st;
     }
-    rl_lock *l = calloc(1, sizeof *l);
-    if (l) {
-        l->kind = kind;
-        l->name = malloc(name_len + 1);
-        if (l->name) {
-            memcpy(l->name, name, name_len);
-            l->name[name_len] = '\0';
-            l->name_len = name_len;
-        }
-    }
-    if (!l || !l->name || rl_lock_make_keys(l) != 0 || compact(l) != 0) {
-        rl_lock_free(l);
+    rl_lock *l = rl_lock_alloc(kind, name, name_len);
+    if (!l) {
         rl_client_leave(c);
         return rl_fail(err, RL_ERR_MEMORY, "out of memory");
     }
@@ -196,10 +142,9 @@ static rl_status wait_and_retry(rl_lock *l, attempt *a, int64_t deadline, int64_
 static rl_status record_hold(rl_lock *l, uint64_t context, const attempt *a, int64_t lease_ms,
                              int64_t max_hold_ms, rl_error *err) {
     rl_client *c = l->client;
-    char field[RL_OWNER_MAX], shown[RL_NAME_SHOWN_MAX];
+    char shown[RL_NAME_SHOWN_MAX];
     size_t read_keys_len = 0;
     char *read_keys = rl_lock_read_keys(l, a->owner, a->owner_len, &read_keys_len);
-    rl_lock_field(l, a->owner, a->owner_len, field);
     rl_status st = RL_OK;
     pthread_mutex_lock(&c->mu);
     rl_hold *h = rl_holds_find(&c->holds, l->name, l->name_len, l->kind, context);
@@ -218,7 +163,8 @@ static rl_status record_hold(rl_lock *l, uint64_t context, const attempt *a, int
         return rl_fail_lost(err, reason, "; release it first", printable(l, shown));
     }
     if (!h && (l->kind != RL_LOCK_READ || read_keys))
-        h = rl_holds_add(&c->holds, l->name, l->name_len, l->kind, context, field, read_keys,
+        /* its owner field, rl_lock_field of a->owner, is derived again (rl_hold_owner) */
+        h = rl_holds_add(&c->holds, l->name, l->name_len, l->kind, context, NULL, read_keys,
                          read_keys_len);
     if (!h) {
         /* Held in Redis but untracked: it expires by its lease, never renewed. */
@@ -379,10 +325,12 @@ static int field_shared(rl_client *c, const rl_hold *h) {
 static int release_fully(rl_lock *l, rl_hold *h) {
     rl_client *c = l->client;
     int64_t lease = rl_hold_lease(c, h);
+    char field[RL_OWNER_MAX];
+    size_t field_len = rl_hold_owner(&c->holds, h, field);
     pthread_mutex_unlock(&c->mu);
     int still_held = 0;
     rl_error ignored;
-    rl_lock_call_release_fully(l, h->owner, h->owner_len, lease, &still_held, &ignored);
+    rl_lock_call_release_fully(l, field, field_len, lease, &still_held, &ignored);
     pthread_mutex_lock(&c->mu);
     return still_held;
 }
@@ -494,8 +442,8 @@ static rl_status release_one(rl_lock *l, rl_hold *h, int settling, rl_error *err
     else
         rl_random_hex(request_id, RL_REQUEST_ID_BYTES);
     int64_t lease = rl_hold_lease(c, h);
-    const char *field = h->owner; /* immutable while this context holds the lock */
-    size_t field_len = h->owner_len;
+    char field[RL_OWNER_MAX];
+    size_t field_len = rl_hold_owner(&c->holds, h, field);
     pthread_mutex_unlock(&c->mu);
 
     int64_t messages_before = messages_before_release(l, field, field_len);

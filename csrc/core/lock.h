@@ -10,23 +10,18 @@
 #include "client.h"
 #include "redlease.h"
 
+/* A lock handle: one allocation, the name and its channel inline. The other keys (the unlock
+ * latch, the fenced token, the fair queue, the read/write key base) are derived from the name
+ * where a call needs them (rl_name_prefixed), so that a process holding a million locks does not
+ * keep them all. */
 struct rl_lock {
     rl_client *client;
     rl_lock_kind kind;
-    char *name;
-    size_t name_len;
     char *channel; /* prefix("redisson_lock__channel" or, read/write, "redisson_rwlock", name);
-                      a fair waiter listens on channel + ":" + owner */
+                      a fair waiter listens on channel + ":" + owner. Points into name[] */
+    size_t name_len;
     size_t channel_len;
-    char *latch_prefix; /* prefix("redisson_unlock_latch", name) + ":" */
-    size_t latch_prefix_len;
-    char *token_key; /* fenced: prefix("redisson_lock_token", name) */
-    size_t token_key_len;
-    char *queue_key, *deadlines_key; /* fair: the wait queue and the waiters' deadlines */
-    size_t queue_key_len, deadlines_key_len;
-    char *key_base; /* read/write: name when it has '{', else "{name}" (read-hold keys start so) */
-    size_t key_base_len;
-    char *block; /* once made, the name and every key above live in this one allocation */
+    char name[]; /* name_len bytes + NUL, then the channel + NUL */
 };
 
 #define RL_REQUEST_ID_BYTES 16 /* 32 hex chars */
@@ -58,8 +53,15 @@ rl_status rl_acquire_try(rl_lock *lock, rl_attempt *a, int queue, int64_t *wait_
 rl_status rl_acquire_end(rl_lock *lock, uint64_t context, rl_attempt *a,
                          const rl_acquire_options *options, rl_status st, rl_error *err);
 
-/* Fills the kind's own keys; -1 when out of memory (rl_lock_free frees what was made). */
-int rl_lock_make_keys(rl_lock *lock);
+/* A new handle of `kind` for name (its channel made inline); NULL when out of memory. */
+rl_lock *rl_lock_alloc(rl_lock_kind kind, const void *name, size_t name_len);
+
+/* prefix(p, name) for this lock's name (names.h), malloc'd; NULL when out of memory. */
+char *rl_lock_key(const rl_lock *lock, const char *prefix, size_t *len);
+
+/* Read/write: the key base, the name when it has a '{' else "{name}" (read-hold keys start so);
+ * malloc'd, NULL when out of memory. */
+char *rl_lock_key_base(const rl_lock *lock, size_t *len);
 
 /* The hash field of `owner` for this lock: owner, or owner + ":write" on the write side.
  * out needs RL_OWNER_MAX bytes. */

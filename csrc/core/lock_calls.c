@@ -15,14 +15,26 @@ static int reply_is_integer(const redisReply *r) {
 
 /* ---- keys and fields ----------------------------------------------------------------------- */
 
-int rl_lock_make_keys(rl_lock *l) {
-    const rl_kind *k = rl_kind_of(l->kind);
-    l->channel = rl_name_prefixed(k->channel_prefix, l->name, l->name_len, 0, &l->channel_len);
-    l->latch_prefix =
-        rl_name_prefixed("redisson_unlock_latch", l->name, l->name_len, 1, &l->latch_prefix_len);
-    if (!l->channel || !l->latch_prefix) return -1;
-    l->latch_prefix[l->latch_prefix_len++] = ':';
-    return k->make_keys ? k->make_keys(l) : 0;
+rl_lock *rl_lock_alloc(rl_lock_kind kind, const void *name, size_t name_len) {
+    const char *prefix = rl_kind_of(kind)->channel_prefix;
+    size_t channel_len = rl_name_prefixed_len(prefix, name, name_len);
+    rl_lock *l = calloc(1, sizeof *l + name_len + 1 + channel_len + 1);
+    if (!l) return NULL;
+    l->kind = kind;
+    memcpy(l->name, name, name_len);
+    l->name_len = name_len;
+    l->channel = l->name + name_len + 1;
+    l->channel_len = rl_name_prefixed_into(prefix, name, name_len, l->channel);
+    return l;
+}
+
+char *rl_lock_key(const rl_lock *l, const char *prefix, size_t *len) {
+    return rl_name_prefixed(prefix, l->name, l->name_len, 0, len);
+}
+
+char *rl_lock_key_base(const rl_lock *l, size_t *len) {
+    if (memchr(l->name, '{', l->name_len)) return rl_joined(l->name, l->name_len, "", 0, NULL, len);
+    return rl_joined("{", 1, l->name, l->name_len, "}", len);
 }
 
 size_t rl_lock_field(const rl_lock *l, const char *owner, size_t owner_len, char *out) {
@@ -37,7 +49,10 @@ size_t rl_lock_field(const rl_lock *l, const char *owner, size_t owner_len, char
 
 char *rl_lock_read_keys(const rl_lock *l, const char *owner, size_t owner_len, size_t *len) {
     if (l->kind != RL_LOCK_READ) return NULL;
-    char *prefix = rl_joined(l->key_base, l->key_base_len, ":", 1, NULL, len);
+    char *base = rl_lock_key_base(l, len);
+    if (!base) return NULL;
+    char *prefix = rl_joined(base, *len, ":", 1, NULL, len);
+    free(base);
     if (!prefix) return NULL;
     char *keys = rl_joined(prefix, *len, owner, owner_len, ":rwlock_timeout", len);
     free(prefix);
@@ -108,11 +123,15 @@ void rl_lock_call_leave_queue(rl_lock *l, const char *owner, size_t owner_len,
 rl_status rl_lock_call_release(rl_lock *l, const char *field, size_t field_len, int64_t lease_ms,
                                const char *request_id, int retried, int sync, redisReply **reply,
                                rl_error *err) {
-    size_t latch_len = l->latch_prefix_len + 2 * RL_REQUEST_ID_BYTES;
-    char *latch = malloc(latch_len); /* per call: threads may release through one lock at once */
+    /* prefix("redisson_unlock_latch", name) + ":" + request id; per call: threads may release
+     * through one lock at once */
+    size_t latch_len;
+    char *latch = rl_name_prefixed("redisson_unlock_latch", l->name, l->name_len,
+                                   1 + 2 * RL_REQUEST_ID_BYTES, &latch_len);
     if (!latch) return rl_fail(err, RL_ERR_MEMORY, "out of memory");
-    memcpy(latch, l->latch_prefix, l->latch_prefix_len);
-    memcpy(latch + l->latch_prefix_len, request_id, 2 * RL_REQUEST_ID_BYTES);
+    latch[latch_len++] = ':';
+    memcpy(latch + latch_len, request_id, 2 * RL_REQUEST_ID_BYTES);
+    latch_len += 2 * RL_REQUEST_ID_BYTES;
     /* The latch is deleted once the answer is in (nothing waits for that reply), unless an
      * earlier attempt was lost on the network: a copy of it may still reach Redis. */
     const char *del_argv[2] = {"DEL", latch};

@@ -6,13 +6,14 @@
 #include "error.h"
 #include "slots.h"
 
-char *rl_name_prefixed(const char *p, const void *name, size_t name_len, size_t extra,
-                       size_t *out_len) {
+size_t rl_name_prefixed_len(const char *p, const void *name, size_t name_len) {
+    int tagged = memchr(name, '{', name_len) != NULL;
+    return strlen(p) + 1 + name_len + (tagged ? 0 : 2);
+}
+
+size_t rl_name_prefixed_into(const char *p, const void *name, size_t name_len, char *out) {
     int tagged = memchr(name, '{', name_len) != NULL;
     size_t plen = strlen(p);
-    size_t len = plen + 1 + name_len + (tagged ? 0 : 2);
-    char *out = malloc(len + extra + 1);
-    if (!out) return NULL;
     char *o = out;
     memcpy(o, p, plen), o += plen;
     *o++ = ':';
@@ -20,7 +21,15 @@ char *rl_name_prefixed(const char *p, const void *name, size_t name_len, size_t 
     memcpy(o, name, name_len), o += name_len;
     if (!tagged) *o++ = '}';
     *o = '\0';
-    *out_len = len;
+    return (size_t)(o - out);
+}
+
+char *rl_name_prefixed(const char *p, const void *name, size_t name_len, size_t extra,
+                       size_t *out_len) {
+    size_t len = rl_name_prefixed_len(p, name, name_len);
+    char *out = malloc(len + extra + 1);
+    if (!out) return NULL;
+    *out_len = rl_name_prefixed_into(p, name, name_len, out);
     return out;
 }
 

@@ -11,6 +11,10 @@
  * buffer (NUL-terminated for convenience) with room for `extra` more bytes, or NULL. */
 char *rl_name_prefixed(const char *p, const void *name, size_t name_len, size_t extra,
                        size_t *out_len);
+/* The same without allocating: its length (without the NUL), and written into `out` (which
+ * needs that + 1 bytes; NUL-terminated), returning the length. */
+size_t rl_name_prefixed_len(const char *p, const void *name, size_t name_len);
+size_t rl_name_prefixed_into(const char *p, const void *name, size_t name_len, char *out);
 
 /* On a Redis Cluster, whether the keys prefix() derives from `name` share its slot, as a lock's
  * scripts need. Not so for a name with a '}' but no '{' ("a}b": the derived tag becomes "{a}") or

@@ -10,7 +10,7 @@
 const char *rl_renew_key(const rl_hold *h, size_t *len) {
     int permit = h->kind == RL_HOLD_PERMIT; /* its key is its semaphore's timeout ZSET */
     *len = permit ? h->read_keys_len : h->name_len;
-    return permit ? h->read_keys : h->name;
+    return permit ? rl_hold_read_keys(h) : h->name;
 }
 
 void rl_renew_calls_free(rl_renew_calls *b) {
@@ -24,6 +24,22 @@ void rl_renew_calls_free(rl_renew_calls *b) {
     free(b->argv);
     free(b->lens);
     free(b->numkeys);
+    free(b->owners);
+}
+
+/* Whether b's owner field is a's (the holds store none: rl_hold_owner makes them, once per run
+ * of holds of one context, so that a round over one thread's holds writes one). */
+static int same_owner(const rl_hold *a, const rl_hold *b) {
+    return a->context == b->context && a->kind == b->kind && rl_hold_is_lock(a);
+}
+
+/* The room the owner fields of batch[0..n) take in b->owners. */
+static size_t owners_size(const rl_holds *holds, rl_hold **batch, size_t n) {
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        if (i == 0 || !same_owner(batch[i - 1], batch[i]))
+            total += rl_hold_owner_len(holds, batch[i]) + 1;
+    return total;
 }
 
 /* Where calls start: every RL_RENEW_PAIRS_PER_CALL holds and at every change of slot. */
@@ -38,8 +54,8 @@ static size_t split(rl_renew_calls *b, size_t n, const int *slots) {
     return k;
 }
 
-int rl_renew_calls_build(rl_renew_calls *b, rl_hold **batch, size_t n, const int *slots,
-                         int64_t lease) {
+int rl_renew_calls_build(rl_renew_calls *b, const rl_holds *holds, rl_hold **batch, size_t n,
+                         const int *slots, int64_t lease) {
     memset(b, 0, sizeof *b);
     size_t most = n ? n : 1; /* calls: at most one per hold */
     b->first = calloc(most, sizeof *b->first);
@@ -52,7 +68,11 @@ int rl_renew_calls_build(rl_renew_calls *b, rl_hold **batch, size_t n, const int
     b->argv = calloc(slots_needed + 1, sizeof *b->argv);
     b->lens = calloc(slots_needed + 1, sizeof *b->lens);
     b->numkeys = calloc(b->ncalls + 1, sizeof *b->numkeys);
-    if (!b->cmds || !b->replies || !b->argv || !b->lens || !b->numkeys) return -1;
+    b->owners = malloc(owners_size(holds, batch, n) + 1);
+    if (!b->cmds || !b->replies || !b->argv || !b->lens || !b->numkeys || !b->owners) return -1;
+    char *owner_at = b->owners;
+    const char *owner = NULL;
+    size_t owner_len = 0;
     int lease_len = snprintf(b->lease, sizeof b->lease, "%lld", (long long)lease);
     size_t at = 0;
     for (size_t k = 0; k < b->ncalls; k++) {
@@ -68,8 +88,13 @@ int rl_renew_calls_build(rl_renew_calls *b, rl_hold **batch, size_t n, const int
             rl_hold *h = batch[first + i];
             int permit = h->kind == RL_HOLD_PERMIT;
             a[RL_SCRIPT_ARGV_HEAD + i] = rl_renew_key(h, &l[RL_SCRIPT_ARGV_HEAD + i]);
-            args[1 + 2 * i] = h->owner, arg_lens[1 + 2 * i] = h->owner_len;
-            args[2 + 2 * i] = permit ? RL_RENEW_PERMIT : h->read_keys;
+            if (first + i == 0 || !same_owner(batch[first + i - 1], h)) {
+                owner = owner_at;
+                owner_len = rl_hold_owner(holds, h, owner_at);
+                owner_at += owner_len + 1;
+            }
+            args[1 + 2 * i] = owner, arg_lens[1 + 2 * i] = owner_len;
+            args[2 + 2 * i] = permit ? RL_RENEW_PERMIT : rl_hold_read_keys(h);
             arg_lens[2 + 2 * i] = permit ? strlen(RL_RENEW_PERMIT) : h->read_keys_len;
         }
         b->cmds[k] = (rl_cmd){(int)(RL_SCRIPT_ARGV_HEAD + 3 * count + 1), a, l};

@@ -136,6 +136,41 @@ static void doubt_moved_slots(rl_client *c) {
     }
 }
 
+/* Renews batch[0..n) in exchanges of at most rl_watchdog_slice_holds holds, each within the
+ * command timeout: a million holds are more than Redis renews within one command timeout, and a
+ * round must not fail for being big. No exchange may outlast the first confirmed lease the round
+ * carries (`bound`, INT64_MAX: none): that hold is then declared lost when its lease ends, not a
+ * timeout later; nor the period. The slices that fail leave their answers at -1 (the caller
+ * doubts those holds); the others count. Client mutex NOT held. */
+static rl_status renew_slices(rl_client *c, rl_hold **batch, size_t n, int64_t lease,
+                              int64_t command_timeout, int64_t period, int64_t bound,
+                              long long *answers, uint32_t *servers, rl_renew_outcome *outcome,
+                              rl_error *err) {
+    rl_status st = RL_OK;
+    size_t slice = rl_watchdog_slice_holds ? rl_watchdog_slice_holds : n;
+    for (size_t at = 0; at < n; at += slice) {
+        size_t m = n - at < slice ? n - at : slice;
+        int64_t timeout = min64(command_timeout, period);
+        if (bound != INT64_MAX) timeout = min64(timeout, bound - rl_now_ms());
+        if (timeout < 1) timeout = 1;
+        rl_renew_outcome part = {0};
+        rl_error part_err;
+        rl_status part_st = c->deploy->renew(c, batch + at, m, lease, timeout, answers + at,
+                                             servers + at, &part, &part_err);
+        outcome->round_trips += part.round_trips;
+        outcome->calls += part.calls;
+        outcome->failed_nodes += part.failed_nodes;
+        if (part.nodes > outcome->nodes) outcome->nodes = part.nodes;
+        if (part_st != RL_OK && st == RL_OK) {
+            st = part_st;
+            *err = part_err;
+        }
+    }
+    return st;
+}
+
+size_t rl_watchdog_slice_holds = RL_WATCHDOG_SLICE_HOLDS;
+
 /* One round. Called and returns with the client mutex held; drops it for the network. Returns 1
  * when Redis answered, 0 when the round must be retried; *earliest: the earliest end of a
  * confirmed lease among the holds still renewed (INT64_MAX: none). */
@@ -158,11 +193,8 @@ static int renew_round(rl_client *c, int64_t *earliest) {
     }
     int64_t lease = c->cfg.options.watchdog_timeout_ms;
     int64_t sent_at = rl_now_ms();
-    /* The round may not outlast the first confirmed lease it carries: that hold is then declared
-     * lost when its lease ends, not a timeout later. */
-    int64_t timeout = min64(c->cfg.options.command_timeout_ms, period_ms(c));
-    if (*earliest != INT64_MAX) timeout = min64(timeout, *earliest - sent_at);
-    if (timeout < 1) timeout = 1;
+    int64_t command_timeout = c->cfg.options.command_timeout_ms, period = period_ms(c);
+    int64_t bound = *earliest;
     pthread_mutex_unlock(&c->mu);
 
     rl_error err = {.status = RL_OK, .message = "out of memory building a renewal round"};
@@ -173,7 +205,8 @@ static int renew_round(rl_client *c, int64_t *earliest) {
     if (n > 0 && answers && servers) {
         atomic_store(&wd->in_io, 1);
         net_us = rl_now_us();
-        st = c->deploy->renew(c, batch, n, lease, timeout, answers, servers, &outcome, &err);
+        st = renew_slices(c, batch, n, lease, command_timeout, period, bound, answers, servers,
+                          &outcome, &err);
         net_us = rl_now_us() - net_us;
         atomic_store(&wd->in_io, 0);
     }

@@ -1,12 +1,13 @@
 /* The watchdog: one background thread per client that keeps watchdog-mode holds alive.
  *
  * Every watchdog_timeout/3, at a fixed rate, one round renews all of the client's watched holds
- * with as few round trips as possible: many (key, owner) pairs per script call and every call of
- * the round pipelined. The thread starts with the first watched hold and stops after a renewal
- * period with none. It never holds the client mutex during network I/O; a release waits for the
- * round that carries its hold, so no renewal can follow a release. A renewal that fails on the
- * network is retried with back-off until the lease Redis last confirmed runs out; only then, or
- * as soon as Redis answers that the hold is gone, is the hold declared lost. */
+ * with as few round trips as possible: many (key, owner) pairs per script call and the calls of
+ * the round pipelined, in exchanges of up to 50,000 holds. The thread starts with the first
+ * watched hold and stops after a renewal period with none. It never holds the client mutex during
+ * network I/O; a release waits for the round that carries its hold, so no renewal can follow a
+ * release. A renewal that fails on the network is retried with back-off until the lease Redis last
+ * confirmed runs out; only then, or as soon as Redis answers that the hold is gone, is the hold
+ * declared lost. */
 #ifndef RL_WATCHDOG_H
 #define RL_WATCHDOG_H
 
@@ -19,6 +20,14 @@
 #include "slots.h"
 
 struct rl_client;
+
+/* A round renews its holds in exchanges of at most this many (50 script calls, one round trip
+ * each): each exchange has the command timeout to itself, which a million holds in one overran.
+ * Not fewer: on a loaded machine each round trip costs the watchdog a wake-up, tens of ms (10,000
+ * per exchange made a round over 100,000 holds 60% longer there). rl_watchdog_slice_holds is
+ * it, changed only by tests (0: one exchange). */
+#define RL_WATCHDOG_SLICE_HOLDS 50000
+extern size_t rl_watchdog_slice_holds;
 
 typedef struct rl_watchdog {
     pthread_t thread;

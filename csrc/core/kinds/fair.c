@@ -3,6 +3,7 @@
  * prefix("redisson_lock_timeout", name), epoch ms); each waiter listens on its own channel,
  * channel + ":" + owner (docs/protocol.md). */
 #include "clock.h"
+#include "error.h"
 #include "kind.h"
 #include "names.h"
 #include "script_parts.h"
@@ -120,49 +121,65 @@ const char rl_lua_fair_force_unlock[] =
     "return 0\n";
 /* clang-format on */
 
-static int make_keys(rl_lock *l) {
-    l->queue_key =
-        rl_name_prefixed("redisson_lock_queue", l->name, l->name_len, 0, &l->queue_key_len);
-    l->deadlines_key =
-        rl_name_prefixed("redisson_lock_timeout", l->name, l->name_len, 0, &l->deadlines_key_len);
-    return l->queue_key && l->deadlines_key ? 0 : -1;
+/* The queue and the waiters' deadlines, made per call from the name. */
+typedef struct fair_keys {
+    char *queue, *deadlines;
+    size_t queue_len, deadlines_len;
+} fair_keys;
+
+static void fair_keys_free(fair_keys *k) {
+    free(k->queue);
+    free(k->deadlines);
+}
+
+static int fair_keys_make(const rl_lock *l, fair_keys *k) {
+    k->queue = rl_lock_key(l, "redisson_lock_queue", &k->queue_len);
+    k->deadlines = rl_lock_key(l, "redisson_lock_timeout", &k->deadlines_len);
+    if (k->queue && k->deadlines) return 0;
+    fair_keys_free(k);
+    return -1;
 }
 
 static rl_status acquire(rl_lock *l, const rl_acquire_args *a, redisReply **reply, rl_error *err) {
+    fair_keys k;
+    if (fair_keys_make(l, &k) != 0) return rl_fail(err, RL_ERR_MEMORY, "out of memory");
     char lease[24], window[24], now[24];
     rl_arg args[] = {rl_arg_bytes(l->name, l->name_len),
-                     rl_arg_bytes(l->queue_key, l->queue_key_len),
-                     rl_arg_bytes(l->deadlines_key, l->deadlines_key_len),
+                     rl_arg_bytes(k.queue, k.queue_len),
+                     rl_arg_bytes(k.deadlines, k.deadlines_len),
                      rl_arg_num(lease, a->lease_ms),
                      rl_arg_bytes(a->owner, a->owner_len),
                      rl_arg_num(window, a->window_ms),
                      rl_arg_num(now, rl_epoch_ms()),
                      rl_arg_str(a->queue ? "1" : "0")};
-    return rl_kind_run(l, RL_SCRIPT_FAIR_ACQUIRE, 3, args, 8, 0, NULL, rl_reply_is_acquired, reply,
-                       err);
+    rl_status st = rl_kind_run(l, RL_SCRIPT_FAIR_ACQUIRE, 3, args, 8, 0, NULL, rl_reply_is_acquired,
+                               reply, err);
+    fair_keys_free(&k);
+    return st;
 }
 
 static void leave_queue(rl_lock *l, const char *owner, size_t owner_len, int64_t window_ms) {
+    fair_keys k;
+    if (fair_keys_make(l, &k) != 0) return; /* best effort: the place ends with its window */
     char window[24];
-    rl_arg args[] = {rl_arg_bytes(l->queue_key, l->queue_key_len),
-                     rl_arg_bytes(l->deadlines_key, l->deadlines_key_len),
-                     rl_arg_bytes(l->name, l->name_len),
-                     rl_arg_bytes(l->channel, l->channel_len),
-                     rl_arg_bytes(owner, owner_len),
-                     rl_arg_num(window, window_ms),
-                     rl_arg_str(RL_ONE_MAY_GO),
-                     rl_arg_str(RL_PUBLISH)};
+    rl_arg args[] = {rl_arg_bytes(k.queue, k.queue_len), rl_arg_bytes(k.deadlines, k.deadlines_len),
+                     rl_arg_bytes(l->name, l->name_len), rl_arg_bytes(l->channel, l->channel_len),
+                     rl_arg_bytes(owner, owner_len),     rl_arg_num(window, window_ms),
+                     rl_arg_str(RL_ONE_MAY_GO),          rl_arg_str(RL_PUBLISH)};
     redisReply *reply = NULL;
     rl_error ignored;
     if (rl_kind_run(l, RL_SCRIPT_FAIR_CANCEL, 4, args, 8, 1, NULL, NULL, &reply, &ignored) == RL_OK)
         freeReplyObject(reply);
+    fair_keys_free(&k);
 }
 
 static rl_status release(rl_lock *l, const rl_release_args *a, redisReply **reply, rl_error *err) {
+    fair_keys k;
+    if (fair_keys_make(l, &k) != 0) return rl_fail(err, RL_ERR_MEMORY, "out of memory");
     char lease[24], now[24], latch_ttl[24];
     rl_arg args[] = {rl_arg_bytes(l->name, l->name_len),
-                     rl_arg_bytes(l->queue_key, l->queue_key_len),
-                     rl_arg_bytes(l->deadlines_key, l->deadlines_key_len),
+                     rl_arg_bytes(k.queue, k.queue_len),
+                     rl_arg_bytes(k.deadlines, k.deadlines_len),
                      rl_arg_bytes(l->channel, l->channel_len),
                      rl_arg_bytes(a->latch, a->latch_len),
                      rl_arg_str(RL_ONE_MAY_GO),
@@ -171,21 +188,27 @@ static rl_status release(rl_lock *l, const rl_release_args *a, redisReply **repl
                      rl_arg_num(now, rl_epoch_ms()),
                      rl_arg_str(RL_PUBLISH),
                      rl_arg_num(latch_ttl, l->client->cfg.options.latch_ttl_ms)};
-    return rl_kind_run(l, RL_SCRIPT_FAIR_RELEASE, 5, args, 11, 1, a->delete_latch, a->wrote, reply,
-                       err);
+    rl_status st = rl_kind_run(l, RL_SCRIPT_FAIR_RELEASE, 5, args, 11, 1, a->delete_latch, a->wrote,
+                               reply, err);
+    fair_keys_free(&k);
+    return st;
 }
 
 static rl_status force_unlock(rl_lock *l, redisReply **reply, rl_error *err) {
+    fair_keys k;
+    if (fair_keys_make(l, &k) != 0) return rl_fail(err, RL_ERR_MEMORY, "out of memory");
     char now[24];
     rl_arg args[] = {rl_arg_bytes(l->name, l->name_len),
-                     rl_arg_bytes(l->queue_key, l->queue_key_len),
-                     rl_arg_bytes(l->deadlines_key, l->deadlines_key_len),
+                     rl_arg_bytes(k.queue, k.queue_len),
+                     rl_arg_bytes(k.deadlines, k.deadlines_len),
                      rl_arg_bytes(l->channel, l->channel_len),
                      rl_arg_str(RL_ONE_MAY_GO),
                      rl_arg_str(RL_PUBLISH),
                      rl_arg_num(now, rl_epoch_ms())};
-    return rl_kind_run(l, RL_SCRIPT_FAIR_FORCE_UNLOCK, 4, args, 7, 0, NULL, rl_reply_is_one, reply,
-                       err);
+    rl_status st = rl_kind_run(l, RL_SCRIPT_FAIR_FORCE_UNLOCK, 4, args, 7, 0, NULL, rl_reply_is_one,
+                               reply, err);
+    fair_keys_free(&k);
+    return st;
 }
 
 /* A one-try (no queue) refusal answers 1, not a time. */
@@ -197,7 +220,6 @@ static int read_answer(const rl_acquire_args *a, const redisReply *r, rl_acquire
 
 const rl_kind rl_kind_fair = {
     .channel_prefix = "redisson_lock__channel",
-    .make_keys = make_keys,
     .acquire = acquire,
     .read_answer = read_answer,
     .release = release,

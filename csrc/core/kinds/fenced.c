@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "error.h"
 #include "kind.h"
 #include "names.h"
 #include "script_parts.h"
@@ -43,19 +44,19 @@ static int reply_is_token(const redisReply *r) {
            r->element[1]->type == REDIS_REPLY_INTEGER && r->element[1]->integer >= 1;
 }
 
-static int make_keys(rl_lock *l) {
-    l->token_key =
-        rl_name_prefixed("redisson_lock_token", l->name, l->name_len, 0, &l->token_key_len);
-    return l->token_key ? 0 : -1;
-}
+#define TOKEN_PREFIX "redisson_lock_token"
 
 static rl_status acquire(rl_lock *l, const rl_acquire_args *a, redisReply **reply, rl_error *err) {
+    size_t token_key_len;
+    char *token_key = rl_lock_key(l, TOKEN_PREFIX, &token_key_len);
+    if (!token_key) return rl_fail(err, RL_ERR_MEMORY, "out of memory");
     char lease[24];
-    rl_arg args[] = {rl_arg_bytes(l->name, l->name_len),
-                     rl_arg_bytes(l->token_key, l->token_key_len), rl_arg_num(lease, a->lease_ms),
-                     rl_arg_bytes(a->owner, a->owner_len)};
-    return rl_kind_run(l, RL_SCRIPT_FENCED_ACQUIRE, 2, args, 4, 0, NULL, reply_is_token, reply,
-                       err);
+    rl_arg args[] = {rl_arg_bytes(l->name, l->name_len), rl_arg_bytes(token_key, token_key_len),
+                     rl_arg_num(lease, a->lease_ms), rl_arg_bytes(a->owner, a->owner_len)};
+    rl_status st =
+        rl_kind_run(l, RL_SCRIPT_FENCED_ACQUIRE, 2, args, 4, 0, NULL, reply_is_token, reply, err);
+    free(token_key);
+    return st;
 }
 
 static int64_t integer_of(const redisReply *r) {
@@ -85,16 +86,20 @@ static int always_wrote(const redisReply *r) {
 }
 
 static rl_status force_unlock(rl_lock *l, redisReply **reply, rl_error *err) {
+    size_t token_key_len;
+    char *token_key = rl_lock_key(l, TOKEN_PREFIX, &token_key_len);
+    if (!token_key) return rl_fail(err, RL_ERR_MEMORY, "out of memory");
     rl_arg args[] = {rl_arg_bytes(l->name, l->name_len), rl_arg_bytes(l->channel, l->channel_len),
-                     rl_arg_bytes(l->token_key, l->token_key_len), rl_arg_str(RL_ONE_MAY_GO),
+                     rl_arg_bytes(token_key, token_key_len), rl_arg_str(RL_ONE_MAY_GO),
                      rl_arg_str(RL_PUBLISH)};
-    return rl_kind_run(l, RL_SCRIPT_FENCED_FORCE_UNLOCK, 3, args, 5, 0, NULL, always_wrote, reply,
-                       err);
+    rl_status st = rl_kind_run(l, RL_SCRIPT_FENCED_FORCE_UNLOCK, 3, args, 5, 0, NULL, always_wrote,
+                               reply, err);
+    free(token_key);
+    return st;
 }
 
 const rl_kind rl_kind_fenced = {
     .channel_prefix = "redisson_lock__channel",
-    .make_keys = make_keys,
     .acquire = acquire,
     .read_answer = read_answer,
     .release = rl_reentrant_release,

@@ -42,8 +42,8 @@ typedef struct rl_acquire_answer {
 } rl_acquire_answer;
 
 typedef struct rl_kind {
-    const char *channel_prefix;   /* the unlock channel is prefix(channel_prefix, name) */
-    int (*make_keys)(rl_lock *l); /* the kind's own keys; -1 when out of memory (NULL: none) */
+    const char *channel_prefix; /* the unlock channel is prefix(channel_prefix, name); a kind's
+                                   other keys are made per call (rl_lock_key) */
     rl_status (*acquire)(rl_lock *l, const rl_acquire_args *a, redisReply **reply, rl_error *err);
     /* An answer beyond what every kind answers (nil or REENTERED: acquired; an integer: the
      * holder's PTTL): 1 when it read it into *out, 0 for the common reading (NULL: none). */

@@ -132,15 +132,6 @@ const char rl_lua_rw_force_unlock[] =
     "return 0\n";
 /* clang-format on */
 
-/* The key base: the name when it has a hash tag already, else {name}. */
-static int make_keys(rl_lock *l) {
-    if (memchr(l->name, '{', l->name_len))
-        l->key_base = rl_joined(l->name, l->name_len, "", 0, NULL, &l->key_base_len);
-    else
-        l->key_base = rl_joined("{", 1, l->name, l->name_len, "}", &l->key_base_len);
-    return l->key_base ? 0 : -1;
-}
-
 static rl_status read_acquire(rl_lock *l, const rl_acquire_args *a, redisReply **reply,
                               rl_error *err) {
     size_t keys_len;
@@ -174,11 +165,17 @@ static rl_status read_release(rl_lock *l, const rl_release_args *a, redisReply *
     size_t keys_len;
     char *keys = rl_lock_read_keys(l, a->field, a->field_len, &keys_len);
     if (!keys) return rl_fail(err, RL_ERR_MEMORY, "out of memory");
+    size_t key_base_len;
+    char *key_base = rl_lock_key_base(l, &key_base_len);
+    if (!key_base) {
+        free(keys);
+        return rl_fail(err, RL_ERR_MEMORY, "out of memory");
+    }
     char latch_ttl[24];
     rl_arg args[] = {rl_arg_bytes(l->name, l->name_len),
                      rl_arg_bytes(l->channel, l->channel_len),
                      rl_arg_bytes(keys, keys_len),
-                     rl_arg_bytes(l->key_base, l->key_base_len),
+                     rl_arg_bytes(key_base, key_base_len),
                      rl_arg_bytes(a->latch, a->latch_len),
                      rl_arg_str(RL_ONE_MAY_GO),
                      rl_arg_bytes(a->field, a->field_len),
@@ -186,6 +183,7 @@ static rl_status read_release(rl_lock *l, const rl_release_args *a, redisReply *
                      rl_arg_num(latch_ttl, l->client->cfg.options.latch_ttl_ms)};
     rl_status st = rl_kind_run(l, RL_SCRIPT_READ_RELEASE, 5, args, 9, 1, a->delete_latch, a->wrote,
                                reply, err);
+    free(key_base);
     free(keys);
     return st;
 }
@@ -217,7 +215,6 @@ static rl_status force_unlock(rl_lock *l, redisReply **reply, rl_error *err) {
 
 const rl_kind rl_kind_read = {
     .channel_prefix = "redisson_rwlock",
-    .make_keys = make_keys,
     .acquire = read_acquire,
     .release = read_release,
     .force_unlock = force_unlock,
@@ -225,7 +222,6 @@ const rl_kind rl_kind_read = {
 
 const rl_kind rl_kind_write = {
     .channel_prefix = "redisson_rwlock",
-    .make_keys = make_keys,
     .acquire = write_acquire,
     .release = write_release,
     .force_unlock = force_unlock,

@@ -85,7 +85,7 @@ rl_status rl_standalone_renew(rl_client *c, rl_hold **batch, size_t n, int64_t l
     for (size_t i = 0; i < n; i++)
         answers[i] = -1, servers[i] = 0;
     rl_status st = RL_ERR_MEMORY;
-    if (rl_renew_calls_build(&b, batch, n, NULL, lease) == 0) {
+    if (rl_renew_calls_build(&b, &c->holds, batch, n, NULL, lease) == 0) {
         /* Which server answers: asked in the same pipeline, ahead of the renewals. */
         redisReply *identity = NULL;
         st = rl_scripts_run_led(&c->scripts, &wd->conn, timeout_ms, RL_SCRIPT_RENEW, b.ncalls,

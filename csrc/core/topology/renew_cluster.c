@@ -113,7 +113,7 @@ rl_status rl_renew_on_cluster(rl_client *c, rl_cluster *cl, rl_hold **batch, siz
     qsort(order, n, sizeof *order, by_node_then_slot);
     for (size_t i = 0; i < n; i++)
         sorted[i] = batch[order[i].index], slots[i] = order[i].slot;
-    if (rl_renew_calls_build(&b, sorted, n, slots, lease) != 0) {
+    if (rl_renew_calls_build(&b, &c->holds, sorted, n, slots, lease) != 0) {
         st = rl_fail(err, RL_ERR_MEMORY, "out of memory building a renewal round");
         goto done;
     }
