@@ -13,8 +13,8 @@ Conn.__index = Conn
 local tcp = ngx.socket.tcp
 local encode, is_error, null = resp.encode, resp.is_error, resp.null
 
-local function fail(c, what, err)
-  return nil, ("connection: %s %s: %s"):format(what, url.where(c.ep), err)
+local function fail(ep, what, err)
+  return nil, ("connection: %s %s: %s"):format(what, url.where(ep), err)
 end
 
 -- The pool name: one pool per endpoint, database and credentials.
@@ -26,9 +26,10 @@ function conn.pool_name(ep)
 end
 
 -- Opens (or takes from the pool) a connection for client c -> Conn | nil, err. timeout_ms: a
--- shorter bound than the client's timeouts for this use of it.
-function conn.open(c, timeout_ms)
-  local ep = c.ep
+-- shorter bound than the client's timeouts for this use of it. node: a cluster node (cluster.lua:
+-- its endpoint and pool) instead of the client's endpoint.
+function conn.open(c, timeout_ms, node)
+  local ep = node and node.ep or c.ep
   local sock = tcp()
   local command_ms = timeout_ms and math.min(timeout_ms, c.command_ms) or c.command_ms
   sock:settimeouts(math.min(c.connect_ms, command_ms), command_ms, command_ms)
@@ -36,11 +37,11 @@ function conn.open(c, timeout_ms)
   if ep.unix then
     ok, err = sock:connect("unix:" .. ep.path, c.connect_opts)
   else
-    ok, err = sock:connect(ep.host, ep.port, c.connect_opts)
+    ok, err = sock:connect(ep.host, ep.port, node and node:pool_opts(c) or c.connect_opts)
   end
-  if not ok then return fail(c, "cannot connect to", err) end
+  if not ok then return fail(ep, "cannot connect to", err) end
   local self = setmetatable({ sock = sock, reader = resp.reader(sock), client = c, exchanges = 0,
-    command_ms = command_ms }, Conn)
+    command_ms = command_ms, ep = ep, node = node }, Conn)
   if sock:getreusedtimes() == 0 then
     local t = ep.tls_settings
     if t then
@@ -48,7 +49,7 @@ function conn.open(c, timeout_ms)
         local set, cerr = sock:setclientcert(t.cert, t.key)
         if not set then
           sock:close()
-          return fail(c, "TLS client certificate for", cerr)
+          return fail(ep, "TLS client certificate for", cerr)
         end
       end
       -- false: no session object wanted back; the name is sent as SNI and, when verifying,
@@ -56,12 +57,12 @@ function conn.open(c, timeout_ms)
       local session, herr = sock:sslhandshake(false, t.server_name, t.verify)
       if not session then
         sock:close()
-        return fail(c, "TLS handshake with", herr)
+        return fail(ep, "TLS handshake with", herr)
       end
       -- A handshake that completes asynchronously can answer success after nginx closed the
       -- connection for a certificate that failed verification: a closed socket says so here.
       if not sock:getreusedtimes() then
-        return fail(c, "TLS handshake with",
+        return fail(ep, "TLS handshake with",
           "the connection was closed during the handshake (certificate verification failed?)")
       end
     end
@@ -108,7 +109,7 @@ function Conn:raw_exchange(parts, n)
   if not ok then
     reader.deadline = nil
     sock:close()
-    return fail(self.client, "lost the connection to", err)
+    return fail(self.ep, "lost the connection to", err)
   end
   local replies = {}
   for i = 1, n do
@@ -116,7 +117,7 @@ function Conn:raw_exchange(parts, n)
     if v == nil then
       reader.deadline = nil
       sock:close()
-      return fail(self.client, "no answer from", rerr)
+      return fail(self.ep, "no answer from", rerr)
     end
     replies[i] = v
   end
@@ -127,7 +128,8 @@ end
 -- Sends the commands of `parts` (n of them) after any pending latch deletion, reads the n
 -- answers. -> replies | nil, err
 function Conn:exchange(parts, n)
-  local latches = self.client:take_latches()
+  -- (not on a cluster node: the latches' slots are anywhere; cluster.lua deletes them)
+  local latches = not self.node and self.client:take_latches()
   if latches then
     local all = encode({}, latches)
     for i = 1, #parts do all[#all + 1] = parts[i] end

@@ -46,6 +46,32 @@ local function is_noscript(v)
   local e = is_error(v)
   return e and e:sub(1, 8) == "NOSCRIPT"
 end
+runner.load_all, runner.is_noscript = load_all, is_noscript
+
+-- Appends one call ({name, nkeys, keys and args...}) as EVALSHA to `parts`.
+local function encode_call(parts, call)
+  local n = #call
+  parts[#parts + 1] = "*" .. (n + 1) .. "\r\n"
+  parts[#parts + 1] = head[call[1]] or error("no script " .. tostring(call[1]))
+  for j = 2, n do
+    local a = tostring(call[j])
+    parts[#parts + 1] = "$" .. #a .. "\r\n" .. a .. "\r\n"
+  end
+  return parts
+end
+runner.encode_call = encode_call
+
+-- The answers of n calls -> replies, nil, trips | nil, err, trips when a script refused.
+local function checked(replies, n, trips)
+  for i = 1, n do
+    local e = is_error(replies[i])
+    if e then
+      local auth = e:sub(1, 6) == "NOAUTH" or e:sub(1, 9) == "WRONGPASS"
+      return nil, (auth and "connection" or "server") .. ": the lock script refused: " .. e, trips
+    end
+  end
+  return replies, nil, trips
+end
 
 -- calls: a list of {name, nkeys, keys and args...} (name as in ORDER). Runs them pipelined on
 -- one connection of client `client`. -> replies | nil, err; and the round trips it took; and,
@@ -53,17 +79,13 @@ end
 -- `idempotent`: a call that failed on the network is tried once more on a fresh connection.
 -- `timeout_ms`: the whole run ends within that long (else the client's timeouts, per try).
 function runner.run(client, calls, idempotent, timeout_ms)
-  local parts = {}
-  for i = 1, #calls do
-    local call = calls[i]
-    local n = #call
-    parts[#parts + 1] = "*" .. (n + 1) .. "\r\n"
-    parts[#parts + 1] = head[call[1]] or error("no script " .. tostring(call[1]))
-    for j = 2, n do
-      local a = tostring(call[j])
-      parts[#parts + 1] = "$" .. #a .. "\r\n" .. a .. "\r\n"
-    end
+  if client.cluster then -- each call at the master of its slot (cluster.lua)
+    local replies, err, trips, unanswered = client.cluster:run(calls, idempotent, timeout_ms)
+    if not replies then return nil, err, trips, unanswered end
+    return checked(replies, #calls, trips)
   end
+  local parts = {}
+  for i = 1, #calls do encode_call(parts, calls[i]) end
   local trips, err, unanswered = 0, "connection: no time left for the call", false
   local deadline = timeout_ms and ngx.now() * 1000 + timeout_ms
   for _ = 1, idempotent and 2 or 1 do
@@ -94,15 +116,7 @@ function runner.run(client, calls, idempotent, timeout_ms)
     unanswered = unanswered or not replies
     if replies then
       c:done()
-      for i = 1, #calls do
-        local e = is_error(replies[i])
-        if e then
-          local auth = e:sub(1, 6) == "NOAUTH" or e:sub(1, 9) == "WRONGPASS"
-          return nil, (auth and "connection" or "server") .. ": the lock script refused: " .. e,
-            trips
-        end
-      end
-      return replies, nil, trips
+      return checked(replies, #calls, trips)
     end
   end
   return nil, err, trips, unanswered
@@ -110,6 +124,13 @@ end
 
 -- One plain command (a list of strings) -> reply | nil, err; retried once (read-only queries).
 function runner.command(client, args)
+  if client.cluster then -- at the master of the key's slot (args[2]; none: any master)
+    local reply, err = client.cluster:command(args)
+    if reply == nil then return nil, err end
+    local e = is_error(reply)
+    if e then return nil, ("server: %s refused: %s"):format(args[1], e) end
+    return reply
+  end
   local parts = encode({}, args)
   local err
   for _ = 1, 2 do

@@ -113,7 +113,11 @@ function url.parse(s)
     return tcp(ep, s:sub(10))
   end
   if s:sub(1, 7) == "unix://" then return unix(ep, s:sub(8)) end
-  return nil, ('URL must start with redis://, rediss:// or unix:// (got "%s")'):format(s:sub(1, 40))
+  if s:match("^rediss?%+cluster://") then
+    return require("redlease.resty.slots").parse_url(s, userinfo)
+  end
+  return nil, ('URL must start with redis://, rediss://, unix:// or redis+cluster:// (got "%s")')
+    :format(s:sub(1, 40))
 end
 
 -- "host:port" or the socket path, for messages (never the password).
