@@ -65,18 +65,27 @@ def ping_ms(ng):
 def test_locks_on_every_master(cluster, make_nginx):
     ng = make_nginx(url=cluster.url)
     names = names_on_every_master(cluster, "ngx:every", 2) + ["ngx:{tag}:a", "ngx:{tag}:b"]
+    port = {n: cluster.node_of_slot(cluster.keyslot(n)).port for n in names}
+
+    def exists(n):
+        r = raw_at(port[n])
+        try:
+            return r("EXISTS", n)
+        finally:
+            r.close()
+
     holders = {}
     threads = [in_thread(ng, f"/hold?name={q(n)}&secs=2", holders.setdefault(n, {}))
                for n in names]
     for n in names:  # each at the master serving its slot, in Redisson's layout
-        assert wait_for(lambda n=n: node_call(cluster, n, "EXISTS", n) == 1, 2), n
+        assert wait_for(lambda n=n: exists(n) == 1, 2), n
         f = fields(ng.get(f"/hold?name={q(n)}&timeout=0")[1])
         assert f["acquired"] == "false" and f["err"].startswith("timeout:"), (n, f)
     for t in threads:
         t.join(15)
     for n in names:
         assert holders[n]["acquired"] == "true" and holders[n]["released"] == "true", holders[n]
-        assert node_call(cluster, n, "EXISTS", n) == 0
+        assert exists(n) == 0
     for kind in ("fair", "fenced", "read", "write"):
         for n in names[::2]:
             f = fields(ng.get(f"/cycle?name={q(n)}&kind={kind}")[1])
@@ -138,6 +147,49 @@ def test_python_client_excludes_and_wakes_nginx(cluster, make_nginx):
             assert result["released"] == "true", result
     finally:
         py.close()
+
+
+def sharded_subscribers(cluster, name):
+    channel = f"redisson_lock__channel:{{{name}}}"
+    return node_call(cluster, name, "PUBSUB", "SHARDNUMSUB", channel)[1]
+
+
+def test_redisson_excludes_and_wakes_nginx(cluster, make_nginx):
+    """Redisson (useClusterServers(), sharded pub/sub on Redis 7) and nginx requests on names at
+    every master: each keeps the other out, and each one's unlock wakes the other's waiter."""
+    from redisson import Redisson
+
+    ng = make_nginx(url=cluster.url, watchdog=1.0)
+    java = Redisson(cluster.url, watchdog_ms=1000)
+    try:
+        for name in names_on_every_master(cluster, "ngx:java", 1):
+            jl = java.lock(name)
+            jl.lock("t1", 20000)
+            f = fields(ng.get(f"/hold?name={q(name)}&timeout=0.3")[1])
+            assert f["acquired"] == "false" and f["err"].startswith("timeout:"), f
+            waiting = {}
+            t = in_thread(ng, f"/hold?name={q(name)}&timeout=10", waiting)
+            assert wait_for(lambda n=name: sharded_subscribers(cluster, n) == 1, 5)
+            unlocked_at = time.time()
+            jl.unlock("t1")
+            t.join(15)
+            assert waiting["acquired"] == "true", waiting
+            assert float(waiting["got"]) - unlocked_at < 0.5, waiting  # Redisson's SPUBLISH
+            holder = {}
+            t = in_thread(ng, f"/hold?name={q(name)}&secs=2.5", holder)
+            assert wait_for(lambda n=name: node_call(cluster, n, "EXISTS", n) == 1, 5)
+            assert jl.try_lock("t2", 0) is False
+            blocked = jl.start("t3", "lock")
+            t.join(15)
+            blocked.result(10)
+            ref_wall, ref_mono = time.time(), time.monotonic()
+            assert holder["released"] == "true" and holder["lost"] == "false", holder
+            # woken by the handler's SPUBLISH, well before the lease it would wait out
+            delay = (blocked.received - ref_mono) - (float(holder["left"]) - ref_wall)
+            assert -0.002 <= delay < 0.3, delay
+            jl.unlock("t3")
+    finally:
+        java.close()
 
 
 def test_slot_migration_during_a_hold_and_a_wait(cluster, make_nginx):
