@@ -192,6 +192,53 @@ def test_redisson_excludes_and_wakes_nginx(cluster, make_nginx):
         java.close()
 
 
+NAMES_LOCATION = """
+    location /cluster_names {
+      content_by_lua_block {
+        local app, out = require("app"), require("app").out
+        local r = {}
+        for _, name in ipairs { "a}b", "x{}y" } do
+          local ok, err = pcall(app.client.lock, app.client, name)
+          r["lock " .. name] = not ok and err
+          ok, err = pcall(app.client.count_down_latch, app.client, name)
+          r["latch " .. name] = not ok and err
+        end
+        local ok, err = pcall(require("redlease").connect, "redis+cluster://127.0.0.1:7000/0")
+        r.db = not ok and err
+        out(r)
+      }
+    }
+"""
+
+
+def test_inspect_latch_and_names_on_a_cluster(cluster, make_nginx):
+    """redlease.inspect reads each name at its master (subscribers: SHARDNUMSUB); a latch's
+    waiters are woken by a Redisson-style count-down's SPUBLISH at the latch's master; names whose
+    keys cannot share a slot are refused before anything is sent, as by the C core."""
+    ng = make_nginx(url=cluster.url, locations=NAMES_LOCATION)
+    r = fields(ng.get("/inspect")[1])
+    assert r == {"reentrant": "true", "owner": "true", "owner_in_thread": "true",
+                 "nothing": "none,false", "fair": "true", "rw": "true", "write": "true",
+                 "fenced": "true", "counter": "true", "other": "other", "bad_client": "true",
+                 "bad_name": "true"}, r
+    channel = "redisson_countdownlatch__channel__{ngx:batch}"
+    result = {}
+    t = in_thread(ng, "/latch?name=ngx:batch", result)
+    assert wait_for(lambda: node_call(cluster, "ngx:batch", "PUBSUB", "SHARDNUMSUB",
+                                      channel)[1] == 1, 5)
+    node_call(cluster, "ngx:batch", "EVAL", "if redis.call('decr', KEYS[1]) <= 0 then "
+              "redis.call('del', KEYS[1]); redis.call('spublish', KEYS[2], '0') end", "2",
+              "ngx:batch", channel)
+    t.join(30)
+    assert result["waiters"] == "true,true" and result["woken_in_time"] == "true", result
+    r = fields(ng.get("/cluster_names")[1])
+    for name in ("a}b", "x{}y"):
+        for what in ("lock", "latch"):
+            assert f'the {what} name "{name}" cannot be used on a Redis Cluster' in \
+                r[f"{what} {name}"], r
+    assert "takes no database" in r["db"], r
+
+
 def test_slot_migration_during_a_hold_and_a_wait(cluster, make_nginx):
     ng = make_nginx(url=cluster.url, watchdog=1.5)
     name = names_on_every_master(cluster, "ngx:move", 1)[0]

@@ -38,6 +38,13 @@ local function sub_at(self, channel)
   return s
 end
 
+-- A waiter's own entry: the node's entry it is in now (cur); a flag its user sets on it (a
+-- latch's wake_all) goes to that entry, and to the next one it follows.
+local WAITER = { __newindex = function(w, k, v)
+  rawset(w, k, v)
+  w.cur[k] = v
+end }
+
 -- As Sub:join; the entry it answers is the waiter's own (it follows the channel's node).
 function Facade:join(channel, run, gone)
   local s, err = sub_at(self, channel)
@@ -45,7 +52,8 @@ function Facade:join(channel, run, gone)
   local e
   e, err = s:join(channel, run, gone)
   if not e then return nil, err end
-  return { cur = e, moves = e.moves, channel = channel, run = run, gone = gone }
+  return setmetatable({ cur = e, moves = e.moves, channel = channel, run = run, gone = gone },
+    WAITER)
 end
 
 -- The node's subscription of the waiter's channel moved: leave it, join where the map says.
@@ -60,6 +68,7 @@ local function follow(self, w)
     e.sub:join(w.channel, w.run, w.gone)
     return nil, err
   end
+  if rawget(w, "wake_all") then joined.wake_all = true end
   w.cur, w.moves = joined, joined.moves
   return true
 end
