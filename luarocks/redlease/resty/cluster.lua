@@ -101,8 +101,9 @@ local function fetch(self, deadline)
   return nil, err
 end
 
-local function load(self)
-  local ranges, via = fetch(self, now_ms() + self.client.command_ms)
+local function load(self, deadline)
+  local ranges, via = fetch(self,
+    math.min(deadline or math.huge, now_ms() + self.client.command_ms))
   if not ranges then
     return nil, "connection: no cluster node answered CLUSTER SLOTS (" .. tostring(via) .. ")"
   end
@@ -116,18 +117,20 @@ local function load(self)
 end
 
 -- Asks the map again (serialized: a caller that finds a refresh under way waits for it; at
--- most one per REFRESH_MIN_MS) -> true | nil, err
-function Cluster:refresh()
+-- most one per REFRESH_MIN_MS), by `deadline` (ngx.now() ms; nil: the command timeout) ->
+-- true | nil, err
+function Cluster:refresh(deadline)
   if self.refreshing then
     self.waiting = self.waiting + 1
-    self.done:wait(self.client.command_ms / 1000)
+    self.done:wait(math.max(0.001,
+      math.min(deadline and (deadline - now_ms()) or math.huge, self.client.command_ms) / 1000))
     self.waiting = self.waiting - 1
     if self.loaded then return true end
     return nil, self.refresh_err or "connection: the cluster's slot map is not known"
   end
   if self.loaded and now_ms() - self.refreshed_at < REFRESH_MIN_MS then return true end
   self.refreshing = true
-  local ok, done, err = pcall(load, self)
+  local ok, done, err = pcall(load, self, deadline)
   self.refreshing, self.refreshed_at = false, now_ms()
   if self.waiting > 0 then self.done:post(self.waiting) end
   if not ok then error(done, 0) end
@@ -140,10 +143,10 @@ function Cluster:refresh()
   return nil, err
 end
 
--- The master serving `slot` -> node | nil, err
-function Cluster:node_of(slot)
+-- The master serving `slot` (a map asked again by `deadline`, when it must be) -> node | nil, err
+function Cluster:node_of(slot, deadline)
   if not self.loaded or self.stale then
-    local ok, err = self:refresh()
+    local ok, err = self:refresh(deadline)
     if not ok then return nil, err end
   end
   local n = self.map[slot]
@@ -174,7 +177,7 @@ function Cluster:exec(slot, parts, idempotent, deadline, script)
       return nil, err or "connection: no time left for the call", trips, unanswered
     end
     local node = ask
-    if not node then node, err = self:node_of(slot) end
+    if not node then node, err = self:node_of(slot, deadline) end
     local c
     if node then c, err = conn.open(client, left, node) end
     local wait = true
@@ -365,7 +368,7 @@ function Cluster:renew(holds, batch_of, timeout_ms)
   end
   local by_node, order = {}, {}
   for slot, g in pairs(by_slot) do
-    local node, err = self:node_of(slot)
+    local node, err = self:node_of(slot, deadline)
     if node then
       local items = by_node[node]
       if not items then
