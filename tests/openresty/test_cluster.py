@@ -349,24 +349,43 @@ def test_the_documented_cluster_configuration_runs(cluster):
 def test_failover_during_holds_and_waits(cluster, make_nginx):
     """A master SIGKILLed while nginx requests hold locks on every master and one waits on the
     killed master's slot: its replica is promoted; holds on the other masters are untouched; the
-    hold on the killed master is kept (its write reached the replica) or reported lost, never
-    renewed as if held; the waiter acquires after the release; /ping stays fast."""
+    waiter acquires after the release; /ping stays fast. A hold taken after the replication link
+    was cut (its key never reached the replica) is reported lost, never renewed as if held, while
+    a waiter takes that lock at the new master (the overlap asynchronous replication allows);
+    the hold whose key had reached the replica is kept, or reported lost should the failover
+    outlast its lease."""
     names = names_on_every_master(cluster, "ngx:fail", 1)
     victim_name = names[0]
     victim_slot = cluster.keyslot(victim_name)  # (asked of a node that may be the victim)
     victim = cluster.node_of_slot(victim_slot)
+    unsynced = next(n for n in names_on_every_master(cluster, "ngx:unsynced", 1)
+                    if cluster.node_of_slot(cluster.keyslot(n)).port == victim.port)
     ng = make_nginx(url=cluster.url, watchdog=6,
-                    errors=DOWN + [lost(victim_name, "(deleted|expired|unreachable)")])
-    holders, waiter = {}, {}
+                    errors=DOWN + [lost(victim_name, "(deleted|expired|unreachable)"),
+                                   lost(unsynced, "(deleted|expired)")])
+    holders, waiter, loser, taker = {}, {}, {}, {}
     threads = [in_thread(ng, f"/hold?name={q(n)}&secs=6", holders.setdefault(n, {}))
                for n in names]
     time.sleep(0.5)
     threads.append(in_thread(ng, f"/hold?name={q(victim_name)}&timeout=30", waiter))
     time.sleep(0.5)  # (the writes reach the replicas meanwhile)
+    assert fields(ng.get(f"/cycle?name={q(unsynced)}")[1])["ok"] == "true"  # a pooled connection
+    # The replication link cut, the replica kept from reconnecting (the master now asks a
+    # password it does not have; open connections, the worker's pooled ones, stay in).
+    raw = raw_at(victim.port)
+    try:
+        assert raw("CONFIG", "SET", "requirepass", "not-the-replicas") == "OK"
+        assert raw("CLIENT", "KILL", "TYPE", "replica") == 1
+        threads.append(in_thread(ng, f"/hold?name={q(unsynced)}&secs=6", loser))
+        assert raw("AUTH", "not-the-replicas") == "OK"
+        assert wait_for(lambda: raw("EXISTS", unsynced) == 1, 5)
+    finally:
+        raw.close()
     killed_at = time.monotonic()
     os.kill(victim.process.pid, signal.SIGKILL)
     victim.process.wait()
     victim.process = None
+    threads.append(in_thread(ng, f"/hold?name={q(unsynced)}&timeout=30", taker))
     slowest = 0.0
     while time.monotonic() - killed_at < 4:
         slowest = max(slowest, ping_ms(ng))
@@ -384,6 +403,11 @@ def test_failover_during_holds_and_waits(cluster, make_nginx):
     else:
         assert h["released"] == "true", h
     assert waiter["acquired"] == "true", waiter
+    # the unsynced hold: lost at the new master, and said so; another took it meanwhile
+    assert loser["acquired"] == "true" and loser["lost"] == "true", loser
+    assert loser["reason"] in ("deleted", "expired") and "released" not in loser, loser
+    assert loser["release_err"].startswith("lost:"), loser
+    assert taker["acquired"] == "true" and float(taker["got"]) < float(loser["left"]), taker
     assert cluster.node_of_slot(victim_slot).port != victim.port
     f = fields(ng.get(f"/cycle?name={q(victim_name)}")[1])
     assert f["ok"] == "true", f
