@@ -176,10 +176,12 @@ def test_redisson_excludes_and_wakes_nginx(cluster, make_nginx):
             assert waiting["acquired"] == "true", waiting
             assert float(waiting["got"]) - unlocked_at < 0.5, waiting  # Redisson's SPUBLISH
             holder = {}
-            t = in_thread(ng, f"/hold?name={q(name)}&secs=2.5", holder)
+            t = in_thread(ng, f"/hold?name={q(name)}&secs=3", holder)
             assert wait_for(lambda n=name: node_call(cluster, n, "EXISTS", n) == 1, 5)
             assert jl.try_lock("t2", 0) is False
             blocked = jl.start("t3", "lock")
+            # (Redisson subscribes before it waits: then the handler's release wakes it)
+            assert wait_for(lambda n=name: sharded_subscribers(cluster, n) == 1, 2.5)
             t.join(15)
             blocked.result(10)
             ref_wall, ref_mono = time.time(), time.monotonic()
@@ -370,14 +372,16 @@ def test_failover_during_holds_and_waits(cluster, make_nginx):
     threads.append(in_thread(ng, f"/hold?name={q(victim_name)}&timeout=30", waiter))
     time.sleep(0.5)  # (the writes reach the replicas meanwhile)
     assert fields(ng.get(f"/cycle?name={q(unsynced)}")[1])["ok"] == "true"  # a pooled connection
-    # The replication link cut, the replica kept from reconnecting (the master now asks a
-    # password it does not have; open connections, the worker's pooled ones, stay in).
+    # The replication link cut, the replica kept from reconnecting (it now sends the master a
+    # password the master does not take; the worker's connections are not touched).
+    replica = next(n for n in cluster.nodes if n.process is not None
+                   and f"master_port:{victim.port}\r" in cluster.cli(n.port, "INFO", "replication")
+                   .replace("\n", "\r\n"))
+    assert cluster.cli(replica.port, "CONFIG", "SET", "masterauth", "not-the-masters") == "OK"
     raw = raw_at(victim.port)
     try:
-        assert raw("CONFIG", "SET", "requirepass", "not-the-replicas") == "OK"
         assert raw("CLIENT", "KILL", "TYPE", "replica") == 1
         threads.append(in_thread(ng, f"/hold?name={q(unsynced)}&secs=6", loser))
-        assert raw("AUTH", "not-the-replicas") == "OK"
         assert wait_for(lambda: raw("EXISTS", unsynced) == 1, 5)
     finally:
         raw.close()
