@@ -55,6 +55,7 @@ build = {
       ["redlease.resty.calls"] = "luarocks/redlease/resty/calls.lua",
       ["redlease.resty.client"] = "luarocks/redlease/resty/client.lua",
       ["redlease.resty.cluster"] = "luarocks/redlease/resty/cluster.lua",
+      ["redlease.resty.cluster_renew"] = "luarocks/redlease/resty/cluster_renew.lua",
       ["redlease.resty.cluster_sub"] = "luarocks/redlease/resty/cluster_sub.lua",
       ["redlease.resty.conn"] = "luarocks/redlease/resty/conn.lua",
       ["redlease.resty.guard"] = "luarocks/redlease/resty/guard.lua",
