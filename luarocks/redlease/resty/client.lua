@@ -6,6 +6,7 @@ local conn = require "redlease.resty.conn"
 local owner = require "redlease.resty.owner"
 local phase = require "redlease.resty.phase"
 local calls = require "redlease.resty.calls"
+local cluster = require "redlease.resty.cluster"
 local Handovers = require "redlease.resty.wake_grace"
 local Latch = require "redlease.resty.latch"
 local Lock = require "redlease.resty.lock"
@@ -50,7 +51,8 @@ function Client.new(ep, o)
   self.connect_opts = { pool = self.pool }
   -- where the master is, for a deployment that moves it (nil: ep itself); see conn.open
   self.resolver = ep.sentinel and require("redlease.resty.sentinel").new(self, o) or nil
-  self.sub = Sub.new(self)
+  if ep.cluster then self.cluster = cluster.new(self, ep, o) end
+  self.sub = Sub.of(self)
   self.handovers = Handovers.new()
   return self
 end
@@ -75,7 +77,7 @@ local function identity(self)
     self.takebacks = {}
     self.takeback_running = false
     self.wd = {}
-    self.sub = Sub.new(self)
+    self.sub = Sub.of(self)
     self.handovers = Handovers.new()
   end
 end
@@ -120,6 +122,7 @@ local function flush_latches(premature, self)
   self.latch_timer = false
   local del = self:take_latches()
   if not del or premature and self.shut then return end
+  if self.cluster then return self.cluster:delete(del) end
   local c = conn.open(self)
   if not c then return end -- the latches expire by their TTL
   local ok = c:raw_exchange(require("redlease.resty.resp").encode({}, del), 1)

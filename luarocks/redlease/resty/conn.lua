@@ -29,10 +29,13 @@ function conn.pool_name(ep)
 end
 
 -- Opens (or takes from the pool) a connection for client c -> Conn | nil, err. timeout_ms: a
--- shorter bound than the client's timeouts for this use of it.
-function conn.open(c, timeout_ms)
+-- shorter bound than the client's timeouts for this use of it. node: a cluster node (cluster.lua:
+-- its endpoint and pool) instead of the client's endpoint.
+function conn.open(c, timeout_ms, node)
   local ep, connect_opts = c.ep, c.connect_opts
-  if c.resolver then -- the master of a deployment that moves it (sentinel.lua)
+  if node then
+    ep, connect_opts = node.ep, node:pool_opts(c)
+  elseif c.resolver then -- the master of a deployment that moves it (sentinel.lua)
     local rerr
     ep, rerr = c.resolver:target()
     if not ep then return nil, rerr end
@@ -49,7 +52,7 @@ function conn.open(c, timeout_ms)
   end
   if not ok then return fail(c, ep, "cannot connect to", err) end
   local self = setmetatable({ sock = sock, reader = resp.reader(sock), client = c, exchanges = 0,
-    command_ms = command_ms, ep = ep }, Conn)
+    command_ms = command_ms, ep = ep, node = node }, Conn)
   if sock:getreusedtimes() == 0 then
     local t = ep.tls_settings
     if t then
@@ -148,7 +151,8 @@ end
 -- Sends the commands of `parts` (n of them) after any pending latch deletion, reads the n
 -- answers. -> replies | nil, err
 function Conn:exchange(parts, n)
-  local latches = self.client:take_latches()
+  -- (not on a cluster node: the latches' slots are anywhere; cluster.lua deletes them)
+  local latches = not self.node and self.client:take_latches()
   if latches then
     local all = encode({}, latches)
     for i = 1, #parts do all[#all + 1] = parts[i] end

@@ -14,6 +14,7 @@ local prefixed, is_error = keys.prefixed, resp.is_error
 
 -- Plain commands pipelined on one connection (read-only: tried twice) -> replies | nil, err
 local function batch(client, commands)
+  if client.cluster then return client.cluster:each(commands) end
   local parts = {}
   for _, args in ipairs(commands) do resp.encode(parts, args) end
   local err

@@ -15,6 +15,7 @@ local ZERO_COUNT, NEW_COUNT, PUBLISH = "0", "1", "publish"
 
 -- client: the internal client; latch.client is the public one, as in the rock.
 function Latch.new(client, name)
+  if client.cluster then client.cluster.check_name(name, "latch") end
   return setmetatable({ client = client.public, name = name, _core = client,
     _channel = "redisson_countdownlatch__channel__{" .. name .. "}", _shown = keys.shown(name) },
     Latch)

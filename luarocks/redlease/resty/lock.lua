@@ -29,6 +29,7 @@ end
 
 -- client: the internal client (client.lua); lock.client is the public one, as in the rock.
 function Lock.new(client, name, kind)
+  if client.cluster then client.cluster.check_name(name, "lock") end
   return setmetatable({ client = client.public, _core = client, name = name, kind = kind,
     _keys = keys.of(kind, name),
     _shown = keys.shown(name), _key = kind .. ":" .. name }, Lock)

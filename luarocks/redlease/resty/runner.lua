@@ -58,6 +58,32 @@ local function is_noscript(v)
   local e = is_error(v)
   return e and e:sub(1, 8) == "NOSCRIPT"
 end
+runner.load_all, runner.is_noscript = load_all, is_noscript
+
+-- Appends one call ({name, nkeys, keys and args...}) as EVALSHA to `parts`.
+local function encode_call(parts, call)
+  local n = #call
+  parts[#parts + 1] = "*" .. (n + 1) .. "\r\n"
+  parts[#parts + 1] = head[call[1]] or error("no script " .. tostring(call[1]))
+  for j = 2, n do
+    local a = tostring(call[j])
+    parts[#parts + 1] = "$" .. #a .. "\r\n" .. a .. "\r\n"
+  end
+  return parts
+end
+runner.encode_call = encode_call
+
+-- The answers of n calls -> replies, nil, trips | nil, err, trips when a script refused.
+local function checked(replies, n, trips)
+  for i = 1, n do
+    local e = is_error(replies[i])
+    if e then
+      local auth = e:sub(1, 6) == "NOAUTH" or e:sub(1, 9) == "WRONGPASS"
+      return nil, (auth and "connection" or "server") .. ": the lock script refused: " .. e, trips
+    end
+  end
+  return replies, nil, trips
+end
 
 -- calls: a list of {name, nkeys, keys and args...} (name as in ORDER). Runs them pipelined on
 -- one connection of client `client`. -> replies | nil, err; and the round trips it took; and,
@@ -65,17 +91,13 @@ end
 -- `idempotent`: a call that failed on the network is tried once more on a fresh connection.
 -- `timeout_ms`: the whole run ends within that long (else the client's timeouts, per try).
 function runner.run(client, calls, idempotent, timeout_ms)
-  local parts = {}
-  for i = 1, #calls do
-    local call = calls[i]
-    local n = #call
-    parts[#parts + 1] = "*" .. (n + 1) .. "\r\n"
-    parts[#parts + 1] = head[call[1]] or error("no script " .. tostring(call[1]))
-    for j = 2, n do
-      local a = tostring(call[j])
-      parts[#parts + 1] = "$" .. #a .. "\r\n" .. a .. "\r\n"
-    end
+  if client.cluster then -- each call at the master of its slot (cluster.lua)
+    local replies, err, trips, unanswered = client.cluster:run(calls, idempotent, timeout_ms)
+    if not replies then return nil, err, trips, unanswered end
+    return checked(replies, #calls, trips)
   end
+  local parts = {}
+  for i = 1, #calls do encode_call(parts, calls[i]) end
   local trips, err, unanswered = 0, "connection: no time left for the call", false
   local deadline = timeout_ms and ngx.now() * 1000 + timeout_ms
   local tries, try, readonly = idempotent and 2 or 1, 0, false
@@ -117,17 +139,11 @@ function runner.run(client, calls, idempotent, timeout_ms)
     end
     if replies then
       c:done()
-      for i = 1, #calls do
-        local e = is_error(replies[i])
-        if e then
-          local auth = e:sub(1, 6) == "NOAUTH" or e:sub(1, 9) == "WRONGPASS"
-          return nil, (auth and "connection" or "server") .. ": the lock script refused: " .. e,
-            trips
-        end
-      end
+      local checked_replies, cerr = checked(replies, #calls, trips)
+      if not checked_replies then return nil, cerr, trips end
       -- which master answered (sentinel.lua's epoch; 0: one server), read by the caller with no
       -- yield since: a hold confirmed by one master and found gone by another was lost to a
-      -- failover (watchdog.lua)
+      -- failover (watchdog.lua). A cluster's calls return above: their nodes are not tracked.
       client.answered_by = c.ep.epoch or 0
       return replies, nil, trips
     end
@@ -137,6 +153,13 @@ end
 
 -- One plain command (a list of strings) -> reply | nil, err; retried once (read-only queries).
 function runner.command(client, args)
+  if client.cluster then -- at the master of the key's slot (args[2]; none: any master)
+    local reply, err = client.cluster:command(args)
+    if reply == nil then return nil, err end
+    local e = is_error(reply)
+    if e then return nil, ("server: %s refused: %s"):format(args[1], e) end
+    return reply
+  end
   local parts = encode({}, args)
   local err
   for _ = 1, 2 do

@@ -100,7 +100,10 @@ local Semaphore = {}
 Semaphore.__index = Semaphore
 M.Semaphore = Semaphore
 
-function Semaphore.new(client, name) return new(Semaphore, client, name, "a semaphore") end
+function Semaphore.new(client, name)
+  if client.cluster then client.cluster.check_name(name, "semaphore") end
+  return new(Semaphore, client, name, "a semaphore")
+end
 
 local function give_back(self, n)
   local v, err = script(self, { "semaphore_release", 2, self.name, self._channel, n, PUBLISH })
@@ -283,6 +286,7 @@ M.PermitSemaphore = PermitSemaphore
 
 -- "{name}:timeout", or name .. ":timeout" when the name has a '{' (as expirable.c).
 function PermitSemaphore.new(client, name)
+  if client.cluster then client.cluster.check_name(name, "semaphore") end
   local s = new(PermitSemaphore, client, name, "a permit-expirable semaphore")
   s._timeout = name:find("{", 1, true) and name .. ":timeout" or "{" .. name .. "}:timeout"
   return s

@@ -19,6 +19,7 @@
 local conn = require "redlease.resty.conn"
 local owner = require "redlease.resty.owner"
 local resp = require "redlease.resty.resp"
+local slots = require "redlease.resty.slots"
 local semaphore = require "ngx.semaphore"
 
 local Sub = {}
@@ -33,9 +34,29 @@ local PING = resp.encode({}, { "PING" })
 local exiting, now = ngx.worker.exiting, ngx.now
 local max = math.max
 
-function Sub.new(client)
+-- node: a cluster node (cluster.lua), whose subscriber is sharded (SSUBSCRIBE, smessage...,
+-- as Redisson's on Redis 7); nil: the client's one server.
+function Sub.new(client, node)
   return setmetatable({ client = client, entries = {}, dirty = {}, wake = semaphore.new(0),
-    running = false, connected = false, subscriptions = 0 }, Sub)
+    running = false, connected = false, subscriptions = 0, node = node, sharded = node ~= nil },
+    Sub)
+end
+
+-- The client's subscriber: this, or on a cluster one per node behind cluster_sub.lua.
+function Sub.of(client)
+  if client.cluster then return require("redlease.resty.cluster_sub").new(client, Sub) end
+  return Sub.new(client)
+end
+
+-- A cluster node's subscriber: the slot of e's channel is served elsewhere now (MOVED, a
+-- SUNSUBSCRIBE the node sent, or the node cannot be reached). Its waiters wake and join again
+-- where the map says (cluster_sub.lua).
+local function moved(self, e)
+  e.moves = e.moves + 1
+  e.inflight = false
+  if self.client.cluster then self.client.cluster.stale = true end
+  local k = e.waiters - max(e.sema:count(), 0)
+  if k > 0 then e.sema:post(k) end
 end
 
 local function now_ms() return now() * 1000 end
@@ -68,11 +89,23 @@ local function set_subscribed(self, e, on)
   e.subscribed = on
 end
 
+local SHARDED = { smessage = "message", ssubscribe = "subscribe", sunsubscribe = "unsubscribe" }
+
 local function handle(self, reply)
+  local err = resp.is_error(reply)
+  if err and self.sharded then -- "MOVED <slot> ...": an SSUBSCRIBE of a slot served elsewhere
+    local slot = tonumber(err:match("^MOVED (%d+)"))
+    for channel, e in pairs(self.entries) do
+      if e.inflight and (not slot or slots.of(channel) == slot) then
+        moved(self, e)
+      end
+    end
+    return
+  end
   if type(reply) ~= "table" or #reply < 3 then return end
   local e = self.entries[reply[2]]
   if not e then return end
-  local kind = reply[1]
+  local kind = SHARDED[reply[1]] or reply[1]
   if kind == "message" then
     e.messages = e.messages + 1
     if e.observers > 0 then e.watch:post(e.observers) end
@@ -96,8 +129,11 @@ local function handle(self, reply)
     wake_all(e)
     mark(self, e) -- its waiters may have left meanwhile
   elseif kind == "unsubscribe" then
+    local asked = e.inflight
     e.inflight = false
     set_subscribed(self, e, false)
+    -- a sharded subscription the node ended (its slot migrated away): the waiters go after it
+    if not asked and self.sharded and e.waiters > 0 then return moved(self, e) end
     mark(self, e)
   end
 end
@@ -113,6 +149,7 @@ local function flush(self, sock)
       local cmd
       if e.waiters > 0 and not e.subscribed then cmd = "SUBSCRIBE"
       elseif e.waiters == 0 and e.subscribed then cmd = "UNSUBSCRIBE" end
+      if cmd and self.sharded then cmd = "S" .. cmd end
       if cmd then
         resp.encode(parts, { cmd, e.channel })
         e.inflight = true
@@ -200,7 +237,7 @@ local function loop(_, self) -- (_: premature; the loop looks at ngx.worker.exit
     if not has_waiters(self) then
       self.wake:wait(SLICE_S)
     else
-      local c, err = conn.open(self.client)
+      local c, err = conn.open(self.client, nil, self.node)
       if not c then
         self.last_error = err
         if self.outage_pending and has_waiters(self) and not self.outage then
@@ -209,6 +246,11 @@ local function loop(_, self) -- (_: premature; the loop looks at ngx.worker.exit
             "; waiters resubscribe once Redis answers")
         end
         self.outage_pending = nil
+        if self.sharded then -- the node may be gone for good (a failover): ask the map again
+          for _, e in pairs(self.entries) do
+            if e.waiters > 0 then moved(self, e) end
+          end
+        end
         ngx.sleep(backoff / 1000)
         backoff = math.min(backoff * 2, RECONNECT_MAX_MS)
       else
@@ -283,7 +325,7 @@ function Sub:join(channel, run, gone)
   local e = self.entries[channel]
   if not e then
     e = { channel = channel, waiters = 0, sema = semaphore.new(0), subscribed = false,
-      inflight = false, messages = 0, observers = 0, runs = {} }
+      inflight = false, messages = 0, observers = 0, runs = {}, sub = self, moves = 0 }
     self.entries[channel] = e
   end
   local w = e.runs[run]
@@ -307,7 +349,9 @@ end
 -- false (until_ms passed) or nil, err (no subscription for longer than the timeouts).
 function Sub:wait(e, until_ms)
   local client = self.client
+  local moves = e.moves
   while true do
+    if e.moves ~= moves then return true end -- (cluster_sub.lua joins it again elsewhere)
     if client.shut then return nil, "closed: the client is closed" end
     local t = now_ms()
     if until_ms and t >= until_ms then return false end
@@ -326,7 +370,7 @@ function Sub:wait(e, until_ms)
       local ok, err = e.sema:wait(secs)
       -- a wake-up while unsubscribed (the connection was lost) only starts the clock above: the
       -- waiter tries again once the resubscription wakes it
-      if ok and e.subscribed then return true end
+      if ok and (e.subscribed or e.moves ~= moves) then return true end
       if not ok and err ~= "timeout" then return nil, "memory: " .. tostring(err) end
     end
     ngx.update_time()

@@ -114,8 +114,13 @@ function url.parse(s)
   end
   if s:sub(1, 7) == "unix://" then return unix(ep, s:sub(8)) end
   if s:find("^rediss?%+sentinel://") then return require("redlease.resty.sentinel").parse(s) end
-  return nil, ('URL must start with redis://, rediss://, unix:// or redis+sentinel:// (got "%s")')
-    :format(s:sub(1, 40))
+  if s:match("^rediss?%+cluster://") then
+    return require("redlease.resty.slots").parse_url(s, userinfo)
+  end
+  -- the core's words; only the scheme is quoted: the rest may hold a password
+  local scheme = s:match("^([^:/]*)://")
+  return nil, ("URL must start with redis://, rediss://, unix://, redis+sentinel:// or "
+    .. "redis+cluster:// (got %s)"):format(scheme and #scheme <= 16 and scheme .. "://" or "no scheme")
 end
 
 -- "host:port" or the socket path, for messages (never the password).

@@ -89,9 +89,17 @@ local function round(client)
   -- the round may not outlast the first confirmed lease it carries: that hold is then declared
   -- lost when its lease ends, not a timeout later
   local timeout = math.max(1, math.min(client.command_ms, lease / 3, earliest - sent_at))
-  local batch_calls = calls.renew_batch(batch, lease, PER_CALL)
-  local replies, err, trips = runner.run(client, batch_calls, true, timeout)
-  local epoch = client.answered_by -- the master that answered
+  local batch_calls, replies, err, trips, answers, ncalls
+  if client.cluster then -- per node, all nodes at once (cluster.lua)
+    answers, err, trips, ncalls = client.cluster:renew(batch,
+      function(holds) return calls.renew_batch(holds, lease, PER_CALL) end, timeout)
+    replies = not err and answers
+  else
+    batch_calls = calls.renew_batch(batch, lease, PER_CALL)
+    replies, err, trips = runner.run(client, batch_calls, true, timeout)
+    ncalls = #batch_calls
+  end
+  local epoch = client.answered_by -- the master that answered (nil on a cluster)
   ngx.update_time()
   local t = now_ms()
   local renewed = 0
@@ -99,7 +107,9 @@ local function round(client)
   for i, h in ipairs(batch) do
     h.in_round = false
     local answer
-    if replies then
+    if answers then
+      answer = answers[i]
+    elseif replies then
       local r = replies[math.floor((i - 1) / PER_CALL) + 1]
       answer = type(r) == "table" and r[(i - 1) % PER_CALL + 1]
     end
@@ -131,13 +141,18 @@ local function round(client)
   if replies then
     stats.renew_rounds = stats.renew_rounds + 1
     stats.renew_round_trips = stats.renew_round_trips + trips
-    stats.renew_calls = stats.renew_calls + #batch_calls
+    stats.renew_calls = stats.renew_calls + ncalls
     stats.renewed_holds = stats.renewed_holds + renewed
     stats.last_round_holds = #batch
     return true, earliest
   end
   stats.renew_round_trips = stats.renew_round_trips + trips
-  log(WARN, ("redlease: renewal of %d hold(s) failed, retrying: %s"):format(#batch, tostring(err)))
+  local failed = #batch -- (on a cluster, those of the nodes that did not answer)
+  if answers then
+    failed = 0
+    for i = 1, #batch do if answers[i] == nil then failed = failed + 1 end end
+  end
+  log(WARN, ("redlease: renewal of %d hold(s) failed, retrying: %s"):format(failed, tostring(err)))
   return false, earliest
 end
 
