@@ -119,8 +119,9 @@ function url.parse(s)
   end
   -- the core's words; only the scheme is quoted: the rest may hold a password
   local scheme = s:match("^([^:/]*)://")
+  local got = scheme and #scheme <= 16 and scheme .. "://" or "no scheme"
   return nil, ("URL must start with redis://, rediss://, unix://, redis+sentinel:// or "
-    .. "redis+cluster:// (got %s)"):format(scheme and #scheme <= 16 and scheme .. "://" or "no scheme")
+    .. "redis+cluster:// (got %s)"):format(got)
 end
 
 -- "host:port" or the socket path, for messages (never the password).
