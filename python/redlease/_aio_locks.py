@@ -162,7 +162,11 @@ class Lock:
         CancelledError."""
         context, comp, answer, _ = self._client._begin()
         comp.release(self._core, context, answer.done)
-        await self._finish(answer)
+        try:  # as _finish, inline: one coroutine less on every release
+            await answer.fut
+        except asyncio.CancelledError:
+            await answer.through_cancels()
+            raise
 
     @staticmethod
     async def _finish(answer: _Answer) -> Any:
