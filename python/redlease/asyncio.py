@@ -181,7 +181,7 @@ class Client:
     def _begin(self) -> "Tuple[int, _core.Completions, _Answer, _Owners]":
         """What a call of the current task needs: its owner context, the Completions, a new
         answer and the owners, with one look at the running loop (on Python 3.11 each look is a
-        getpid() system call, and a lock's cycle took eight)."""
+        getpid() system call, and a lock's cycle took seven)."""
         loop = self._loop_now()
         context = self._context_on(loop)
         assert self._completions is not None and self._owners is not None
