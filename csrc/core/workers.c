@@ -14,6 +14,7 @@ enum { IDLE, QUEUED, RUNNING, AGAIN };
 
 void rl_workers_init(rl_workers *w) {
     *w = (rl_workers){.head = NULL};
+    atomic_init(&w->queued, 0);
     pthread_mutex_init(&w->mu, NULL);
     rl_cond_init(&w->more);
 }
@@ -73,7 +74,10 @@ static int schedule_locked(rl_workers *w, rl_job *job) {
         else
             w->head = job;
         w->tail = job;
-        if (w->idle) pthread_cond_signal(&w->more);
+        atomic_fetch_add_explicit(&w->queued, 1, memory_order_release);
+        /* A spinning worker takes a job alone in the queue: waking a sleeper as well would cost
+         * a system call and a thread that finds nothing (a loop's call after call, each alone). */
+        if (w->idle && !(w->spinning && w->head == job)) pthread_cond_signal(&w->more);
         return 1;
     case RUNNING:
         job->state = AGAIN;
@@ -118,14 +122,16 @@ static void drop_refs(rl_job *drop) {
 }
 
 static void spin_for_work(rl_workers *w) { /* mu held; returns with it held */
+    w->spinning++;
+    unsigned seen = atomic_load_explicit(&w->queued, memory_order_relaxed);
     pthread_mutex_unlock(&w->mu);
+    /* The queue is watched through `queued`, not under mu: the thread queueing the next call
+     * then never waits for mu behind a spinner (nor behind one the scheduler preempted). */
     int64_t until = rl_now_us() + SPIN_US;
-    for (;;) {
+    while (atomic_load_explicit(&w->queued, memory_order_acquire) == seen && rl_now_us() < until)
         sched_yield();
-        pthread_mutex_lock(&w->mu);
-        if (w->head || w->stop || rl_now_us() >= until) return;
-        pthread_mutex_unlock(&w->mu);
-    }
+    pthread_mutex_lock(&w->mu);
+    w->spinning--; /* under mu, with the queue looked at: a job queued from now on signals */
 }
 
 static void *worker_main(void *arg) {
@@ -209,6 +215,7 @@ void rl_workers_forget_after_fork(rl_workers *w) {
     w->ntimers = 0;
     w->started = 0;
     w->idle = 0;
+    w->spinning = 0;
 }
 
 void rl_workers_schedule(rl_workers *w, rl_job *job) {

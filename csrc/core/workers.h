@@ -10,6 +10,7 @@
 #define RL_WORKERS_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,6 +34,8 @@ typedef struct rl_workers {
     size_t ntimers, timers_cap;
     pthread_t threads[RL_WORKERS];
     int started, idle, stop;
+    int spinning;       /* workers looking for work before they sleep (workers.c) */
+    atomic_uint queued; /* jobs queued so far: what a spinning worker watches, without mu */
 } rl_workers;
 
 void rl_workers_init(rl_workers *w);

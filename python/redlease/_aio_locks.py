@@ -92,11 +92,8 @@ async def _acquire(client: "Client", start: _Start, release: _Start) -> bool:
     """An acquire for the current task: True, or False when not acquired in time. Cancelled, it
     leaves nothing held: a waiting acquire stops, one in flight releases what it got, and one
     that ended before the cancel came is released here."""
-    context = client._context()
-    comp = client._completions_now()
-    answer = client._answer()
+    context, comp, answer, owners = client._begin()
     call = start(comp, context, answer.done)
-    owners = client._owners_now()
     owners.waiting(context, call)  # cancelled if the task is gone or its loop closed
     try:
         return bool(await answer.fut)
@@ -163,11 +160,13 @@ class Lock:
         """Releases one hold of the current task (NotOwnedError when it holds none;
         LockLostError when the hold was lost). Cancelled, it still completes, then raises
         CancelledError."""
-        context = self._client._context()
-        comp = self._client._completions_now()
-        answer = self._client._answer()
+        context, comp, answer, _ = self._client._begin()
         comp.release(self._core, context, answer.done)
-        await self._finish(answer)
+        try:  # as _finish, inline: one coroutine less on every release
+            await answer.fut
+        except asyncio.CancelledError:
+            await answer.through_cancels()
+            raise
 
     @staticmethod
     async def _finish(answer: _Answer) -> Any:

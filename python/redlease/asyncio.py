@@ -26,6 +26,7 @@ from typing import (
     Literal,
     Optional,
     Set,
+    Tuple,
     TypeVar,
     Union,
     overload,
@@ -177,6 +178,15 @@ class Client:
                                "used on; make one client per loop")
         return loop
 
+    def _begin(self) -> "Tuple[int, _core.Completions, _Answer, _Owners]":
+        """What a call of the current task needs: its owner context, the Completions, a new
+        answer and the owners, with one look at the running loop (on Python 3.11 each look is a
+        getpid() system call, and a lock's cycle took seven)."""
+        loop = self._loop_now()
+        context = self._context_on(loop)
+        assert self._completions is not None and self._owners is not None
+        return context, self._completions, self._answer_on(loop), self._owners
+
     def _completions_now(self) -> _core.Completions:
         self._loop_now()
         assert self._completions is not None
@@ -184,7 +194,9 @@ class Client:
 
     def _answer(self) -> _Answer:
         """A new answer, kept alive by the loop until the core gives it."""
-        loop = self._loop_now()
+        return self._answer_on(self._loop_now())
+
+    def _answer_on(self, loop: asyncio.AbstractEventLoop) -> _Answer:
         reader = self._reader() if self._reader is not None else None
         if reader is None:  # the reader was removed by close()
             raise ClientClosedError("the client is closed")
@@ -192,12 +204,14 @@ class Client:
 
     def _context(self) -> int:
         """The current task's owner context, made on its first use and ended with the task."""
-        task = asyncio.current_task()
+        return self._context_on(self._loop_now())
+
+    def _context_on(self, loop: asyncio.AbstractEventLoop) -> int:
+        task = asyncio.current_task(loop)
         if task is None:
             raise RuntimeError("redlease.asyncio locks are used from inside an asyncio task")
         context = self._contexts.get(task)
         if context is None:
-            self._loop_now()
             assert self._owners is not None
             context = self._owners.begin(task)
             self._contexts[task] = context

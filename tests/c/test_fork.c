@@ -9,6 +9,7 @@
 
 #include "cluster_kit.h"
 #include "harness.h"
+#include "random.h"
 #include "sentinel_kit.h"
 
 /* Runs in the child; the exit code says which check failed (0 = all passed). */
@@ -99,6 +100,36 @@ TEST(fork_child_frees_an_unused_inherited_client) {
     CHECK_STATUS(rl_lock_release(l, 1, err), RL_LOST);
     rl_lock_free(l);
     rl_client_free(inherited);
+}
+
+/* Unlock request ids (the latch's name) are random bytes: a forked child must not hand out the
+ * ones its parent hands out next, whatever the parent drew before the fork. */
+TEST(fork_child_draws_other_request_ids) {
+    rl_client *c = new_client(g_server.url, 0); /* a client: the fork handlers are in place */
+    char before[33], parent_id[4][33], child_id[4][33];
+    rl_random_hex(before, 16); /* the parent has drawn: anything it keeps is the child's too */
+    int fds[2];
+    CHECK(pipe(fds) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        for (int i = 0; i < 4; i++)
+            rl_random_hex(child_id[i], 16);
+        _exit(write(fds[1], child_id, sizeof child_id) == (ssize_t)sizeof child_id ? 0 : 1);
+    }
+    for (int i = 0; i < 4; i++)
+        rl_random_hex(parent_id[i], 16);
+    close(fds[1]);
+    CHECK(read(fds[0], child_id, sizeof child_id) == (ssize_t)sizeof child_id);
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++)
+            CHECK_MSG(strcmp(parent_id[i], child_id[j]) != 0, "parent %d = child %d: %s", i, j,
+                      child_id[j]);
+    CHECK(strcmp(before, parent_id[0]) != 0);
+    rl_client_free(c);
 }
 
 /* ---- a child forked while a parent thread waits, on every deployment ------------------------ */
