@@ -127,14 +127,14 @@ static void race_rounds(int by_hook) {
     rl_client *a = new_client(g_server.url, 0), *b = new_client(g_server.url, 0);
     rl_lock *la = new_lock(a, "race"), *lb = new_lock(b, "race");
     int got = 0, refused = 0;
-    for (int i = 0; i < 40; i++) {
+    for (int i = 0; i < 24; i++) {
         CHECK_OK(rl_lock_acquire(la, 1, 10000, 0, NULL, NULL, err));
-        int64_t end = now_ms() + 150;
-        waiter w = {.lock = lb, .context = 1, .wait_ms = by_hook ? RL_WAIT_FOREVER : 150};
+        int64_t end = now_ms() + 100;
+        waiter w = {.lock = lb, .context = 1, .wait_ms = by_hook ? RL_WAIT_FOREVER : 100};
         if (by_hook) w.hook = abort_at, w.hook_userdata = &end;
         pthread_t t;
         pthread_create(&t, NULL, waiter_main, &w);
-        sleep_ms(130 + i % 40); /* from 20 ms before its end to 20 ms after */
+        sleep_ms(88 + i); /* from 12 ms before its end to 12 ms after */
         CHECK_OK(rl_lock_release(la, 1, err));
         pthread_join(t, NULL);
         int held = raw_int(g_raw, "HEXISTS race %s:1", rl_client_id(b)) == 1;
