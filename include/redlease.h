@@ -142,9 +142,9 @@ typedef struct rl_options {
                                     (rl_lock_state); default 10000 (1%), at most 500000 */
     rl_event_fn on_event;        /* optional */
     void *event_userdata;
-    int queue_events;            /* 1: no event thread; events wait for rl_client_take_events,
-                                    on the host's own thread (for hosts that are not thread
-                                    safe: Lua). on_event is then unused */
+    int queue_events; /* 1: no event thread; events wait for rl_client_take_events,
+                         on the host's own thread (for hosts that are not thread
+                         safe: Lua). on_event is then unused */
     /* TLS, for rediss:// URLs only (in builds with TLS). The server's certificate is verified
      * against the system's CAs (or these) and the name (the URL's host or tls_server_name).
      * The strings are copied; files are read when the client is made. */
@@ -287,6 +287,9 @@ typedef struct rl_stats {
     /* sync_replicas > 0: lock writes followed by a WAIT, the replicas' acknowledgements of them
      * in total, and writes that stood without one (no replica was listed: none waited for). */
     uint64_t sync_waits, sync_acks, sync_skipped;
+    /* acquires the subscriber thread sent for a waiter its release message woke, the waiter
+     * reading the answer (a hand-off without a thread wake-up before the acquire) */
+    uint64_t woken_acquires;
 } rl_stats;
 
 void rl_client_stats(rl_client *client, rl_stats *out);
@@ -395,8 +398,8 @@ rl_hold_state rl_lock_state(rl_lock *lock, uint64_t context, int64_t *valid_unti
  * guaranteed for at least min_left_ms more (*valid_for_ms: how long); RL_IN_DOUBT when it is in
  * doubt or less is left; RL_LOST when it was lost or its lease ran out; RL_NOT_OWNED when the
  * context does not hold it. */
-rl_status rl_lock_check(rl_lock *lock, uint64_t context, int64_t min_left_ms,
-                        int64_t *valid_for_ms, rl_error *err);
+rl_status rl_lock_check(rl_lock *lock, uint64_t context, int64_t min_left_ms, int64_t *valid_for_ms,
+                        rl_error *err);
 /* rl_lock_state's *valid_until_ms alone: 0 when nothing is guaranteed. */
 int64_t rl_lock_valid_until(rl_lock *lock, uint64_t context);
 /* The clock of those times: CLOCK_MONOTONIC in ms. */
@@ -523,8 +526,7 @@ int64_t rl_semaphore_held(rl_semaphore *sem);
  * messages wake it. Cancelled (rl_call_cancel), it reports RL_ABORTED and leaves no permit
  * taken: permits a try got meanwhile are given back. */
 rl_status rl_semaphore_acquire_async(rl_semaphore *sem, int64_t permits, int64_t wait_ms,
-                                     rl_done_fn done, void *userdata, rl_call **out,
-                                     rl_error *err);
+                                     rl_done_fn done, void *userdata, rl_call **out, rl_error *err);
 
 /* ---- permit-expirable semaphore (RPermitExpirableSemaphore) ------------------------------- */
 
@@ -568,8 +570,8 @@ int rl_expirable_lost(rl_expirable *sem, const char *id, rl_lost_reason *reason)
 /* rl_expirable_acquire as an async call: on RL_OK `id` (which must live until `done` ran) holds
  * the permit's id. Cancelled, it reports RL_ABORTED and a permit it got meanwhile is released. */
 rl_status rl_expirable_acquire_async(rl_expirable *sem, int64_t lease_ms, int64_t wait_ms,
-                                     char id[RL_PERMIT_ID_LEN + 1], rl_done_fn done,
-                                     void *userdata, rl_call **out, rl_error *err);
+                                     char id[RL_PERMIT_ID_LEN + 1], rl_done_fn done, void *userdata,
+                                     rl_call **out, rl_error *err);
 
 /* ---- count-down latch (RCountDownLatch) --------------------------------------------------- */
 
@@ -684,7 +686,7 @@ typedef struct rl_waiter_info {
     char owner[RL_TOKEN_MAX];
     char client_id[40];
     char context[RL_TOKEN_MAX];
-    int64_t timeout_ms; /* how long its queued place lasts from now */
+    int64_t timeout_ms;                 /* how long its queued place lasts from now */
     char name[RL_CLIENT_NAME_MAX + 16]; /* as rl_owner_info's */
 } rl_waiter_info;
 

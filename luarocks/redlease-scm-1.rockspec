@@ -158,6 +158,7 @@ build = {
             "csrc/core/wake_grace.c",
             "csrc/core/watch.c",
             "csrc/core/watchdog.c",
+            "csrc/core/woken_acquire.c",
             "csrc/core/workers.c",
             "csrc/core/wrong_type.c",
             -- END sources

@@ -282,10 +282,56 @@ uint32_t rl_client_answered_by(void) {
     return answered_by;
 }
 
+static _Thread_local rl_sub_send *capturing;
+
+void rl_client_capture(rl_sub_send *into) {
+    capturing = into;
+}
+
+void rl_client_capture_free(rl_sub_send *s) {
+    free(s->cmd.argv); /* one block: argv, lens, then the bytes */
+    s->cmd = (rl_cmd){0, NULL, NULL};
+}
+
+/* The call as one block that outlives the caller's arguments (rl_client_capture). */
+static void capture(rl_client *c, rl_pool *pool, int asking, const script_call *call) {
+    rl_sub_send *into = capturing;
+    const rl_options *o = &c->cfg.options;
+    into->cmd = (rl_cmd){0, NULL, NULL};
+    if (asking || pool != &c->pool || call->then_send || o->sync_replicas > 0 || o->sync_aof ||
+        !atomic_load(&c->scripts.known[call->id]))
+        return;
+    int argc = call->cmd.argc;
+    size_t bytes = 0;
+    for (int i = 2; i < argc; i++) /* numkeys and the arguments */
+        bytes += call->cmd.lens[i];
+    char *block = malloc((size_t)argc * (sizeof(char *) + sizeof(size_t)) + bytes + 1);
+    if (!block) return;
+    const char **argv = (const char **)(void *)block;
+    size_t *lens = (size_t *)(void *)(block + (size_t)argc * sizeof(char *));
+    char *p = (char *)(lens + argc);
+    argv[0] = "EVALSHA", lens[0] = 7;
+    argv[1] = c->scripts.sha[call->id], lens[1] = 40; /* never changes once known */
+    for (int i = 2; i < argc; i++) {
+        lens[i] = call->cmd.lens[i];
+        memcpy(p, call->cmd.argv[i], lens[i]);
+        argv[i] = p;
+        p += lens[i];
+    }
+    into->cmd = (rl_cmd){argc, argv, lens};
+    into->pool = pool;
+}
+
 static rl_status run_script(rl_pool *pool, int asking, void *arg, rl_redirect *redirect,
                             int *repeatable, rl_error *err) {
     script_call *call = arg;
     rl_client *c = call->c;
+    if (capturing) {
+        capture(c, pool, asking, call);
+        redirect->kind = RL_REDIRECT_NONE;
+        *repeatable = 0;
+        return RL_NOT_ACQUIRED;
+    }
     rl_conn *conn = rl_pool_take(pool);
     if (!conn) return rl_fail(err, RL_ERR_CLOSED, "the client is closed");
     rl_status st = asking ? ask_first(conn, c->cfg.options.command_timeout_ms, err) : RL_OK;

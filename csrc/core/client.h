@@ -78,6 +78,14 @@ rl_status rl_client_script(rl_client *c, rl_script_id id, int argc, const char *
                            redisReply **reply, int idempotent, const rl_cmd *then_send,
                            rl_reply_test wrote, rl_error *err);
 
+/* While `into` is set on the calling thread, rl_client_script sends nothing: it copies the call it
+ * would make into into->cmd and into->pool (freed with rl_client_capture_free) and answers
+ * RL_NOT_ACQUIRED with no reply. Only a call that goes as one EVALSHA of a loaded script on the
+ * client's own pool with nothing after it is copied (into->cmd.argc stays 0 otherwise): a cluster
+ * node's call, an ASK retry, a replica sync, a script not loaded yet go their usual way. */
+void rl_client_capture(rl_sub_send *into);
+void rl_client_capture_free(rl_sub_send *s);
+
 /* Runs one plain read-only command on a pooled connection (at its first key's server). */
 rl_status rl_client_command(rl_client *c, int argc, const char **argv, size_t *lens,
                             redisReply **reply, rl_error *err);

@@ -14,6 +14,7 @@
 #include "random.h"
 #include "validity.h"
 #include "waiting.h"
+#include "woken_acquire.h"
 
 void rl_lock_free(rl_lock *l) {
     if (!l) return;
@@ -105,6 +106,30 @@ static rl_status yield_to_woken(rl_client *c, rl_sub_ticket *ticket, int64_t unt
     return st == RL_NOT_ACQUIRED ? RL_OK : st; /* the grace ran out: try now */
 }
 
+/* Sleeps as rl_wait_sleep, with the next acquire ready for the subscriber thread to send when a
+ * release message wakes this waiter (woken_acquire.h). *answered: it was sent and answered, and
+ * the return is that answer (as rl_acquire_try's); else the return is the sleep's. */
+static rl_status sleep_sending(rl_lock *l, attempt *a, rl_sub_ticket *ticket, int64_t until,
+                               rl_wait_hook hook, void *hook_ud, int64_t *wait_hint, int *answered,
+                               rl_error *err) {
+    rl_sub_send send;
+    int ready = rl_woken_prime(l, a, &send);
+    ticket->send = ready ? &send : NULL;
+    rl_status st = rl_wait_sleep(l->client, ticket, until, hook, hook_ud, err);
+    ticket->send = NULL;
+    *answered = 0;
+    if (ready) {
+        rl_status answer;
+        /* A sent acquire ends the wait with RL_OK, the only outcome it can come with. */
+        if (st == RL_OK && rl_woken_read(l, a, &send, wait_hint, &answer, err)) {
+            *answered = 1;
+            st = answer;
+        }
+        rl_woken_free(&send);
+    }
+    return st;
+}
+
 /* Subscribe, try again, then sleep until a release message or the holder's lease end, and
  * repeat until acquired, the deadline, an abort or an error. */
 static rl_status wait_and_retry(rl_lock *l, attempt *a, int64_t deadline, int64_t wait_hint,
@@ -121,15 +146,17 @@ static rl_status wait_and_retry(rl_lock *l, attempt *a, int64_t deadline, int64_
         st = yield_to_woken(c, &ticket, until, a->yield_floor, hook, hook_ud, err);
     }
     if (st == RL_OK) {
+        int answered = 0; /* the acquire the subscriber thread sent answered: no try of our own */
         for (;;) {
-            st =
-                rl_acquire_try(l, a, 1, &wait_hint, err); /* after subscribing: no wake-up missed */
+            if (!answered) /* after subscribing: no wake-up missed */
+                st = rl_acquire_try(l, a, 1, &wait_hint, err);
             if (st != RL_NOT_ACQUIRED) break;
             int64_t now = rl_now_ms();
             if (deadline >= 0 && now >= deadline) break;
             int64_t until = deadline;
             if (wait_hint >= 0 && (until < 0 || now + wait_hint < until)) until = now + wait_hint;
-            st = rl_wait_sleep(c, &ticket, until, hook, hook_ud, err);
+            st = sleep_sending(l, a, &ticket, until, hook, hook_ud, &wait_hint, &answered, err);
+            if (answered) continue;
             if (st != RL_OK && st != RL_NOT_ACQUIRED) break; /* aborted, closed, unreachable */
         }
         rl_wait_leave(&ticket);

@@ -74,6 +74,12 @@ char *rl_lock_read_keys(const rl_lock *lock, const char *owner, size_t owner_len
 /* The channel a waiter of `owner` listens on (malloc'd, or NULL when out of memory). */
 char *rl_lock_wait_channel(const rl_lock *lock, const char *owner, size_t owner_len, size_t *len);
 
+/* What an acquire's answer (not an error reply; freed here) says, as rl_lock_call_acquire's. */
+rl_status rl_lock_acquire_answer(rl_lock *lock, const char *owner, size_t owner_len, int64_t lease,
+                                 int queue, int64_t wait_window_ms, redisReply *reply,
+                                 int64_t *wait_hint_ms, int64_t *token, int *reentered,
+                                 rl_error *err);
+
 /* One acquire attempt for `owner`. RL_OK: acquired (*token set for fenced locks; *reentered: this
  * owner already held it in Redis, else it was taken afresh). RL_NOT_ACQUIRED:
  * held by others, *wait_hint_ms = how long it may stay so (-1: unknown). `queue` (fair locks):

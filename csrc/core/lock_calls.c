@@ -93,6 +93,16 @@ rl_status rl_lock_call_acquire(rl_lock *l, const char *owner, size_t owner_len, 
         return st;
     }
     if (st != RL_OK) return st;
+    return rl_lock_acquire_answer(l, owner, owner_len, lease_ms, queue, wait_window_ms, reply,
+                                  wait_hint_ms, token, reentered, err);
+}
+
+rl_status rl_lock_acquire_answer(rl_lock *l, const char *owner, size_t owner_len, int64_t lease_ms,
+                                 int queue, int64_t wait_window_ms, redisReply *reply,
+                                 int64_t *wait_hint_ms, int64_t *token, int *reentered,
+                                 rl_error *err) {
+    rl_acquire_args a = {owner, owner_len, lease_ms, queue, wait_window_ms};
+    rl_status st;
     *wait_hint_ms = -1;
     *reentered = rl_reply_is_reentered(reply);
     rl_acquire_answer own = {0, 0, -1, -1};

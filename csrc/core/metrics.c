@@ -46,6 +46,10 @@ void rl_metrics_synced(rl_metrics *m, int acked) {
     atomic_fetch_add_explicit(&m->sync_acks, (uint64_t)acked, memory_order_relaxed);
 }
 
+void rl_metrics_woken_sent(rl_metrics *m) {
+    atomic_fetch_add_explicit(&m->woken_acquires, 1, memory_order_relaxed);
+}
+
 void rl_metrics_read(rl_metrics *m, rl_stats *out) {
     out->acquisitions = atomic_load_explicit(&m->acquisitions, memory_order_relaxed);
     out->waits = atomic_load_explicit(&m->waits, memory_order_relaxed);
@@ -61,4 +65,5 @@ void rl_metrics_read(rl_metrics *m, rl_stats *out) {
     out->sync_waits = atomic_load_explicit(&m->sync_waits, memory_order_relaxed);
     out->sync_acks = atomic_load_explicit(&m->sync_acks, memory_order_relaxed);
     out->sync_skipped = atomic_load_explicit(&m->sync_skipped, memory_order_relaxed);
+    out->woken_acquires = atomic_load_explicit(&m->woken_acquires, memory_order_relaxed);
 }

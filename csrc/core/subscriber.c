@@ -16,6 +16,10 @@
 #define RECONNECT_MIN_MS 50
 #define RECONNECT_MAX_MS 1000
 
+/* A ticket's rl_sub_send (mu held to change it): waiting with it, the message that woke it took
+ * it, its outcome written. */
+enum { SEND_IDLE, SEND_PRIMED, SEND_CLAIMED, SEND_DONE };
+
 void rl_sub_init(rl_subscriber *sub, rl_config *cfg) {
     memset(sub, 0, sizeof *sub);
     rl_conn_init(&sub->conn, cfg);
@@ -118,6 +122,66 @@ static void connection_lost(rl_subscriber *sub, const char *why) { /* mu held */
     }
 }
 
+static void prime(rl_sub_entry *e, rl_sub_ticket *t) { /* mu held */
+    rl_sub_ticket **p = &e->primed;
+    while (*p)
+        p = &(*p)->primed_next;
+    *p = t;
+    t->primed_next = NULL;
+    t->send_state = SEND_PRIMED;
+}
+
+static void unprime(rl_sub_entry *e, rl_sub_ticket *t) { /* mu held */
+    if (t->send_state != SEND_PRIMED) return;
+    rl_sub_ticket **p = &e->primed;
+    while (*p != t)
+        p = &(*p)->primed_next;
+    *p = t->primed_next;
+    t->send_state = SEND_IDLE;
+}
+
+/* The oldest primed waiter of e takes the message; the thread sends its acquire (send_claimed)
+ * before it reads on. */
+static void claim_primed(rl_subscriber *sub, rl_sub_entry *e) { /* mu held */
+    rl_sub_ticket *t = e->primed;
+    e->primed = t->primed_next;
+    t->send_state = SEND_CLAIMED;
+    t->claimed_next = sub->claimed;
+    sub->claimed = t;
+}
+
+/* Writes each claimed waiter's acquire on an idle open connection of its pool, without waiting
+ * for the answer, then wakes the waiter to read it. Without the mutex: the pool's mutex comes
+ * before the subscriber's (client.c), and a claimed waiter does not leave before it is done. */
+static void send_claimed(rl_subscriber *sub) { /* mu held; dropped meanwhile */
+    rl_sub_ticket *list = sub->claimed;
+    sub->claimed = NULL;
+    if (!list) return;
+    pthread_mutex_unlock(&sub->mu);
+    for (rl_sub_ticket *t = list; t; t = t->claimed_next) {
+        rl_sub_send *s = t->send;
+        s->outcome = RL_SUB_SEND_NONE;
+        s->conn = rl_pool_try_take_open(s->pool);
+        if (!s->conn) continue;
+        s->sent_at = rl_now_ms();
+        s->st = rl_conn_send(s->conn, s->timeout_ms, 1, &s->cmd, &s->err);
+        if (s->st == RL_OK) {
+            s->outcome = RL_SUB_SEND_SENT;
+            continue;
+        }
+        /* Failed (and closed): the waiter's own try again when nothing can have gone out, else
+         * the failure of a call that may have run, as the waiter's own call would say it. */
+        if (s->conn->maybe_sent) s->outcome = RL_SUB_SEND_FAILED;
+        rl_pool_give(s->pool, s->conn);
+        s->conn = NULL;
+    }
+    pthread_mutex_lock(&sub->mu);
+    for (rl_sub_ticket *t = list; t; t = t->claimed_next) {
+        t->send_state = SEND_DONE;
+        pthread_cond_broadcast(&t->entry->changed);
+    }
+}
+
 static int str_is(const redisReply *r, const char *s) {
     size_t n = strlen(s);
     return r->type == REDIS_REPLY_STRING && r->len == n && memcmp(r->str, s, n) == 0;
@@ -147,7 +211,10 @@ static void handle_reply(rl_subscriber *sub, const redisReply *r) { /* mu held *
     if (str_is(kind, "message") || str_is(kind, "smessage")) {
         e->messages++;
         if (!e->every && str_is(r->element[2], "0")) { /* one waiter may proceed */
-            if (e->permits < (unsigned)e->waiters) e->permits++;
+            if (e->primed)
+                claim_primed(sub, e); /* this waiter: its acquire goes out from here */
+            else if (e->permits < (unsigned)e->waiters)
+                e->permits++;
         } else { /* "1" (read/write unlock) and anything else: all may proceed */
             e->wake_all_gen++;
         }
@@ -249,6 +316,7 @@ static void *subscriber_main(void *arg) {
             }
         }
         if (!ok) connection_lost(sub, sub->conn.why);
+        send_claimed(sub);
     }
     connection_lost(sub, "client closed");
     pthread_mutex_unlock(&sub->mu);
@@ -276,6 +344,7 @@ static void free_all(rl_subscriber *sub) {
         free(e);
     }
     sub->dirty = NULL;
+    sub->claimed = NULL;
     sub->subscribed_count = 0;
     for (int i = 0; i < 2; i++) {
         if (sub->wake_pipe[i] >= 0) close(sub->wake_pipe[i]);
@@ -377,6 +446,8 @@ static int check_ticket(rl_subscriber *sub, rl_sub_ticket *t, int64_t now, rl_st
                         rl_error *err) {
     rl_sub_entry *e = t->entry;
     const rl_options *o = &sub->cfg->options;
+    if (t->send_state == SEND_DONE) return 1;    /* its acquire was sent (or not): read it */
+    if (t->send_state == SEND_CLAIMED) return 0; /* being sent: nothing else ends this wait */
     if (sub->stop) {
         *st = rl_fail(err, RL_ERR_CLOSED, "the client is closed");
         return -1;
@@ -421,6 +492,10 @@ rl_status rl_sub_wait(rl_subscriber *sub, rl_sub_ticket *t, int64_t until_ms, rl
     rl_sub_entry *e = t->entry;
     rl_status st = RL_OK;
     pthread_mutex_lock(&sub->mu);
+    if (t->send) {
+        t->send->outcome = RL_SUB_SEND_NONE;
+        prime(e, t);
+    }
     for (;;) {
         int64_t now = rl_now_ms();
         int woken = check_ticket(sub, t, now, &st, err);
@@ -428,12 +503,17 @@ rl_status rl_sub_wait(rl_subscriber *sub, rl_sub_ticket *t, int64_t until_ms, rl
             if (woken > 0) st = RL_OK;
             break;
         }
+        if (t->send_state == SEND_CLAIMED) { /* its acquire is going out: wait for that */
+            pthread_cond_wait(&e->changed, &sub->mu);
+            continue;
+        }
         if (until_ms >= 0 && now >= until_ms) {
             st = RL_NOT_ACQUIRED;
             break;
         }
         if (hook && now - t->last_hook >= WAIT_SLICE_MS) {
             t->last_hook = now;
+            unprime(e, t); /* an abort must find nothing sent */
             pthread_mutex_unlock(&sub->mu);
             int stop = hook(hook_userdata);
             pthread_mutex_lock(&sub->mu);
@@ -441,12 +521,15 @@ rl_status rl_sub_wait(rl_subscriber *sub, rl_sub_ticket *t, int64_t until_ms, rl
                 st = rl_fail(err, RL_ABORTED, "the wait was interrupted");
                 break;
             }
+            if (t->send) prime(e, t);
             continue;
         }
         int64_t wake = now + WAIT_SLICE_MS;
         if (until_ms >= 0 && until_ms < wake) wake = until_ms;
         rl_cond_wait_until(&e->changed, &sub->mu, wake);
     }
+    unprime(e, t);
+    t->send_state = SEND_IDLE;
     pthread_mutex_unlock(&sub->mu);
     return st;
 }

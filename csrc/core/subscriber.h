@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "conn.h"
+#include "pool.h"
 
 typedef struct rl_sub_entry {
     struct rl_sub_entry *next;       /* every entry */
@@ -35,6 +36,8 @@ typedef struct rl_sub_entry {
     uint64_t sub_gen;               /* bumped by each confirmed SUBSCRIBE */
     struct rl_sub_ticket *notified; /* tickets told of every change (async waiters) */
     uint64_t moved_gen;             /* sharded: bumped when the node stopped serving the channel */
+    struct rl_sub_ticket *primed;   /* blocked waiters whose acquire the thread may send, oldest
+                                       first (rl_sub_send) */
     pthread_cond_t changed;
     size_t len;
     char channel[];
@@ -55,7 +58,30 @@ typedef struct rl_subscriber {
     int stop;
     int sharded; /* a cluster node's: SSUBSCRIBE, SUNSUBSCRIBE, smessage */
     char last_error[sizeof(((rl_error *)0)->message)]; /* the last connection failure, whole */
+    struct rl_sub_ticket *claimed; /* primed waiters a message woke: their acquires to send */
 } rl_subscriber;
+
+/* A waiter's next acquire, ready to go (woken_acquire.c): when a "0" message wakes the waiter,
+ * the subscriber thread sends it on an idle open connection of `pool` itself and does not wait
+ * for the answer, so the waiting thread wakes while the acquire is on the wire and only reads
+ * the answer. Its fields are the waiter's; the thread writes the outcome before the waiter may
+ * look (the ticket's state, under the subscriber's mutex). */
+typedef enum rl_sub_send_outcome {
+    RL_SUB_SEND_NONE,   /* not sent (no idle open connection, or a stale one): try as usual */
+    RL_SUB_SEND_SENT,   /* on the wire on `conn` (taken from the pool): read its answer */
+    RL_SUB_SEND_FAILED, /* the connection failed with the command maybe sent: `st`, `err` */
+} rl_sub_send_outcome;
+
+typedef struct rl_sub_send {
+    rl_pool *pool;
+    rl_cmd cmd;
+    int64_t timeout_ms;
+    rl_sub_send_outcome outcome;
+    rl_conn *conn;
+    int64_t sent_at; /* rl_now_ms() just before the write */
+    rl_status st;
+    rl_error err;
+} rl_sub_send;
 
 /* A waiter's place on a channel. */
 typedef struct rl_sub_ticket {
@@ -72,6 +98,9 @@ typedef struct rl_sub_ticket {
     void (*notify)(void *userdata); /* notified tickets: called (sub->mu held) on each change */
     void *notify_userdata;
     struct rl_sub_ticket *notify_prev, *notify_next;
+    rl_sub_send *send; /* set by the waiter before rl_sub_wait: its acquire, ready */
+    int send_state;    /* subscriber.c: not primed, primed, claimed (being sent), done */
+    struct rl_sub_ticket *primed_next, *claimed_next;
 } rl_sub_ticket;
 
 void rl_sub_init(rl_subscriber *sub, rl_config *cfg);
@@ -88,7 +117,10 @@ rl_status rl_sub_join_every(rl_subscriber *sub, const char *channel, size_t len,
 /* Waits until woken (RL_OK: a release message, or a fresh subscription after which the caller
  * must try again, or ticket->moved), until the monotonic time until_ms (RL_NOT_ACQUIRED; until_ms <
  * 0 = never), until `hook` returns non-zero (RL_ABORTED), or fails (RL_ERR_CONNECTION,
- * RL_ERR_CLOSED). */
+ * RL_ERR_CLOSED). With ticket->send set, a "0" message may have the thread send it (RL_OK, its
+ * outcome in ticket->send; RL_SUB_SEND_NONE when the wake was anything else): once the thread
+ * has taken it, the wait returns only with that outcome, whatever the time or the hook say (the
+ * hook is never run while it may be taken), so an acquire sent is always read. */
 rl_status rl_sub_wait(rl_subscriber *sub, rl_sub_ticket *ticket, int64_t until_ms,
                       rl_wait_hook hook, void *hook_userdata, rl_error *err);
 

@@ -128,6 +128,7 @@ int rlua_client_stats(lua_State *L) {
     set_integer(L, "sync_waits", (int64_t)s.sync_waits);
     set_integer(L, "sync_acks", (int64_t)s.sync_acks);
     set_integer(L, "sync_skipped", (int64_t)s.sync_skipped);
+    set_integer(L, "woken_acquires", (int64_t)s.woken_acquires);
     return 1;
 }
 

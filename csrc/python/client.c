@@ -226,7 +226,7 @@ static PyObject *client_stats(rlpy_client *self, PyObject *unused) {
     }
     if (!lost) return NULL;
     return Py_BuildValue(
-        "{sKsKsKsKsnsOsnsKsKsdsdsKsNsnsnsKsnsKsKsKsnsKsKsKsKsK}", "renew_rounds",
+        "{sKsKsKsKsnsOsnsKsKsdsdsKsNsnsnsKsnsKsKsKsnsKsKsKsKsKsK}", "renew_rounds",
         (unsigned long long)s.renew_rounds, "renew_round_trips",
         (unsigned long long)s.renew_round_trips, "renew_calls", (unsigned long long)s.renew_calls,
         "renewed_holds", (unsigned long long)s.renewed_holds, "last_round_holds",
@@ -243,7 +243,8 @@ static PyObject *client_stats(rlpy_client *self, PyObject *unused) {
         "in_doubt", (Py_ssize_t)s.in_doubt, "in_doubt_total", (unsigned long long)s.in_doubt_total,
         "server_changes", (unsigned long long)s.server_changes, "sync_waits",
         (unsigned long long)s.sync_waits, "sync_acks", (unsigned long long)s.sync_acks,
-        "sync_skipped", (unsigned long long)s.sync_skipped);
+        "sync_skipped", (unsigned long long)s.sync_skipped, "woken_acquires",
+        (unsigned long long)s.woken_acquires);
 }
 
 static PyMethodDef client_methods[] = {

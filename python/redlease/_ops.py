@@ -84,6 +84,7 @@ class Stats(TypedDict):
     sync_waits: int  # sync_replicas: lock writes followed by a WAIT
     sync_acks: int  # ... the replicas' acknowledgements of them, in total
     sync_skipped: int  # ... writes that stood unreplicated: no replica was listed
+    woken_acquires: int  # acquires the subscriber thread sent for a waiter a release woke
     waiters: int  # acquires waiting now
     renew_rounds: int  # watchdog renewal rounds that reached Redis
     renew_failed_rounds: int  # rounds that failed on the network (retried)

@@ -64,6 +64,9 @@ TEST(cluster_waiter_woken_by_sharded_message) {
     CHECK_INT(w.status, RL_OK);
     CHECK_MSG(w.acquired_at - released < 5000, "woken %lld ms after the release (lease 30 s)",
               (long long)(w.acquired_at - released));
+    /* Each key at its node, redirects followed: the waiter sent its acquire itself. */
+    rl_client_stats(b, &s);
+    CHECK_INT(s.woken_acquires, 0);
     CHECK_OK(rl_lock_release(wanted, 1, err));
     rl_lock_free(held), rl_lock_free(wanted);
     rl_client_free(a), rl_client_free(b);

@@ -57,13 +57,16 @@ describe("waiting", function()
   end)
 
   it("a waiter gets the lock when the holder releases it, long before the lease ends", function()
-    local lock = fx.connect():lock("job")
+    local client = fx.connect()
+    local lock = client:lock("job")
     fx.hold_elsewhere("job", 60000)
     helper.spawn("sleep 0.5; " .. fx.release_elsewhere_cmd("job"))
     local t0 = helper.now()
     local g = assert(lock:acquire({ timeout = 30 }))
     local took = helper.now() - t0
     assert.is_true(took >= 0.4 and took < 10, "took " .. took)
+    -- woken by the message: the core's subscriber thread sent the acquire itself
+    assert.equal(1, client:stats().woken_acquires)
     assert.is_true(g:release())
   end)
 

@@ -49,6 +49,9 @@ def test_acquisitions_holds_and_waits(client, make_client):
     assert (s["waits"], s["waiters"], s["acquisitions"]) == (1, 0, 1)
     assert s["wait_seconds_total"] >= 0.25
     assert s["wait_seconds_max"] == s["wait_seconds_total"]
+    # the release's message woke it: its subscriber thread sent the acquire, the waiting thread
+    # read the answer (the core's hand-off without a thread wake-up first)
+    assert s["woken_acquires"] == 1
     assert client.stats()["holds"] == 0
 
 
@@ -58,6 +61,7 @@ def test_a_timed_out_wait_counts_as_a_wait(client, make_client):
     assert other.lock("m").acquire(timeout=0.2) is False
     s = other.stats()
     assert (s["waits"], s["acquisitions"], s["waiters"]) == (1, 0, 0)
+    assert s["woken_acquires"] == 0
     assert 0.15 <= s["wait_seconds_max"]
 
 

@@ -52,6 +52,8 @@ def test_locks_waits_and_renewals_through_sentinel(shared, make_client):
         released = time.monotonic()
     t.join()
     assert got[0][0] is True and got[0][1] - released < 1.0
+    # woken by the message: its subscriber thread sent the acquire to the master named
+    assert waiter.stats()["woken_acquires"] == 1
     assert on_master(shared, "EXISTS", "sentinel:job") == 0
 
 

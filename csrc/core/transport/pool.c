@@ -53,6 +53,19 @@ static void close_sending_deferred(rl_conn *conn, int64_t until) {
     rl_conn_close(conn);
 }
 
+rl_conn *rl_pool_try_take_open(rl_pool *pool) {
+    rl_conn *conn = NULL;
+    pthread_mutex_lock(&pool->mu);
+    for (int i = 0; i < pool->size && !pool->closed; i++) {
+        if (pool->busy[i] || pool->conns[i].fd < 0) continue;
+        pool->busy[i] = 1;
+        conn = &pool->conns[i];
+        break;
+    }
+    pthread_mutex_unlock(&pool->mu);
+    return conn;
+}
+
 rl_conn *rl_pool_take(rl_pool *pool) {
     pthread_mutex_lock(&pool->mu);
     for (;;) {

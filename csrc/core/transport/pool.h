@@ -26,6 +26,8 @@ void rl_pool_destroy(rl_pool *pool); /* every connection must have been given ba
 /* Blocks until a connection is free; NULL once the pool is closed. */
 rl_conn *rl_pool_take(rl_pool *pool);
 void rl_pool_give(rl_pool *pool, rl_conn *conn);
+/* An idle connection that is open, without waiting; NULL when none is (or the pool is closed). */
+rl_conn *rl_pool_try_take_open(rl_pool *pool);
 
 /* Sends the deferred commands of the idle connections given back at least `idle_ms` ago, and
  * reads their replies (within timeout_ms each). Returns when the next of those given back since
