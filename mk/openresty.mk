@@ -23,7 +23,7 @@ test-openresty: deps python-install lua-rocks interop-java $(B)/gen_resty_script
 	@mkdir -p build/results
 	cd tests/openresty && REDLEASE_RESULTS=$(CURDIR)/build/results/openresty.txt \
 	  REDLEASE_GEN_SCRIPTS=$(CURDIR)/$(B)/gen_resty_scripts \
-	  $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider
+	  $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider $(PY_JOBS)
 
 # The cache-stampede guard (examples/openresty): nginx "hosts" sharing one expensive value.
 demo-openresty: deps python-runtime
