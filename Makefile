@@ -117,8 +117,8 @@ OTHER_SERVERS = REDLEASE_VALKEY_SERVER="$$(scripts/fetch-servers valkey8)/valkey
 # on two cores. C_JOBS=1 runs them in one process, in order.
 C_JOBS ?= 6
 SAN_JOBS ?= 4
-# The Python, Cluster and Sentinel suites the same way, in pytest-xdist's worker processes (each
-# test starts its own servers): PY_JOBS= runs them in one process.
+# The Python, Cluster, Sentinel and OpenResty suites the same way, in pytest-xdist's worker
+# processes (each test starts its own servers): PY_JOBS= runs them in one process.
 PY_JOBS ?= -n 3
 test-c: $(B)/plain/test_core
 	@mkdir -p build/results
