@@ -12,7 +12,9 @@
 #include "platform.h"
 #include "threads.h"
 
-#define WAIT_SLICE_MS 50 /* how often a waiter wakes to run the host's hook */
+#define WAIT_SLICE_MS 50   /* how often a waiter wakes to run the host's hook */
+#define IDLE_WAIT_MS 60000 /* a waiter without one looks again at least this often, as a backstop  \
+                            */
 #define RECONNECT_MIN_MS 50
 #define RECONNECT_MAX_MS 1000
 
@@ -487,6 +489,21 @@ static int check_ticket(rl_subscriber *sub, rl_sub_ticket *t, int64_t now, rl_st
     return 0;
 }
 
+/* When a blocked waiter must look again though nothing changed (every change broadcasts
+ * e->changed): its deadline, the end of its patience without a subscription, and, with a hook, the
+ * next slice. Without one it sleeps: ten thousand waiting threads cost no CPU. mu held. */
+static int64_t next_wake(rl_subscriber *sub, const rl_sub_ticket *t, int64_t now, int64_t until_ms,
+                         int has_hook) {
+    const rl_options *o = &sub->cfg->options;
+    int64_t wake = now + (has_hook ? WAIT_SLICE_MS : IDLE_WAIT_MS);
+    if (until_ms >= 0 && until_ms < wake) wake = until_ms;
+    if (t->unsubscribed_since >= 0) {
+        int64_t give_up = t->unsubscribed_since + o->connect_timeout_ms + o->command_timeout_ms + 1;
+        if (give_up < wake) wake = give_up;
+    }
+    return wake;
+}
+
 rl_status rl_sub_wait(rl_subscriber *sub, rl_sub_ticket *t, int64_t until_ms, rl_wait_hook hook,
                       void *hook_userdata, rl_error *err) {
     rl_sub_entry *e = t->entry;
@@ -524,9 +541,7 @@ rl_status rl_sub_wait(rl_subscriber *sub, rl_sub_ticket *t, int64_t until_ms, rl
             if (t->send) prime(e, t);
             continue;
         }
-        int64_t wake = now + WAIT_SLICE_MS;
-        if (until_ms >= 0 && until_ms < wake) wake = until_ms;
-        rl_cond_wait_until(&e->changed, &sub->mu, wake);
+        rl_cond_wait_until(&e->changed, &sub->mu, next_wake(sub, t, now, until_ms, hook != NULL));
     }
     unprime(e, t);
     t->send_state = SEND_IDLE;

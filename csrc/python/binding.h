@@ -95,8 +95,12 @@ int rlpy_is_finalizing(void);
  * and the state to the core call, made inside RLPY_WAITING. */
 typedef struct rlpy_wait {
     PyThreadState *thread_state; /* saved while the GIL is released */
-    int role;                    /* 0 unknown, 1 main thread, 2 another thread */
+    rl_wait_hook hook;           /* rlpy_wait_hook in the main thread, else NULL */
 } rlpy_wait;
+/* Readies w for a wait of wait_ms: the hook only where Python runs signal handlers (the main
+ * thread); a wait of another thread then sleeps until something changes, never waking every
+ * slice for nothing. 0, or -1 with an exception set. */
+int rlpy_wait_start(rlpy_wait *w, int64_t wait_ms);
 int rlpy_wait_hook(void *userdata);
 #define RLPY_WAITING(wait, call)                                                                   \
     do {                                                                                           \

@@ -68,11 +68,11 @@ static PyObject *countdown_wait(rlpy_countdown *self, PyObject *args, PyObject *
     if (rlpy_refuse_loop_wait("CountDownLatch.wait()", wait_ms, "Client.count_down_latch()") < 0 ||
         rlpy_refuse_green_wait("CountDownLatch.wait()", wait_ms) < 0)
         return NULL;
-    rlpy_wait w = {NULL, 0};
+    rlpy_wait w;
+    if (rlpy_wait_start(&w, wait_ms) < 0) return NULL;
     rl_error err;
     rl_status st;
-    RLPY_WAITING(&w, st = rl_countdown_wait(self->latch, wait_ms,
-                                            wait_ms != 0 ? rlpy_wait_hook : NULL, &w, &err));
+    RLPY_WAITING(&w, st = rl_countdown_wait(self->latch, wait_ms, w.hook, &w, &err));
     if (st == RL_OK) Py_RETURN_TRUE;
     if (st == RL_NOT_ACQUIRED) Py_RETURN_FALSE;
     return rlpy_raise(&err);

@@ -56,11 +56,11 @@ static PyObject *acquire(rlpy_expirable *self, PyObject *args, PyObject *kwargs,
         rlpy_refuse_green_wait("PermitExpirableSemaphore.acquire()", wait_ms) < 0)
         return NULL;
     char id[RL_PERMIT_ID_LEN + 1];
-    rlpy_wait w = {NULL, 0};
+    rlpy_wait w;
+    if (rlpy_wait_start(&w, wait_ms) < 0) return NULL;
     rl_error err;
     rl_status st;
-    RLPY_WAITING(&w, st = rl_expirable_acquire(self->sem, lease_ms, wait_ms,
-                                               wait_ms != 0 ? rlpy_wait_hook : NULL, &w, id, &err));
+    RLPY_WAITING(&w, st = rl_expirable_acquire(self->sem, lease_ms, wait_ms, w.hook, &w, id, &err));
     if (st == RL_OK) return PyUnicode_FromStringAndSize(id, RL_PERMIT_ID_LEN);
     if (st == RL_NOT_ACQUIRED && !timed_out) Py_RETURN_NONE;
     return rlpy_raise(&err);

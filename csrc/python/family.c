@@ -2,35 +2,55 @@
  * their registration in the module. */
 #include "binding.h"
 
+#include <pthread.h>
+
+/* The main thread's ident, asked of threading once (GIL held); a forked child asks again, as its
+ * main thread is the one that forked. */
+static unsigned long main_ident;
+static int main_ident_known;
+
+static void forget_main_thread(void) {
+    main_ident_known = 0;
+}
+
 /* 1 in the main thread, 0 in another, -1 with an exception set. Asking runs Python code, where
  * a pending signal's handler runs too: its KeyboardInterrupt is the caller's to raise (cleared,
  * the signal would be lost and the wait would never hear it again). */
 static int is_main_thread(void) {
-    PyObject *threading = PyImport_ImportModule("threading");
-    PyObject *main = threading ? PyObject_CallMethod(threading, "main_thread", NULL) : NULL;
-    PyObject *ident = main ? PyObject_GetAttrString(main, "ident") : NULL;
-    unsigned long main_ident = ident ? PyLong_AsUnsignedLong(ident) : 0;
-    Py_XDECREF(ident);
-    Py_XDECREF(main);
-    Py_XDECREF(threading);
-    if (PyErr_Occurred()) return -1;
+    if (!main_ident_known) {
+        static int atfork_set;
+        if (!atfork_set) atfork_set = pthread_atfork(NULL, NULL, forget_main_thread) == 0;
+        PyObject *threading = PyImport_ImportModule("threading");
+        PyObject *main = threading ? PyObject_CallMethod(threading, "main_thread", NULL) : NULL;
+        PyObject *ident = main ? PyObject_GetAttrString(main, "ident") : NULL;
+        unsigned long found = ident ? PyLong_AsUnsignedLong(ident) : 0;
+        Py_XDECREF(ident);
+        Py_XDECREF(main);
+        Py_XDECREF(threading);
+        if (PyErr_Occurred()) return -1;
+        main_ident = found;
+        main_ident_known = 1;
+    }
     return main_ident == PyThread_get_thread_ident();
 }
 
-/* Between wait slices (~50 ms): only the main thread runs Python's signal handlers, so only it
- * takes the GIL to run them; a handler that raises (KeyboardInterrupt) ends the wait, and the
- * core leaves nothing held and no subscription behind. */
+int rlpy_wait_start(rlpy_wait *w, int64_t wait_ms) {
+    w->thread_state = NULL;
+    w->hook = NULL;
+    if (wait_ms == 0) return 0;
+    int is_main = is_main_thread();
+    if (is_main < 0) return -1;
+    if (is_main) w->hook = rlpy_wait_hook;
+    return 0;
+}
+
+/* Between wait slices (~50 ms), in the main thread only (rlpy_wait_start): it runs Python's
+ * signal handlers; one that raises (KeyboardInterrupt) ends the wait, and the core leaves nothing
+ * held and no subscription behind. */
 int rlpy_wait_hook(void *userdata) {
     rlpy_wait *w = userdata;
-    if (w->role == 2) return 0;
     PyEval_RestoreThread(w->thread_state);
-    int abort = 0;
-    if (!w->role) {
-        int is_main = is_main_thread();
-        abort = is_main < 0;
-        w->role = is_main > 0 ? 1 : 2;
-    }
-    if (!abort) abort = w->role == 1 && PyErr_CheckSignals() < 0;
+    int abort = PyErr_CheckSignals() < 0;
     w->thread_state = PyEval_SaveThread();
     return abort;
 }

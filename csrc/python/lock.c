@@ -95,11 +95,12 @@ static int acquire(rlpy_lock *self, int64_t lease_ms, int64_t wait_ms, int64_t m
     uint64_t context = rlpy_owner_context();
     if (wait_ms != 0 && rlpy_green_active())
         return rlpy_green_acquire((PyObject *)self, context, lease_ms, wait_ms, max_hold_ms);
-    rlpy_wait w = {NULL, 0};
+    rlpy_wait w;
+    if (rlpy_wait_start(&w, wait_ms) < 0) return -1;
     rl_acquire_options options = {.lease_ms = lease_ms,
                                   .wait_ms = wait_ms,
                                   .max_hold_ms = max_hold_ms,
-                                  .hook = wait_ms != 0 ? rlpy_wait_hook : NULL,
+                                  .hook = w.hook,
                                   .hook_userdata = &w};
     rl_error err;
     rl_status st;

@@ -76,13 +76,14 @@ static int acquire(rlpy_multilock *self, int64_t lease_ms, int64_t wait_ms, int6
     if (rlpy_refuse_on_event_loop("MultiLock.acquire()", "Client.multi_lock()") < 0 ||
         rlpy_refuse_green_wait("MultiLock.acquire()", wait_ms) < 0)
         return -1;
-    rlpy_wait w = {NULL, 0};
+    rlpy_wait w;
+    if (rlpy_wait_start(&w, wait_ms) < 0) return -1;
     rl_acquire_options o;
     rl_acquire_options_init(&o);
     o.lease_ms = lease_ms;
     o.wait_ms = wait_ms;
     o.max_hold_ms = max_hold_ms;
-    o.hook = wait_ms != 0 ? rlpy_wait_hook : NULL;
+    o.hook = w.hook;
     o.hook_userdata = &w;
     uint64_t context = rlpy_owner_context();
     rl_error err;

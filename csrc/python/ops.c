@@ -130,12 +130,12 @@ PyObject *rlpy_client_watch_wait(PyObject *client, PyObject *args) {
     if (!core || rlpy_name_bytes(name, &bytes, &len) < 0 ||
         rlpy_positive_ms(timeout, "timeout", &ms) < 0)
         return NULL;
-    rlpy_wait w = {NULL, 0};
+    rlpy_wait w;
+    if (rlpy_wait_start(&w, ms) < 0) return NULL;
     int notified = 0;
     rl_error err;
     rl_status st;
-    RLPY_WAITING(
-        &w, st = rl_watch_wait(core, bytes, (size_t)len, ms, rlpy_wait_hook, &w, &notified, &err));
+    RLPY_WAITING(&w, st = rl_watch_wait(core, bytes, (size_t)len, ms, w.hook, &w, &notified, &err));
     if (st != RL_OK) return rlpy_raise(&err);
     return PyBool_FromLong(notified);
 }

@@ -42,10 +42,10 @@ static int acquire(rlpy_semaphore *self, long long permits, int64_t wait_ms, rl_
     if (rlpy_refuse_loop_wait("Semaphore.acquire()", wait_ms, "Client.semaphore()") < 0 ||
         rlpy_refuse_green_wait("Semaphore.acquire()", wait_ms) < 0)
         return -1;
-    rlpy_wait w = {NULL, 0};
+    rlpy_wait w;
+    if (rlpy_wait_start(&w, wait_ms) < 0) return -1;
     rl_status st;
-    RLPY_WAITING(&w, st = rl_semaphore_acquire(self->sem, permits, wait_ms,
-                                               wait_ms != 0 ? rlpy_wait_hook : NULL, &w, err));
+    RLPY_WAITING(&w, st = rl_semaphore_acquire(self->sem, permits, wait_ms, w.hook, &w, err));
     if (st == RL_OK) return 1;
     if (st == RL_NOT_ACQUIRED) return 0;
     rlpy_raise(err);
