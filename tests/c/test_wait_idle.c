@@ -28,8 +28,12 @@ static long switches_while_waiting(rl_wait_hook hook, void *hook_userdata) {
     static waiter ws[WAITERS];
     static pthread_t threads[WAITERS];
     for (int i = 0; i < WAITERS; i++) {
-        ws[i] = (waiter){.lock = lock, .context = (uint64_t)i + 1, .wait_ms = 30000,
-                         .hold_ms = 1, .hook = hook, .hook_userdata = hook_userdata};
+        ws[i] = (waiter){.lock = lock,
+                         .context = (uint64_t)i + 1,
+                         .wait_ms = 30000,
+                         .hold_ms = 1,
+                         .hook = hook,
+                         .hook_userdata = hook_userdata};
         pthread_create(&threads[i], NULL, waiter_main, &ws[i]);
     }
     sleep_ms(1000); /* all of them subscribed and asleep */
