@@ -16,8 +16,9 @@
 /* clang-format off */
 /* Renew many holds in one call: per key, ARGV[2i] is the owner's field and ARGV[2i+1] is empty,
  * or for a read hold the prefix of its hold keys (prefix:1 .. prefix:count), which are renewed
- * instead; the hash then keeps the longest lease of all its readers. TYPE first so that a key
- * replaced by another type reports "held by others" instead of failing the whole batch. A
+ * instead; the hash then keeps the longest lease of all its readers. A plain hold is looked for
+ * first (HEXISTS, in pcall: a key of another type answers an error, not a failed batch), which
+ * renews most holds with two calls; otherwise TYPE tells "gone" from "held by others". A
  * permit of a permit-expirable semaphore (ARGV[2i+1] RENEW_PERMIT) is renewed in its timeout
  * ZSET: KEYS[i] is the ZSET, ARGV[2i] the permit id in hex; it gets a new expiry date (Redis's
  * clock, epoch ms) unless its date has passed.
@@ -29,8 +30,16 @@ const char rl_lua_renew[] =
     "local now\n"
     "for i, key in ipairs(KEYS) do\n"
     "  local field, holds = ARGV[2 * i], ARGV[2 * i + 1]\n"
-    "  local kind = redis.call('type', key).ok\n"
-    "  if kind == 'none' then\n"
+    "  local kind\n"
+    "  if holds == '' and redis.pcall('hexists', key, field) == 1 then\n"
+    "    kind = 'renewed'\n"
+    "    redis.call('pexpire', key, lease)\n"
+    "    answers[i] = 1\n"
+    "  else\n"
+    "    kind = redis.call('type', key).ok\n"
+    "  end\n"
+    "  if kind == 'renewed' then\n"
+    "  elseif kind == 'none' then\n"
     "    answers[i] = 0\n"
     "  elseif holds == '" RL_RENEW_PERMIT "' then\n"
     "    if kind ~= 'zset' then\n"
