@@ -54,15 +54,11 @@ def wire_figures(R):
     return out
 
 
-WAIT_SLICE_MS = 50  # how often a blocked waiter runs its hook (csrc/core/subscriber.c)
-
-
 def gil_figures(R):
     """The figures the (5) note quotes: the solo runs' own spread beside the fractions."""
     most = max(R.p["gil_waiters"])
-    out = {"gil_text": "", "gil_wakeups": f"{most} waiters cost the counting thread "
-           f"{most * 1000 // WAIT_SLICE_MS:,} wake-ups a second of other threads, which leave "
-           f"the GIL alone."}
+    out = {"gil_text": "", "gil_wakeups": f"{most} waiters cost the counting thread no wake-ups "
+           f"while they wait."}
     row = R.row("gil", "redlease")
     if not row or len(row.get("solo_rates", [])) < 2 or not row.get("points"):
         return out
