@@ -41,14 +41,6 @@ def shared():
     d.close()
 
 
-def on_master(d, *args):
-    raw = Raw(d.master_server().url)
-    try:
-        return raw(*args)
-    finally:
-        raw.close()
-
-
 def in_background(ng, path, out, timeout=60):
     t = threading.Thread(target=lambda: out.update(fields(ng.get(path, timeout)[1])))
     t.start()
@@ -91,11 +83,11 @@ def test_locks_and_the_same_wire_as_the_c_rock(shared, make_nginx):
         name = "sentinel:wire"
         monitor.mark("start")
         lua_sequence(peer, name)
-        assert wait_for(lambda: on_master(shared, "KEYS", "redisson_unlock_latch*") == [], 5)
+        assert wait_for(lambda: shared.on_master("KEYS", "redisson_unlock_latch*") == [], 5)
         monitor.mark("c")
         assert fields(ng.get("/sequence?name=" + name)[1])["steps"] == \
             "true,true,true,true,true,false"
-        assert wait_for(lambda: on_master(shared, "KEYS", "redisson_unlock_latch*") == [], 5)
+        assert wait_for(lambda: shared.on_master("KEYS", "redisson_unlock_latch*") == [], 5)
         monitor.mark("resty")
         c = Captured(monitor.between("start", "c"), name.encode())
         r = Captured(monitor.between("c", "resty"), name.encode())
@@ -112,16 +104,16 @@ def test_planned_failover_during_holds_and_waits(shared, make_nginx):
     name = "sentinel:planned"
     holder, waiters = {}, [{} for _ in range(4)]
     th = in_background(ng, f"/hold?name={name}&secs=8", holder)
-    assert wait_for(lambda: on_master(shared, "EXISTS", name) == 1, 5)
+    assert wait_for(lambda: shared.on_master("EXISTS", name) == 1, 5)
     threads = [in_background(ng, f"/hold?name={name}&timeout=30", w) for w in waiters]
-    assert wait_for(lambda: on_master(shared, "PUBSUB", "NUMSUB", CHANNEL % name)[1] >= 1, 5)
+    assert wait_for(lambda: shared.on_master("PUBSUB", "NUMSUB", CHANNEL % name)[1] >= 1, 5)
     pings = PingWatch(ng)
     before = shared.master_port()
     started = time.monotonic()
     shared.failover()
     assert shared.master_port() != before
     # the waiters resubscribe on the new master while the holder still holds
-    assert wait_for(lambda: on_master(shared, "PUBSUB", "NUMSUB", CHANNEL % name)[1] >= 1, 5)
+    assert wait_for(lambda: shared.on_master("PUBSUB", "NUMSUB", CHANNEL % name)[1] >= 1, 5)
     print(f"failover asked -> waiters subscribed on the new master "
           f"{time.monotonic() - started:.2f} s")
     for t in [th] + threads:
@@ -130,7 +122,7 @@ def test_planned_failover_during_holds_and_waits(shared, make_nginx):
     assert holder["acquired"] == "true" and holder["lost"] == "false", holder
     assert holder["released"] == "true", holder
     assert all(w["acquired"] == "true" for w in waiters), waiters
-    assert on_master(shared, "EXISTS", name) == 0
+    assert shared.on_master("EXISTS", name) == 0
     assert "redlease: the sentinels name a new master" in ng.log()
     assert p99 < 0.1  # the suite's wide margin (a loaded 2-core machine)
 
@@ -279,7 +271,7 @@ def test_the_documented_configuration_runs_as_written(shared, tmp_path):
                 return False
         assert wait_for(up, 15)
         assert ng.get("/orders") == (200, "done\n")
-        assert on_master(shared, "EXISTS", "orders:42") == 0
+        assert shared.on_master("EXISTS", "orders:42") == 0
     finally:
         proc.terminate()
         proc.wait(10)
@@ -300,7 +292,7 @@ def test_sentinels_hung_the_last_master_is_used(shared, make_nginx):
                     errors=[READ_TIMED_OUT, lost("down:demoted", "unreachable")])
     holder = {}
     th = in_background(ng, "/hold?name=down:held&secs=7", holder)
-    assert wait_for(lambda: on_master(shared, "EXISTS", "down:held") == 1, 5)
+    assert wait_for(lambda: shared.on_master("EXISTS", "down:held") == 1, 5)
     master, replica = shared.master_server(), shared.replica_server()
     raw = Raw(master.url)
     for s in shared.sentinels:

@@ -113,6 +113,14 @@ class Deployment:
         port = self.master_port()
         return next(s for s in self.servers if s.port == port)
 
+    def on_master(self, *args):
+        """One command at the master the sentinels name now."""
+        raw = Raw(self.master_server().url)
+        try:
+            return raw(*args)
+        finally:
+            raw.close()
+
     def replica_server(self):
         port = self.master_port()
         return next(s for s in self.servers if s.port != port)

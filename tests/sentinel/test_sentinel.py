@@ -23,14 +23,6 @@ def shared():
     d.close()
 
 
-def on_master(d, *args):
-    raw = Raw(d.master_server().url)
-    try:
-        return raw(*args)
-    finally:
-        raw.close()
-
-
 def test_locks_waits_and_renewals_through_sentinel(shared, make_client):
     holder = make_client(shared.url, watchdog_timeout=1.5, client_name="via-sentinel", **FAST)
     waiter = make_client(shared.url, **FAST)
@@ -45,7 +37,7 @@ def test_locks_waits_and_renewals_through_sentinel(shared, make_client):
         t = threading.Thread(target=wait)
         t.start()
         time.sleep(2.0)  # more than a lease: renewed on the master the sentinels named
-        assert on_master(shared, "PTTL", "sentinel:job") > 0
+        assert shared.on_master("PTTL", "sentinel:job") > 0
         # The holder's connections to the master the sentinels named carry its name.
         [owner] = waiter.lock("sentinel:job").owner()
         assert (owner.client_id, owner.name) == (holder.id, "via-sentinel")
@@ -54,7 +46,7 @@ def test_locks_waits_and_renewals_through_sentinel(shared, make_client):
     assert got[0][0] is True and got[0][1] - released < 1.0
     # woken by the message: its subscriber thread sent the acquire to the master named
     assert waiter.stats()["woken_acquires"] == 1
-    assert on_master(shared, "EXISTS", "sentinel:job") == 0
+    assert shared.on_master("EXISTS", "sentinel:job") == 0
 
 
 def test_planned_failover_loses_no_hold_with_sync_replicas(shared, make_client):
@@ -79,9 +71,9 @@ def test_planned_failover_loses_no_hold_with_sync_replicas(shared, make_client):
     print("planned failover asked -> in doubt %.3f s (%s) -> held %.3f s" % (
         states[0][2] - started, states[0][1], states[1][2] - started))
     assert client2.stats()["server_changes"] == 1
-    assert on_master(shared, "PTTL", "sentinel:planned") > 0
+    assert shared.on_master("PTTL", "sentinel:planned") > 0
     lock.release()
-    assert on_master(shared, "EXISTS", "sentinel:planned") == 0
+    assert shared.on_master("EXISTS", "sentinel:planned") == 0
     with client.lock("sentinel:planned", timeout=5):  # the other client, on the new master too
         pass
 
@@ -136,11 +128,11 @@ def test_failover_while_waiting(shared, make_client):
 
     t = threading.Thread(target=wait)
     t.start()
-    assert wait_for(lambda: on_master(shared, "PUBSUB", "NUMSUB",
+    assert wait_for(lambda: shared.on_master("PUBSUB", "NUMSUB",
                                       "redisson_lock__channel:{sentinel:wait}")[1] == 1, 5)
     shared.failover()
     # The waiter resubscribes on the new master; the holder's release there wakes it.
-    assert wait_for(lambda: on_master(shared, "PUBSUB", "NUMSUB",
+    assert wait_for(lambda: shared.on_master("PUBSUB", "NUMSUB",
                                       "redisson_lock__channel:{sentinel:wait}")[1] == 1, 10)
     lock.release()
     t.join(20)
@@ -176,7 +168,7 @@ def test_killed_master_is_replaced_and_locks_work_again(make_client):
         assert (owner.client_id, owner.name) == (other.id, "after-kill")
         # The holder either kept its lock (renewed on the promoted replica) or was told it lost it.
         time.sleep(3)
-        assert (not held.lost and on_master(d, "HEXISTS", "sentinel:killed",
+        assert (not held.lost and d.on_master("HEXISTS", "sentinel:killed",
                                             f"{holder.id}:{redlease._core.current_context()}"))\
             or held.lost
     finally:
