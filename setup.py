@@ -65,7 +65,8 @@ def openssl_flags(build_temp):
         os.makedirs(build_temp, exist_ok=True)
         with open(exports, "w") as f:
             f.write("{ global: PyInit__core; rl_*; local: *; };\n")
-        return (["-DRL_WITH_TLS", f"-I{os.path.join(static, 'include')}"],
+        # RL_BUNDLED_OPENSSL: this OpenSSL knows no system's CA paths (transport/tls_roots.c)
+        return (["-DRL_WITH_TLS", "-DRL_BUNDLED_OPENSSL", f"-I{os.path.join(static, 'include')}"],
                 [*libs, f"-Wl,--version-script={exports}"])
     cflags = pkg_config("--cflags", package="openssl")
     libs = pkg_config("--libs", package="openssl")

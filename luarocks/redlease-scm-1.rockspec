@@ -152,6 +152,7 @@ build = {
             "csrc/core/transport/identity.c",
             "csrc/core/transport/pool.c",
             "csrc/core/transport/tls.c",
+            "csrc/core/transport/tls_roots.c",
             "csrc/core/transport/url.c",
             "csrc/core/validity.c",
             "csrc/core/waiting.c",

@@ -73,6 +73,7 @@ int rl_tls_idle_check(rl_tls *tls) {
 
 #include "clock.h"
 #include "platform.h"
+#include "tls_roots.h"
 
 struct rl_tls_context {
     SSL_CTX *ctx;
@@ -244,7 +245,7 @@ static rl_status load(SSL_CTX *ctx, const rl_options *o, rl_error *err) {
             openssl_reason(why, sizeof why, "no CA certificate loaded");
             return rl_fail(err, RL_ERR_ARGUMENT, "tls_ca_file / tls_ca_dir: %s", why);
         }
-    } else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
+    } else if (rl_tls_trust_system_roots(ctx) != 1) {
         openssl_reason(why, sizeof why, "the system's CA certificates");
         return rl_fail(err, RL_ERR_ARGUMENT, "%s", why);
     }
