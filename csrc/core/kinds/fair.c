@@ -8,6 +8,8 @@
 #include "names.h"
 #include "script_parts.h"
 
+#include <stdlib.h>
+
 /* The scripts are laid out as Lua, one line per line: */
 /* clang-format off */
 /* Fair lock: drops waiters whose deadline passed from the head of the queue. */
