@@ -13,8 +13,7 @@
 #include "threads.h"
 
 #define WAIT_SLICE_MS 50   /* how often a waiter wakes to run the host's hook */
-#define IDLE_WAIT_MS 60000 /* a waiter without one looks again at least this often, as a backstop  \
-                            */
+#define IDLE_WAIT_MS 60000 /* a waiter without one looks again this often, as a backstop */
 #define RECONNECT_MIN_MS 50
 #define RECONNECT_MAX_MS 1000
 
