@@ -1,9 +1,11 @@
 """Helpers of the packaging suite: the repository, its version (RL_VERSION), the CPythons that
 make wheel built for (REDLEASE_PYTHONS), and fresh virtualenvs that run smoke_lock.py."""
 
+import contextlib
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 
@@ -57,3 +59,29 @@ class Venv:
         result = run([self.python, SMOKE, url, *ca_file], cwd=self.dir)
         assert result.returncode == 0, result.stdout + result.stderr
         return json.loads(result.stdout)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def tls_redis(certs):
+    """A redis-server with a plain port and a TLS one whose certificate (for 127.0.0.1) the test
+    CA signed, made into the folder `certs` (tests/tls/make-certs); yields (plain URL, rediss://
+    URL). For the wheels' TLS checks (tests/packaging, tests/xwheels)."""
+    from redlease.testing import RedisServer  # the suite's own redlease, not a wheel's
+
+    subprocess.run([os.path.join(ROOT, "tests", "tls", "make-certs"), str(certs)], check=True)
+    port = free_port()
+    server = RedisServer(extra_args=[
+        "--tls-port", str(port), "--tls-cert-file", os.path.join(certs, "server.crt"),
+        "--tls-key-file", os.path.join(certs, "server.key"),
+        "--tls-ca-cert-file", os.path.join(certs, "ca.crt"), "--tls-auth-clients", "no"])
+    server.start()
+    try:
+        yield server.url, f"rediss://127.0.0.1:{port}/0"
+    finally:
+        server.close()

@@ -16,17 +16,13 @@ import glob
 import json
 import os
 import re
-import socket
-import subprocess
 import sys
 import zipfile
 
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "packaging"))
-from pkgkit import ROOT, SMOKE, clean_env, python_tag, pythons, rl_version, run  # noqa: E402
-
-from redlease.testing import RedisServer  # noqa: E402
+from pkgkit import ROOT, SMOKE, clean_env, python_tag, pythons, rl_version, run, tls_redis  # noqa: E402
 
 OUT = os.path.join(ROOT, "dist", "wheels-all")
 AUDITWHEEL = os.path.join(ROOT, "build", "pkg-tools", "bin", "auditwheel")
@@ -62,25 +58,12 @@ ALL = [(p, t) for p in PLATFORMS for t in tags_for(p)]
 IDS = [f"{p}-{t}" for p, t in ALL]
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def tls(tmp_path_factory):
     """A server with a plain port and a TLS one; yields (plain URL, rediss:// URL, CA file)."""
     certs = tmp_path_factory.mktemp("certs")
-    subprocess.run([os.path.join(ROOT, "tests", "tls", "make-certs"), str(certs)], check=True)
-    port = free_port()
-    server = RedisServer(extra_args=[
-        "--tls-port", str(port), "--tls-cert-file", str(certs / "server.crt"),
-        "--tls-key-file", str(certs / "server.key"), "--tls-ca-cert-file", str(certs / "ca.crt"),
-        "--tls-auth-clients", "no"])
-    server.start()
-    yield server.url, f"rediss://127.0.0.1:{port}/0", str(certs / "ca.crt")
-    server.close()
+    with tls_redis(certs) as (plain, rediss):
+        yield plain, rediss, str(certs / "ca.crt")
 
 
 @pytest.mark.parametrize("platform,tag", ALL, ids=IDS)
