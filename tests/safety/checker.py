@@ -5,7 +5,8 @@ owner believes it holds the lock and may act on it. It begins when the acquire r
 owner cannot act before) and ends when the release starts (or when the run ended). Two holds of
 one lock by different owners overlap when each began before the other ended. The overlap is
 reported when the earlier holder was told (an event whose KINDS entry `tells`) no later than the
-later holder began; by how much is the margin.
+later holder began, or was in doubt when it began (told "in_doubt" and not confirmed "held"
+since); by how much is the margin.
 """
 
 from dataclasses import dataclass, field
@@ -40,10 +41,35 @@ class Hold:
     token: Optional[int] = None
     told: Optional[int] = None
     told_by: str = ""
+    # on_state changes in time order: (t, True) for "in_doubt", (t, False) for "held"
+    doubts: List[Tuple[int, bool]] = field(default_factory=list)
 
     def tell(self, t: int, by: str) -> None:
         if self.told is None or t < self.told:
             self.told, self.told_by = t, by
+
+    def doubted_at(self, t: int) -> Optional[int]:
+        """When the doubt that still stood at time t began (None if the hold was not in doubt
+        then): the holder was told its hold may be gone, and not told since that it is not."""
+        since = None
+        for when, doubting in self.doubts:
+            if when > t:
+                break
+            if doubting and since is None:
+                since = when
+            elif not doubting:
+                since = None
+        return since
+
+    def told_by_time(self, t: int) -> Optional[Tuple[int, str]]:
+        """The earliest tell that still stood at time t, and what told it."""
+        found = []
+        if self.told is not None and self.told <= t:
+            found.append((self.told, self.told_by))
+        doubt = self.doubted_at(t)
+        if doubt is not None:
+            found.append((doubt, "state:in_doubt"))
+        return min(found) if found else None
 
 
 @dataclass
@@ -54,6 +80,7 @@ class Overlap:
     reported: bool
     margin_ns: Optional[int]    # later.start - earlier.told, when reported
     outside_promise: str = ""   # the fault that broke an assumption, if any
+    told_by: str = ""           # what told the earlier holder in time, when reported
 
     @property
     def length_ns(self) -> int:
@@ -79,13 +106,18 @@ def holds(events: List[Event], run_end: int) -> List[Hold]:
     by_proc_lock: Dict[Tuple[str, str], List[Hold]] = {}
     for h in done:
         by_proc_lock.setdefault((h.proc, h.lock), []).append(h)
-    for e in events:
+    for e in sorted(events, key=lambda e: e.get("t", 0)):
+        if e["kind"] == "state" and e["state"] in ("in_doubt", "held"):
+            h = _holder_told(by_proc_lock.get((e["proc"], e["lock"]), []), e, e["t"])
+            if h is not None:
+                h.doubts.append((e["t"], e["state"] == "in_doubt"))
+            continue
         t = tells(e) if e["kind"] != "fault" else None
         if t is None:
             continue
         h = _holder_told(by_proc_lock.get((e["proc"], e["lock"]), []), e, t)
         if h is not None:
-            h.tell(t, e["kind"] + ":" + str(e.get("reason", "")))
+            h.tell(t, e["kind"] + ":" + str(e.get("reason", e.get("state", ""))))
     return done
 
 
@@ -112,8 +144,10 @@ def overlaps(hs: List[Hold], faults: List[Event]) -> List[Overlap]:
                     break
                 if (a.proc, a.owner) == (b.proc, b.owner):
                     continue
-                reported = a.told is not None and a.told <= b.start
-                o = Overlap(lock, a, b, reported, b.start - a.told if reported else None)
+                told = a.told_by_time(b.start)
+                o = Overlap(lock, a, b, told is not None,
+                            b.start - told[0] if told is not None else None)
+                o.told_by = told[1] if told is not None else ""
                 o.outside_promise = _outside_promise(a, b, faults)
                 found.append(o)
     return found

@@ -2,9 +2,9 @@
 nanoseconds (time.monotonic_ns(), one clock for every process of the machine).
 
 KINDS is the one place that says what each kind of event carries and what it means to the
-checker. A new kind (say "in_doubt": a renewal failed, the hold may still be valid) is one entry:
-its fields, and `tells`, the time at which it told a holder that its hold may be gone (None when
-it does not tell).
+checker. A new kind is one entry: its fields, and `tells`, the time at which it told a holder
+that its hold may be gone (None when it does not tell). `state` is the one kind that can also
+take a tell back: "held" after "in_doubt" says the hold was confirmed again.
 """
 
 import json
@@ -37,6 +37,12 @@ KINDS: Dict[str, Kind] = {
     # the client's on_lost(name, reason) callback ran; from nginx (no such hook yet), an owner
     # saw lock:lost() during its hold, and the event names it (`owner`)
     "lost": Kind(("proc", "lock", "t", "reason"), tells=lambda e: e["t"]),
+    # the client's on_state(name, state, why) callback ran ("in_doubt", "held", "lost"); from
+    # nginx, an owner saw lock:in_doubt() turn during its hold (`owner` names it). "in_doubt"
+    # tells (the hold may be gone: a careful holder stops acting on it), until a "held" of the
+    # same hold takes that back (the checker's Hold.doubted_at)
+    "state": Kind(("proc", "lock", "t", "state"),
+                  tells=lambda e: e["t"] if e["state"] in ("in_doubt", "lost") else None),
     # one read-modify-write of a database row under the lock; accepted or refused by its fence
     "write": Kind(("proc", "owner", "lock", "row", "start", "end", "accepted", "mode")),
     # a fault the nemesis made, from start to end

@@ -91,14 +91,16 @@ def _fenced(r, mode: str, key: str) -> str:
 
 
 def table(results: List[dict]) -> str:
-    head = ("| nemesis | lease | seed | faults | acquisitions | overlaps | reported (min margin) "
+    head = ("| nemesis | lease | seed | faults | acquisitions | overlaps | reported (in doubt; "
+            "min margin) "
             "| unreported | outside the promise (holder paused past lease, clock jump) "
             "| fenced writes rejected | lost increments "
             "fenced / unfenced | acquires ok during / after faults | recovery ms (median / max) "
             "| stuck |\n|" + "---|" * 14 + "\n")
     rows = []
     for r in results:
-        margin = f" ({min(r['margins_ms']):.0f} ms)" if r["margins_ms"] else ""
+        margin = (f" ({r.get('reported_in_doubt', 0)}; {min(r['margins_ms']):.0f} ms)"
+                  if r["margins_ms"] else "")
         av = r["availability"]
         rows.append(
             f"| {r['case']} | {r['lease']:g} s | {r['seed']} | {len(r['faults'])} | "
@@ -194,7 +196,8 @@ def verdicts(results: List[dict]) -> str:
 
         def said(rs: List[dict]) -> str:
             return (f"{sum(r['overlaps'] for r in rs)} overlaps, "
-                    f"{sum(r['reported'] for r in rs)} reported in time, "
+                    f"{sum(r['reported'] for r in rs)} reported in time "
+                    f"({sum(r.get('reported_in_doubt', 0) for r in rs)} of them in doubt), "
                     f"{sum(r['unreported'] for r in rs)} not, over "
                     f"{sum(r['acquisitions'] for r in rs):,} acquisitions and "
                     f"{sum(len(r['faults']) for r in rs)} faults")
@@ -359,8 +362,11 @@ hand. Every number below was measured by that run: {time.strftime('%Y-%m-%d')}, 
 ## What redlease promises, and under which assumptions
 
 While an owner believes it holds a lock, nobody else holds it, or the owner is told first: a
-hold that may be gone is reported (`lock.lost`, `on_lost(name, reason)`, `LockLostError` at the
-release) no later than the moment another owner can be granted the lock. This rests on:
+hold that may be gone is reported (in doubt: `lock.in_doubt`, `on_state(name, "in_doubt", why)`;
+lost: `lock.lost`, `on_lost(name, reason)`, `LockLostError` at the release) no later than the
+moment another owner can be granted the lock. A hold in doubt may still be valid: a careful
+holder stops acting on it (`lock.check()` before a critical write) until it is confirmed
+(`on_state(name, "held", ...)`) or lost. This rests on:
 
 - **Pauses shorter than the lease minus a margin.** A process stopped past its lease (GC, swap,
   a stopped VM) cannot be told anything while stopped: another owner takes the lock when the
@@ -383,7 +389,8 @@ release) no later than the moment another owner can be granted the lock. This re
 
 An overlap is a pair of holds of one lock by two owners that intersect in time; a hold runs from
 the end of its acquire call to the start of its release. Reported: the earlier holder was told
-before the later one's acquire returned (the margin is by how much). Each case runs {procs}
+before the later one's acquire returned (the margin is by how much): its hold lost, or in doubt
+and not confirmed since ("in doubt" counts those). Each case runs {procs}
 client processes in {langs} (Python: `tests/safety/worker.py`; Lua: `worker.lua` on the Lua
 rock under lua5.4; OpenResty, with one Redis: an nginx of its own on the rock's OpenResty
 backend, mutex owners only) with {owners} owners (threads in Python, coroutines in Lua,

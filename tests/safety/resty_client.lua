@@ -80,11 +80,18 @@ function M.cycle()
   if guard then
     local span = cfg.hold_ms[1] + (cfg.hold_ms[2] - cfg.hold_ms[1]) * math.random()
     local hold_until = t1 + span * 1e6
+    local doubting = false
     while now() < hold_until do
       local lost, reason = lock:lost()
       if lost then
         log("lost", { proc = cfg.proc, owner = owner, lock = name, t = now(), reason = reason })
         break
+      end
+      -- the backend's on_state is a [warn] line: the holder sees a change by asking
+      if lock:in_doubt() ~= doubting then
+        doubting = not doubting
+        log("state", { proc = cfg.proc, owner = owner, lock = name, t = now(),
+          state = doubting and "in_doubt" or "held" })
       end
       ngx.sleep(0.005)
     end

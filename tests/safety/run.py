@@ -224,8 +224,6 @@ def check(case, seed, plan, events, fenced, start_at, run_end) -> dict:
     lease_ns = int(case.lease * S)
     av = checker.availability(events, faults, run_end, lease_ns, 3 * S)
     acquires = list(history.of(events, "acquire"))
-    unreported = [o for o in ovs if not o.reported and not o.outside_promise]
-    per_lang, lang_pairs = checker.by_language(events, ovs)
     return {
         "case": case.name, "seed": seed, "topology": case.topology, "client": case.client,
         "nemesis": list(case.nemesis),
@@ -234,13 +232,8 @@ def check(case, seed, plan, events, fenced, start_at, run_end) -> dict:
         "attempts": len(acquires), "acquisitions": sum(e["ok"] for e in acquires),
         "errors": _count(e.get("error") for e in acquires if e.get("error")),
         "lost_reports": _count(e["reason"] for e in history.of(events, "lost")),
-        "overlaps": len(ovs), "reported": sum(o.reported for o in ovs),
-        "unreported": len(unreported),
-        "outside_promise": sum(1 for o in ovs if not o.reported and o.outside_promise),
-        "margins_ms": sorted(o.margin_ns / 1e6 for o in ovs if o.reported),
-        "unreported_detail": [_overlap_json(o) for o in unreported[:20]],
-        "outside_told_ms": _outside_told_ms(ovs),
-        "languages": per_lang, "overlaps_by_language": lang_pairs,
+        "doubt_reports": sum(1 for e in history.of(events, "state") if e["state"] == "in_doubt"),
+        **_overlap_results(events, hs, ovs, faults, start_at, run_end),
         "fenced": {r: {"mode": f.mode, "accepted": len(f.accepted), "final": f.final,
                        "rejected": _rejected(events, r), "lost_increments": f.lost_increments,
                        "token_order_errors": f.token_order_errors[:10]}
@@ -251,7 +244,6 @@ def check(case, seed, plan, events, fenced, start_at, run_end) -> dict:
                                                  for k, v in av.healed_to_usable_ns.items()},
                          "stuck": av.stuck},
         "faults": faults,
-        "timeline": _timeline(hs, ovs, faults, start_at, run_end),
     }
 
 
@@ -265,21 +257,28 @@ def recheck(case_dir: str) -> dict:
     faults = list(history.of(events, "fault"))
     hs = checker.holds(events, r["end"])
     ovs = checker.overlaps(hs, faults)
+    r.update(_overlap_results(events, hs, ovs, faults, r["start"], r["end"]))
+    with open(os.path.join(case_dir, "results.json"), "w") as f:
+        json.dump(r, f, indent=1)
+    return r
+
+
+def _overlap_results(events, hs, ovs, faults, start_at, run_end) -> dict:
+    """What the checker says of the overlaps (a run's, or a finished run's checked again)."""
     unreported = [o for o in ovs if not o.reported and not o.outside_promise]
     per_lang, lang_pairs = checker.by_language(events, ovs)
-    r.update({
+    return {
         "languages": per_lang, "overlaps_by_language": lang_pairs,
         "overlaps": len(ovs), "reported": sum(o.reported for o in ovs),
+        # of those reported, the ones whose holder was told in doubt (not yet lost) in time
+        "reported_in_doubt": sum(1 for o in ovs if o.reported and o.told_by == "state:in_doubt"),
         "unreported": len(unreported),
         "outside_promise": sum(1 for o in ovs if not o.reported and o.outside_promise),
         "margins_ms": sorted(o.margin_ns / 1e6 for o in ovs if o.reported),
         "unreported_detail": [_overlap_json(o) for o in unreported[:20]],
         "outside_told_ms": _outside_told_ms(ovs),
-        "timeline": _timeline(hs, ovs, faults, r["start"], r["end"]),
-    })
-    with open(os.path.join(case_dir, "results.json"), "w") as f:
-        json.dump(r, f, indent=1)
-    return r
+        "timeline": _timeline(hs, ovs, faults, start_at, run_end),
+    }
 
 
 def _outside_told_ms(ovs) -> Dict[str, dict]:

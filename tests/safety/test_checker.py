@@ -22,6 +22,10 @@ def lost(proc, t, lock="L"):
                           "reason": "unreachable"})
 
 
+def state(proc, t, to, lock="L"):
+    return history.check({"kind": "state", "proc": proc, "lock": lock, "t": t * MS, "state": to})
+
+
 def fault(kind, target, start, end):
     return history.check({"kind": "fault", "fault": kind, "target": target, "start": start * MS,
                           "end": end * MS})
@@ -53,6 +57,29 @@ def test_loss_told_before_the_later_holder_entered_is_reported_with_its_margin()
     (o,) = overlaps([acq("p0", "t0", 0, 1), lost("p0", 4), rel("p0", "t0", 30, 31, reason="x"),
                      acq("p1", "t0", 5, 10), rel("p1", "t0", 20, 21)])
     assert o.reported and o.margin_ns == 6 * MS
+
+
+def test_a_hold_in_doubt_when_the_later_holder_entered_is_reported_from_the_doubt():
+    (o,) = overlaps([acq("p0", "t0", 0, 1), state("p0", 3, "in_doubt"), rel("p0", "t0", 30, 31),
+                     acq("p1", "t0", 5, 10), rel("p1", "t0", 20, 21)])
+    assert o.reported and o.margin_ns == 7 * MS and o.told_by == "state:in_doubt"
+
+
+def test_a_doubt_taken_back_before_the_later_holder_entered_reports_nothing():
+    (o,) = overlaps([acq("p0", "t0", 0, 1), state("p0", 3, "in_doubt"), state("p0", 4, "held"),
+                     rel("p0", "t0", 30, 31), acq("p1", "t0", 5, 10), rel("p1", "t0", 20, 21)])
+    assert not o.reported and o.told_by == ""
+    # a doubt that comes back counts from its own start
+    (o,) = overlaps([acq("p0", "t0", 0, 1), state("p0", 2, "in_doubt"), state("p0", 3, "held"),
+                     state("p0", 6, "in_doubt"), rel("p0", "t0", 30, 31),
+                     acq("p1", "t0", 5, 10), rel("p1", "t0", 20, 21)])
+    assert o.reported and o.margin_ns == 4 * MS
+
+
+def test_a_doubt_after_the_later_holder_entered_is_unreported():
+    (o,) = overlaps([acq("p0", "t0", 0, 1), state("p0", 11, "in_doubt"), rel("p0", "t0", 30, 31),
+                     acq("p1", "t0", 5, 10), rel("p1", "t0", 20, 21)])
+    assert not o.reported
 
 
 def test_lock_lost_error_at_release_tells_at_its_end():

@@ -80,6 +80,11 @@ opts.on_lost = function(name, reason)
   -- every round): the time the program learned it
   log("lost", { proc = cfg.proc, lock = name, t = now(), reason = reason })
 end
+opts.on_state = function(name, state, why)
+  -- "in_doubt", "held" or "lost", delivered like on_lost
+  log("state", { proc = cfg.proc, lock = name, t = now(), state = state,
+    why = tostring(why):sub(1, 200) })
+end
 local client = assert(redlease.connect(cfg.url, opts))
 log("hello", { proc = cfg.proc, client_id = client:id(), pid = pid(), lang = "lua" })
 

@@ -74,6 +74,11 @@ class Owner(threading.Thread):
         self.rng = random.Random(f"{w.cfg['seed']}:{w.proc}:{index}")
         self.db = None
 
+    def on_state(self, name, state, why) -> None:
+        t = now()
+        name = name.decode() if isinstance(name, bytes) else name
+        self.log("state", proc=self.proc, lock=name, t=t, state=state, why=str(why)[:200])
+
     def run(self) -> None:
         cfg = self.w.cfg
         if self.workload != "mutex":
@@ -175,7 +180,8 @@ class Worker:
         client_id = self.proc
         if cfg["client"] == "redlease":
             import redlease
-            self.client = redlease.Client(cfg["url"], on_lost=self.on_lost, **cfg["options"])
+            self.client = redlease.Client(cfg["url"], on_lost=self.on_lost,
+                                          on_state=self.on_state, **cfg["options"])
             client_id = self.client.id
         self.log("hello", proc=self.proc, client_id=client_id, pid=os.getpid(), lang="python")
 
@@ -183,6 +189,11 @@ class Worker:
         t = now()
         name = name.decode() if isinstance(name, bytes) else name
         self.log("lost", proc=self.proc, lock=name, t=t, reason=reason)
+
+    def on_state(self, name, state, why) -> None:
+        t = now()
+        name = name.decode() if isinstance(name, bytes) else name
+        self.log("state", proc=self.proc, lock=name, t=t, state=state, why=str(why)[:200])
 
     def run(self) -> None:
         while now() < self.cfg["start_at"]:
