@@ -26,6 +26,7 @@ from render import (
     run_info,
     scale,
     semaphore,
+    third_round,
     watchdog,
     wire_goals,
 )
@@ -33,9 +34,9 @@ from render.results import Results
 from render.template import fill
 
 TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report_template.md")
-PARTS = (run_info, goals, wire_goals, scale, cycles, cycle_profile, callgrind, parallel, handoff,
-         semaphore, contended, watchdog, cluster, gil, memory, openresty, asyncio_locks, failures,
-         notes, redisson)
+PARTS = (run_info, goals, wire_goals, third_round, scale, cycles, cycle_profile, callgrind,
+         parallel, handoff, semaphore, contended, watchdog, cluster, gil, memory, openresty,
+         asyncio_locks, failures, notes, redisson)
 PLOTTED = (cycles, parallel, handoff, contended, watchdog, scale, gil, memory)
 
 

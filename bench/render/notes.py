@@ -3,11 +3,12 @@ section per goal: cause_1, cause_1b, ..., cause_W1, ...), with this run's figure
 
 import statistics
 
-from . import wire_goals
+from . import third_round, wire_goals
 from .fmt import f2, ms
 from .goals import missed
 
-EXPLAINED = ("1", "1b", "2", "3", "5", "6", "W1", "W2", "W3")  # goals whose causes the template has
+# goals whose causes the template has
+EXPLAINED = ("1", "1b", "2", "3", "5", "6", "W1", "W2", "W3", "T1", "T2", "T3")
 
 
 def wire_figures(R):
@@ -79,7 +80,8 @@ def gil_figures(R):
 
 
 def render(R):
-    miss = missed(R) + [k for k, _, _, v in wire_goals.goals(R) if v == "not met"]
+    miss = missed(R) + [k for k, _, _, v in wire_goals.goals(R) + third_round.goals(R)
+                        if v == "not met"]
     out = {f"cause_{k}": k in miss for k in EXPLAINED}
     out["causes"] = any(k in miss for k in EXPLAINED)
     out.update(wire_figures(R))
