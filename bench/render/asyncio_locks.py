@@ -3,11 +3,7 @@ process, redis-py's asyncio Lock and aioredlock: one-task cycles, many waiting t
 
 import statistics
 
-from .fmt import f2, ms, n0, pct, table
-
-
-def verdict(ok):
-    return "met" if ok else "not met"
+from .fmt import f2, ms, n0, pct, table, verdict
 
 
 def render(R):

@@ -36,6 +36,10 @@ def one_of(xs):
     return xs[0] if len(xs) == 1 else ", ".join(xs[:-1]) + " or " + xs[-1]
 
 
+def verdict(ok):
+    return "met" if ok else "not met"
+
+
 def table(head, rows):
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]

@@ -4,13 +4,9 @@ instruction counts beside the times; with the figures the notes on a missed goal
 
 import statistics
 
-from .fmt import f2, ms, table
+from .fmt import f2, ms, table, verdict
 
 AIO_GOAL, HANDOFF_GOAL, PY_GOAL, C_GOAL = 0.85, 1.3, 0.95, 0.97
-
-
-def verdict(ok):
-    return "met" if ok else "not met"
 
 
 def goal_asyncio(R):
