@@ -263,6 +263,12 @@ class Harness:
         self.run("openresty", "openresty",
                  [sys.executable, os.path.join(HERE, "openresty", "run.py"), self.url,
                   "--seconds", p["openresty_seconds"], "--handoffs", p["openresty_handoffs"]])
+        # 7, deployments: the per-request rows against Sentinel and a 3-master Cluster, which the
+        # step starts itself (the smoke run skips their warm-up: its time)
+        self.run("openresty-deployments", "openresty-deployments",
+                 [sys.executable, os.path.join(HERE, "openresty", "deployments.py"),
+                  "--seconds", p["openresty_seconds"]]
+                 + (["--no-warm-up"] if self.size == "smoke" else []))
 
     def paired_limits(self):
         """The limits on their own (bench_limits) and the Lua rows, which run in processes of

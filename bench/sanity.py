@@ -4,6 +4,12 @@ count too. Timing is never checked: a slow or noisy machine passes."""
 
 import os
 
+# the OpenResty rows against Sentinel and Cluster (bench/openresty/deployments.py): the polling
+# lock against Sentinel's master only
+DEPLOYMENT_ROWS = sorted([(dep, impl, w) for w in (1, 2) for dep, impl in
+                          (("sentinel", "redlease"), ("sentinel", "polling"),
+                           ("cluster", "redlease"))])
+
 
 def pos(*xs):
     return all(isinstance(x, (int, float)) and x > 0 for x in xs)
@@ -65,10 +71,11 @@ def check_step(name, step, params):
                                              r["lock_object"]["core_bytes"])
                                          and len(r["rss"]["samples"]) >= 2):
             bad.append("memory figures")
-        if m == "openresty" and not (pos(r["requests_per_s"]) if r["kind"] == "rps" else
-                                     len(r["latencies_ms"]) == params["openresty_handoffs"]
-                                     and all(x >= 0 for x in r["latencies_ms"])):
-            bad.append(f"openresty {r['kind']} {r['impl']}")
+        if m in ("openresty", "openresty-deployments") and not (
+                pos(r["requests_per_s"]) and r["worker_cpu_us"] >= 0 if r["kind"] == "rps" else
+                len(r["latencies_ms"]) == params["openresty_handoffs"]
+                and all(x >= 0 for x in r["latencies_ms"])):
+            bad.append(f"openresty {r['kind']} {r['impl']} {r.get('deployment', '')}".strip())
         if m == "aio-cycles" and not pos(r["cycles_per_s"]):
             bad.append(f"{r['impl']}: cycles_per_s {r['cycles_per_s']}")
         if m == "aio-waiting" and not (r["tasks"] > 0 and r["rss_per_task_bytes"] is not None
@@ -85,6 +92,9 @@ def check_step(name, step, params):
         bad.append("no rows of the earlier core (BENCH_BEFORE)")
     if m == "callgrind" and len(rows) != 4:
         bad.append(f"{len(rows)} callgrind rows, not 4")
+    if m == "openresty-deployments" and sorted(
+            (r["deployment"], r["impl"], r["workers"]) for r in rows) != DEPLOYMENT_ROWS:
+        bad.append("openresty-deployments: not every deployment, lock and worker count")
     if m == "core" and len(d["handoff"]["latencies_ms"]) != params["c_handoffs"]:
         bad.append("core hand-offs")
     if m == "ceiling" and not pos(d.get("requests_per_s", d.get("cycles_per_s"))):

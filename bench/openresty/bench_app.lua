@@ -22,12 +22,14 @@ local POLL_STEP = 0.05 -- the polling lock's retry interval (seconds)
 local RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then "
   .. "return redis.call('del', KEYS[1]) end return 0"
 
-function app.init(redis_url)
-  url = redis_url
+-- redlease connects to `redis_url` (any URL it takes: redis://, redis+sentinel://,
+-- redis+cluster://); the polling lock to `polling_url` (a redis:// URL; default `redis_url`).
+function app.init(redis_url, polling_url)
+  url = polling_url or redis_url
   client = assert(redlease.connect(redis_url))
 end
 
--- The polling lock: one command per cosocket from the keepalive pool.
+-- The polling lock: one command per cosocket from the keepalive pool, at `url`.
 local function command(...)
   local host, port = url:match("^redis://([^:/]+):(%d+)")
   local sock = ngx.socket.tcp()

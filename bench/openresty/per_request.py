@@ -22,7 +22,7 @@ sys.path.insert(0, HERE)
 from nginx import Nginx  # noqa: E402
 
 from redlease.testing import RedisServer  # noqa: E402
-from run import HTTP, LOCATIONS, wrk  # noqa: E402
+from run import HTTP, LOCATIONS, cpu_seconds, wrk  # noqa: E402
 
 PROFILE = """
     location = /prof_start { content_by_lua_block {
@@ -31,23 +31,9 @@ PROFILE = """
 """
 
 
-def cpu_seconds(pids):
-    total = 0.0
-    for pid in pids:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
-
-
-def worker_pids(ng):
-    with open(f"/proc/{ng.process.pid}/task/{ng.process.pid}/children") as f:
-        return [int(p) for p in f.read().split()]
-
-
 def measured(ng, server, path, seconds, connections):
     """-> requests/s, worker CPU µs per request, redis-server CPU µs per request"""
-    workers = worker_pids(ng)
+    workers = ng.worker_pids()
     w0, r0 = cpu_seconds(workers), cpu_seconds([server.process.pid])
     rps = wrk(ng.port, path, seconds, connections)
     w1, r1 = cpu_seconds(workers), cpu_seconds([server.process.pid])

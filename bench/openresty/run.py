@@ -1,7 +1,9 @@
 """The OpenResty rows of `make bench`: requests/s with wrk through nginx (1 and 2 workers) for
 an empty handler (the limit), one redlease lock cycle per request, and one cycle of a polling
-lock written the usual way (SET NX PX retried every 50 ms with ngx.sleep); and hand-off latency
-between two nginx requests, redlease (woken by pub/sub) against the polling lock.
+lock written the usual way (SET NX PX retried every 50 ms with ngx.sleep), each with the CPU
+time the nginx workers spent per request; and hand-off latency between two nginx requests,
+redlease (woken by pub/sub) against the polling lock. (bench/openresty/deployments.py: the same
+rows against Sentinel and Cluster.)
 
     python bench/openresty/run.py REDIS_URL [--seconds 5] [--connections 32] [--handoffs 50]
 
@@ -45,6 +47,27 @@ def wrk(port, path, seconds, connections):
     return rps
 
 
+def cpu_seconds(pids):
+    """User + system CPU seconds the processes `pids` have used so far (/proc/PID/stat)."""
+    total = 0.0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read().rsplit(")", 1)[1].split()  # utime, stime: fields 14, 15
+        total += (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def measured(ng, path, seconds, connections):
+    """One wrk run: {"requests_per_s", "worker_cpu_us"}, the second being the CPU µs the nginx
+    workers spent per request (from /proc: what other processes take from the machine does not
+    count in it; ticks of 10 ms, so a short run's figure is coarse)."""
+    workers = ng.worker_pids()
+    before = cpu_seconds(workers)
+    rps = wrk(ng.port, path, seconds, connections)
+    used = cpu_seconds(workers) - before
+    return {"requests_per_s": rps, "worker_cpu_us": round(used / (rps * seconds) * 1e6, 1)}
+
+
 def fields(body):
     return dict(line.split("=", 1) for line in body.splitlines() if "=" in line)
 
@@ -85,7 +108,7 @@ def main():
                                ("polling", "/polling")):
                 rows.append({"kind": "rps", "impl": impl, "workers": workers,
                              "connections": a.connections, "seconds": seconds,
-                             "requests_per_s": wrk(ng.port, path, seconds, a.connections)})
+                             **measured(ng, path, seconds, a.connections)})
             if workers == 1:
                 for impl in ("redlease", "polling"):
                     rows.append({"kind": "handoff", "impl": impl, "workers": 1,

@@ -1,17 +1,64 @@
 """Measure 7: OpenResty, a lock per request in nginx (the "openresty" step, written by
 bench/openresty/run.py): wrk requests/s for an empty handler, redlease and a polling lock with 1
-and 2 workers, and the hand-off between two requests of one worker."""
+and 2 workers, and the hand-off between two requests of one worker; the per-request rows against
+Sentinel and Cluster beside one Redis's (the "openresty-deployments" step,
+bench/openresty/deployments.py); issue 14's goals and issue 30's goal 4 (redlease's requests/s
+at least the polling lock's, one Redis, 1 and 2 workers, this run)."""
 
 import statistics
 
-from .fmt import pct, table
+from .fmt import n0, pct, table, verdict
 
 WORKERS = (1, 2)
+DEPLOYMENTS = (("one Redis", "one"), ("Sentinel: master, replica, 3 sentinels", "sentinel"),
+               ("Cluster: 3 masters", "cluster"))
+
+
+def cpu(row):
+    return "–" if row is None or row.get("worker_cpu_us") is None else f"{row['worker_cpu_us']:.0f}"
+
+
+def deployment_table(rps, deps):
+    """One row per deployment and worker count: redlease's and the polling lock's requests/s
+    and worker CPU per request, and their ratio."""
+    by = dict(rps)
+    for r in deps["rows"] if deps else ():
+        by[(r["impl"], r["workers"], r["deployment"])] = r
+    rows = []
+    for label, dep in DEPLOYMENTS:
+        for w in WORKERS:
+            key = (w,) if dep == "one" else (w, dep)
+            r, p = by.get(("redlease", *key)), by.get(("polling", *key))
+            if r is None:
+                continue
+            rows.append([label, w, n0(r["requests_per_s"]), cpu(r),
+                         n0(p["requests_per_s"]) if p else "–", cpu(p),
+                         f"{r['requests_per_s'] / p['requests_per_s']:.2f}" if p else "–"])
+    return table(["deployment", "workers", "redlease, req/s", "worker CPU µs/request",
+                  "polling lock, req/s", "worker CPU µs/request", "redlease / polling"], rows)
+
+
+def goal_per_request(rps):
+    """Issue 30, goal 4: redlease's requests/s ≥ the polling lock's, 1 and 2 workers."""
+    parts, ok = [], True
+    for w in WORKERS:
+        r, p = rps[("redlease", w)]["requests_per_s"], rps[("polling", w)]["requests_per_s"]
+        ok = ok and r >= p
+        parts.append(f"{w} worker{'s' if w > 1 else ''}: {n0(r)} against {n0(p)} req/s, "
+                     f"{r / p:.2f}")
+    return verdict(ok), "; ".join(parts)
 
 
 def render(R):
     d = R.data("openresty")
-    out = {"openresty": bool(d), "openresty_failed": bool(R.failed("openresty"))}
+    deps = R.data("openresty-deployments")
+    out = {"openresty": bool(d), "openresty_failed": bool(R.failed("openresty")),
+           "openresty_deployments": bool(deps),
+           "openresty_deployments_missing": (
+               "The Sentinel and Cluster rows' step failed in this run (see [the steps that "
+               "failed](#steps-that-failed-in-this-run)): one Redis only."
+               if R.failed("openresty-deployments")
+               else "Sentinel and Cluster not measured in this run: one Redis only.")}
     if not d:
         return out
     rps = {(r["impl"], r["workers"]): r for r in d["rows"] if r["kind"] == "rps"}
@@ -28,6 +75,7 @@ def render(R):
                                  ("polling lock", ho["polling"]))]
     red, pol = statistics.median(ho["redlease"]), statistics.median(ho["polling"])
     share = rps[("redlease", 1)]["requests_per_s"] / rps[("empty", 1)]["requests_per_s"]
+    per_request, per_request_figures = goal_per_request(rps)
     out.update({
         "openresty_connections": first["connections"],
         "openresty_seconds": first["seconds"],
@@ -40,5 +88,8 @@ def render(R):
         "openresty_share_verdict": "met" if share >= 0.5 else "not met",
         "openresty_handoff_x": f"{pol / red:.0f}",
         "openresty_handoff_verdict": "met" if pol >= 20 * red else "not met",
+        "openresty_deployment_table": deployment_table(rps, deps),
+        "openresty_per_request_verdict": per_request,
+        "openresty_per_request_figures": per_request_figures,
     })
     return out
