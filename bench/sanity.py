@@ -72,7 +72,8 @@ def check_step(name, step, params):
                                          and len(r["rss"]["samples"]) >= 2):
             bad.append("memory figures")
         if m in ("openresty", "openresty-deployments") and not (
-                pos(r["requests_per_s"]) and r["worker_cpu_us"] >= 0 if r["kind"] == "rps" else
+                pos(r["requests_per_s"]) and r.get("worker_cpu_us", -1) >= 0
+                if r["kind"] == "rps" else
                 len(r["latencies_ms"]) == params["openresty_handoffs"]
                 and all(x >= 0 for x in r["latencies_ms"])):
             bad.append(f"openresty {r['kind']} {r['impl']} {r.get('deployment', '')}".strip())
