@@ -4,13 +4,18 @@ both alike. With --profile, LuaJIT's sampling profiler (jit.p) runs in the worke
 wrk run of each and its report is printed.
 
     python bench/openresty/per_request.py [--seconds 3] [--repeats 3] [--profile]
+                                          [--commandstats]
 
 Prints the pairs and their ratios (redlease / polling), per number of workers, and the CPU time
 each request cost the nginx workers and redis-server (from /proc: what other processes take from
-the machine does not count in it)."""
+the machine does not count in it). With --commandstats, one wrk run of each with Redis's INFO
+commandstats around it: which commands each request made Redis run, and the µs of execution
+each took (Redis's own count: the reading, parsing and writing around them are not in it)."""
 
 import argparse
 import os
+import re
+import subprocess
 import sys
 import tempfile
 
@@ -66,6 +71,27 @@ def profile(ng, path, seconds, connections, mode):
     return text
 
 
+def redis_cli(server, *args):
+    return subprocess.run(["redis-cli", "-p", str(server.port), *args], capture_output=True,
+                          text=True, check=True).stdout
+
+
+def commandstats(ng, server, path, seconds, connections):
+    """-> lines: per command, calls and execution µs per request, and µs per call"""
+    redis_cli(server, "CONFIG", "RESETSTAT")
+    rps = wrk(ng.port, path, seconds, connections)
+    text = redis_cli(server, "INFO", "commandstats")
+    n = rps * seconds
+    out = []
+    for m in re.finditer(r"cmdstat_(\S+):calls=(\d+),usec=(\d+),usec_per_call=([0-9.]+)", text):
+        name, calls, usec, per_call = m.group(1), int(m.group(2)), int(m.group(3)), m.group(4)
+        if name in ("config|resetstat", "info"):
+            continue
+        out.append(f"  {name:<12} {calls / n:6.3f} calls/request  {usec / n:6.2f} µs/request  "
+                   f"{per_call} µs/call")
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--seconds", type=int, default=3)
@@ -73,6 +99,7 @@ def main():
     ap.add_argument("--connections", type=int, default=32)
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--mode", default="Fi1")
+    ap.add_argument("--commandstats", action="store_true")
     a = ap.parse_args()
     with RedisServer() as server:
         for workers in (1, 2):
@@ -85,6 +112,11 @@ def main():
                     for path in ("/redlease", "/polling"):
                         print(f"--- jit.p {a.mode} {path} (1 worker)")
                         print(profile(ng, path, a.seconds, a.connections, a.mode))
+                if a.commandstats:
+                    for path in ("/redlease", "/polling"):
+                        print(f"--- INFO commandstats {path} ({workers} worker(s))")
+                        print("\n".join(commandstats(ng, server, path, a.seconds,
+                                                     a.connections)), flush=True)
                 ratios = []
                 for _ in range(a.repeats):
                     r, rw, rr = measured(ng, server, "/redlease", a.seconds, a.connections)

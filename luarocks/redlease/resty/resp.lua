@@ -14,15 +14,28 @@ Err.__index = Err
 Err.__tostring = function(e) return e.msg end
 function resp.is_error(v) return getmetatable(v) == Err and v.msg end
 
+-- The headers "*<n>\r\n" and "$<n>\r\n", made once per length: a command goes out as pieces
+-- (a header, the argument itself, "\r\n"), so that encoding builds no string per argument.
+local HEADS_KEPT = 4096
+local function head_cache(prefix)
+  return setmetatable({}, { __index = function(t, n)
+    local h = prefix .. n .. "\r\n"
+    if n <= HEADS_KEPT then t[n] = h end
+    return h
+  end })
+end
+local ARRAY, BULK = head_cache("*"), head_cache("$")
+resp.ARRAY, resp.BULK = ARRAY, BULK
+
 -- Appends one command (a list of strings or numbers) to the parts list `out`.
 function resp.encode(out, args, n)
   n = n or #args
   local k = #out
-  out[k + 1] = "*" .. n .. "\r\n"
+  out[k + 1] = ARRAY[n]
   k = k + 1
   for i = 1, n do
     local a = tostring(args[i])
-    out[k + 1] = "$" .. #a .. "\r\n"
+    out[k + 1] = BULK[#a]
     out[k + 2] = a
     out[k + 3] = "\r\n"
     k = k + 3

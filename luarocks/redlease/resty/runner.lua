@@ -8,7 +8,7 @@ local texts = require "redlease.resty.scripts"
 local url = require "redlease.resty.url"
 
 local runner = {}
-local encode, is_error = resp.encode, resp.is_error
+local encode, is_error, ARRAY, BULK = resp.encode, resp.is_error, resp.ARRAY, resp.BULK
 
 -- The scripts this backend sends (the lock kinds', the semaphores' and the latch's), for SCRIPT
 -- LOAD in the core's order (rl_script_id, generated with the texts).
@@ -62,12 +62,16 @@ runner.load_all, runner.is_noscript = load_all, is_noscript
 
 -- Appends one call ({name, nkeys, keys and args...}) as EVALSHA to `parts`.
 local function encode_call(parts, call)
-  local n = #call
-  parts[#parts + 1] = "*" .. (n + 1) .. "\r\n"
-  parts[#parts + 1] = head[call[1]] or error("no script " .. tostring(call[1]))
+  local n, k = #call, #parts
+  parts[k + 1] = ARRAY[n + 1]
+  parts[k + 2] = head[call[1]] or error("no script " .. tostring(call[1]))
+  k = k + 2
   for j = 2, n do
     local a = tostring(call[j])
-    parts[#parts + 1] = "$" .. #a .. "\r\n" .. a .. "\r\n"
+    parts[k + 1] = BULK[#a]
+    parts[k + 2] = a
+    parts[k + 3] = "\r\n"
+    k = k + 3
   end
   return parts
 end
