@@ -46,8 +46,10 @@ end
 local Reader = {}
 Reader.__index = Reader
 
-function resp.reader(sock)
-  return setmetatable({ sock = sock, buf = "", pos = 1, mark = 1 }, Reader)
+-- timeout_ms: the socket's read timeout now, when known (a read then sets it only to shorten it).
+function resp.reader(sock, timeout_ms)
+  return setmetatable({ sock = sock, buf = "", pos = 1, mark = 1, timeout_ms = timeout_ms },
+    Reader)
 end
 
 -- Whether bytes are left unread (a connection with leftovers is not reused).
@@ -59,10 +61,14 @@ function Reader:pending() return self.pos <= #self.buf end
 local function fill(self)
   local deadline = self.deadline
   if deadline then
-    ngx.update_time()
+    -- (no ngx.update_time(): a read that waited was resumed by nginx's event loop, which updated
+    -- the time; one that did not wait took no time to speak of)
     local left_ms = math.floor((deadline - ngx.now()) * 1000)
     if left_ms <= 0 then return nil, "timeout" end
-    self.sock:settimeout(left_ms)
+    if not self.timeout_ms or left_ms < self.timeout_ms then
+      self.sock:settimeout(left_ms)
+      self.timeout_ms = left_ms
+    end
   end
   local data, err = self.sock:receiveany(65536)
   if not data then return nil, err end

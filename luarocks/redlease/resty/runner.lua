@@ -76,6 +76,7 @@ local function encode_call(parts, call)
   return parts
 end
 runner.encode_call = encode_call
+local scratch, concat, clear = {}, table.concat, require "table.clear"
 
 -- The answers of n calls -> replies, nil, trips | nil, err, trips when a script refused.
 local function checked(replies, n, trips)
@@ -100,8 +101,12 @@ function runner.run(client, calls, idempotent, timeout_ms)
     if not replies then return nil, err, trips, unanswered end
     return checked(replies, #calls, trips)
   end
-  local parts = {}
-  for i = 1, #calls do encode_call(parts, calls[i]) end
+  -- encoded into a scratch list and joined at once (no yield in between: the list is shared;
+  -- emptied first too, in case an error left pieces there)
+  clear(scratch)
+  for i = 1, #calls do encode_call(scratch, calls[i]) end
+  local parts = concat(scratch)
+  clear(scratch)
   local trips, err, unanswered = 0, "connection: no time left for the call", false
   local deadline = timeout_ms and ngx.now() * 1000 + timeout_ms
   local tries, try, readonly = idempotent and 2 or 1, 0, false
