@@ -122,8 +122,8 @@ end
 
 -- Sends the encoded commands (one string, or a list of pieces), reads n replies, all within the
 -- command timeout (a deadline for the whole exchange, not per read). Closes the connection on
--- any failure.
-function Conn:raw_exchange(parts, n)
+-- any failure. skip: that many replies come first and are read and dropped (a latch DEL's).
+function Conn:raw_exchange(parts, n, skip)
   local sock = self.sock
   self.exchanges = self.exchanges + 1 -- round trips, for the watchdog's counters
   ngx.update_time()
@@ -142,14 +142,15 @@ function Conn:raw_exchange(parts, n)
     return fail(self.client, self.ep, "lost the connection to", err)
   end
   local replies = {}
-  for i = 1, n do
+  skip = skip or 0
+  for i = 1 - skip, n do
     local v, rerr = reader:read()
     if v == nil then
       reader.deadline = nil
       sock:close()
       return fail(self.client, self.ep, "no answer from", rerr)
     end
-    replies[i] = v
+    if i > 0 then replies[i] = v end
   end
   reader.deadline = nil
   return replies
@@ -167,12 +168,11 @@ function Conn:exchange(parts, n)
     else
       all[#all + 1] = parts
     end
-    local replies, err = self:raw_exchange(all, n + 1)
+    local replies, err = self:raw_exchange(all, n, 1) -- (DEL's count: nothing to learn from it)
     if not replies then
       self.client:give_back_latches(latches)
       return nil, err
     end
-    table.remove(replies, 1) -- DEL's count: nothing to learn from it
     return replies
   end
   return self:raw_exchange(parts, n)
