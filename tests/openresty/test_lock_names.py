@@ -15,6 +15,9 @@ NAMES = """
         local l = i % 2 == 0 and c:fair_lock(name) or c:lock(name)
         assert(assert(l:acquire { timeout = 0, lease = 5 }):release())
       end
+      local long = c:lock(("L"):rep(300)) -- (not kept: too long)
+      assert(assert(long:acquire { timeout = 0, lease = 5 }):release())
+      assert(assert(long:acquire { timeout = 0, lease = 5 }):release())
       local plain, fenced = c:lock("names:1"), c:fenced_lock("names:4")
       local rw = c:rw_lock("names:2")
       local g1 = assert(plain:acquire { timeout = 0, lease = 5 })
@@ -43,4 +46,4 @@ def test_keys_stay_each_names_own_past_the_cache_bound(server, raw, make_nginx):
         "released": "true"}, body
     assert raw("GET", "redisson_lock_token:{names:4}") == b"1"
     assert wait_for(lambda: raw("KEYS", "redisson_unlock_latch*") == [], 5)
-    assert raw("KEYS", "names:*") == []
+    assert raw("KEYS", "names:*") == [] and raw("KEYS", "LLL*") == []

@@ -29,11 +29,15 @@ end
 
 -- What a lock object needs of its name (its Redis keys, its name in messages, its key in the
 -- holds table), made once per name of each kind in this worker: a request that makes a lock
--- object per call builds no key. Bounded: past NAMES_KEPT names of a kind it starts afresh.
-local NAMES_KEPT = 1000
+-- object per call builds no key. Bounded: past NAMES_KEPT names of a kind it starts afresh, and
+-- a name longer than NAME_KEPT_BYTES is not kept.
+local NAMES_KEPT, NAME_KEPT_BYTES = 1000, 256
 local by_name, names_kept = {}, {}
 
 local function of_name(kind, name)
+  if #name > NAME_KEPT_BYTES then
+    return { keys = keys.of(kind, name), shown = keys.shown(name), key = kind .. ":" .. name }
+  end
   local cache = by_name[kind]
   local got = cache and cache[name]
   if got then return got end
