@@ -4,15 +4,33 @@ both alike. With --profile, LuaJIT's sampling profiler (jit.p) runs in the worke
 wrk run of each and its report is printed.
 
     python bench/openresty/per_request.py [--seconds 3] [--repeats 3] [--profile]
+                                          [--commandstats] [--instructions N]
 
 Prints the pairs and their ratios (redlease / polling), per number of workers, and the CPU time
 each request cost the nginx workers and redis-server (from /proc: what other processes take from
-the machine does not count in it)."""
+the machine does not count in it). With --commandstats, one wrk run of each with Redis's INFO
+commandstats around it: which commands each request made Redis run, and the µs of execution
+each took (Redis's own count: the reading, parsing and writing around them are not in it).
+
+With --instructions N, only this: nginx runs as one process under valgrind's callgrind, and N
+sequential requests of each kind (one HTTP connection, so one lock name) are counted in
+instructions of that process per request, alternating twice. Instructions do not change with
+the machine's load as CPU time does: the measure to compare two versions of the backend on a
+busy machine. (Timers fire by wall-clock time and valgrind slows nginx down about 50 times: the
+0.1 s latch timer runs far more often per request than at full speed, a few thousand
+instructions of noise; and sequential requests carry one latch DEL per request, batched ones
+far fewer.)"""
 
 import argparse
+import glob
+import http.client
 import os
+import re
+import shutil
+import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -52,6 +70,80 @@ def profile(ng, path, seconds, connections, mode):
     return text
 
 
+def redis_cli(server, *args):
+    return subprocess.run(["redis-cli", "-p", str(server.port), *args], capture_output=True,
+                          text=True, check=True).stdout
+
+
+def commandstats(ng, server, path, seconds, connections):
+    """-> lines: per command, calls and execution µs per request, and µs per call"""
+    redis_cli(server, "CONFIG", "RESETSTAT")
+    rps = wrk(ng.port, path, seconds, connections)
+    text = redis_cli(server, "INFO", "commandstats")
+    n = rps * seconds
+    out = []
+    for m in re.finditer(r"cmdstat_(\S+):calls=(\d+),usec=(\d+),usec_per_call=([0-9.]+)", text):
+        name, calls, usec, per_call = m.group(1), int(m.group(2)), int(m.group(3)), m.group(4)
+        if name in ("config|resetstat", "info"):
+            continue
+        out.append(f"  {name:<12} {calls / n:6.3f} calls/request  {usec / n:6.2f} µs/request  "
+                   f"{per_call} µs/call")
+    return out
+
+
+def sequential(port, path, n):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    try:
+        for _ in range(n):
+            c.request("GET", path)
+            r = c.getresponse()
+            body = r.read()
+            if r.status != 200:
+                raise RuntimeError(f"{path}: {r.status} {body!r}")
+    finally:
+        c.close()
+
+
+def instructions(server, n):
+    """nginx (master_process off) under callgrind: instructions per request, twice each."""
+    ng = Nginx(server.url, http_block=HTTP, server_block=LOCATIONS, workers=1,
+               log_level="warn", lua_dir=HERE)
+    conf = os.path.join(ng.dir, "conf", "nginx.conf")
+    with open(conf) as f:
+        text = f.read().replace("master_process on;", "master_process off;")
+    with open(conf, "w") as f:
+        f.write(text)
+    out = os.path.join(ng.dir, "callgrind.out")
+    p = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "nginx",
+                          "-p", ng.dir, "-c", "conf/nginx.conf", "-e", "logs/error.log"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(600):
+            try:
+                sequential(ng.port, "/ping", 1)
+                break
+            except OSError:
+                time.sleep(0.2)
+        for path in ("/redlease", "/polling", "/redlease", "/polling"):
+            sequential(ng.port, path, 300)  # warm: JIT, pools, caches
+            subprocess.run(["callgrind_control", "-z", str(p.pid)], capture_output=True,
+                           check=True)
+            sequential(ng.port, path, n)
+            before = set(glob.glob(out + "*"))
+            subprocess.run(["callgrind_control", "-d", str(p.pid)], capture_output=True,
+                           check=True)
+            dump = sorted(set(glob.glob(out + "*")) - before, key=os.path.getmtime)[-1]
+            with open(dump) as f:
+                total = [int(line.split()[1]) for line in f
+                         if line.startswith(("summary:", "totals:"))][-1]
+            os.unlink(dump)
+            print(f"{path}: {total / n:,.0f} instructions per request (nginx)", flush=True)
+    finally:
+        p.terminate()
+        p.wait()
+        shutil.rmtree(ng.dir, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--seconds", type=int, default=3)
@@ -59,8 +151,12 @@ def main():
     ap.add_argument("--connections", type=int, default=32)
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--mode", default="Fi1")
+    ap.add_argument("--commandstats", action="store_true")
+    ap.add_argument("--instructions", type=int, default=0, metavar="N")
     a = ap.parse_args()
     with RedisServer() as server:
+        if a.instructions:
+            return instructions(server, a.instructions)
         for workers in (1, 2):
             ng = Nginx(server.url, http_block=HTTP, server_block=LOCATIONS + PROFILE,
                        workers=workers, log_level="warn", lua_dir=HERE).start()
@@ -71,6 +167,11 @@ def main():
                     for path in ("/redlease", "/polling"):
                         print(f"--- jit.p {a.mode} {path} (1 worker)")
                         print(profile(ng, path, a.seconds, a.connections, a.mode))
+                if a.commandstats:
+                    for path in ("/redlease", "/polling"):
+                        print(f"--- INFO commandstats {path} ({workers} worker(s))")
+                        print("\n".join(commandstats(ng, server, path, a.seconds,
+                                                     a.connections)), flush=True)
                 ratios = []
                 for _ in range(a.repeats):
                     r, rw, rr = measured(ng, server, "/redlease", a.seconds, a.connections)

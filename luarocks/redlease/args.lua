@@ -180,6 +180,21 @@ local ACQUIRE = {
 -- acquire(opts) / with(fn, opts): returns lease_ms (-1: watchdog), wait_ms (-1: forever) and
 -- max_hold_ms (nil: the client's, -1: none).
 function args.acquire(fname, opts)
+  -- the common case, timeout and lease that are valid, read without building a table (a lock
+  -- per request calls this on every request); anything else takes the general path and its errors
+  if type(opts) == "table" and opts.max_hold == nil then
+    local known = true
+    for k in pairs(opts) do
+      if ACQUIRE[k] == nil then
+        known = false
+        break
+      end
+    end
+    local t, l = opts.timeout, opts.lease
+    local wait_ms = t == nil and -1 or duration(t, false, true)
+    local lease_ms = l == nil and -1 or duration(l, true, false)
+    if known and wait_ms and lease_ms then return lease_ms, wait_ms, nil end
+  end
   local o, name, why = options(opts, ACQUIRE)
   if not o then raise(fname, name, why) end
   return o.lease or -1, o.timeout or -1, o.max_hold

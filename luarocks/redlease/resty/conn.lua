@@ -12,6 +12,7 @@ Conn.__index = Conn
 
 local tcp = ngx.socket.tcp
 local encode, is_error, null = resp.encode, resp.is_error, resp.null
+local concat = table.concat
 
 -- ep: where the connection goes (a target of the client's resolver carries its epoch: a
 -- failure there makes the resolver ask where the master is again).
@@ -51,8 +52,8 @@ function conn.open(c, timeout_ms, node)
     ok, err = sock:connect(ep.host, ep.port, connect_opts)
   end
   if not ok then return fail(c, ep, "cannot connect to", err) end
-  local self = setmetatable({ sock = sock, reader = resp.reader(sock), client = c, exchanges = 0,
-    command_ms = command_ms, ep = ep, node = node }, Conn)
+  local self = setmetatable({ sock = sock, reader = resp.reader(sock, command_ms), client = c,
+    exchanges = 0, command_ms = command_ms, ep = ep, node = node }, Conn)
   if sock:getreusedtimes() == 0 then
     local t = ep.tls_settings
     if t then
@@ -119,49 +120,59 @@ function conn.open(c, timeout_ms, node)
   return self
 end
 
--- Sends the encoded parts, reads n replies, all within the command timeout (a deadline for the
--- whole exchange, not per read). Closes the connection on any failure.
-function Conn:raw_exchange(parts, n)
+-- Sends the encoded commands (one string, or a list of pieces), reads n replies, all within the
+-- command timeout (a deadline for the whole exchange, not per read). Closes the connection on
+-- any failure. skip: that many replies come first and are read and dropped (a latch DEL's).
+function Conn:raw_exchange(parts, n, skip)
   local sock = self.sock
   self.exchanges = self.exchanges + 1 -- round trips, for the watchdog's counters
   ngx.update_time()
   local reader = self.reader
   reader.deadline = ngx.now() + self.command_ms / 1000
-  sock:settimeout(self.command_ms)
-  local ok, err = sock:send(parts)
+  if reader.timeout_ms ~= self.command_ms then -- (a read of the last exchange shortened it)
+    sock:settimeout(self.command_ms)
+    reader.timeout_ms = self.command_ms
+  end
+  -- one string: nginx walks a table of pieces twice through the Lua C API (lua_next, then
+  -- lua_rawgeti per piece), which costs more than joining them here
+  local ok, err = sock:send(type(parts) == "table" and concat(parts) or parts)
   if not ok then
     reader.deadline = nil
     sock:close()
     return fail(self.client, self.ep, "lost the connection to", err)
   end
   local replies = {}
-  for i = 1, n do
+  skip = skip or 0
+  for i = 1 - skip, n do
     local v, rerr = reader:read()
     if v == nil then
       reader.deadline = nil
       sock:close()
       return fail(self.client, self.ep, "no answer from", rerr)
     end
-    replies[i] = v
+    if i > 0 then replies[i] = v end
   end
   reader.deadline = nil
   return replies
 end
 
--- Sends the commands of `parts` (n of them) after any pending latch deletion, reads the n
--- answers. -> replies | nil, err
+-- Sends the commands of `parts` (n of them; a string or a list of pieces) after any pending latch
+-- deletion, reads the n answers. -> replies | nil, err
 function Conn:exchange(parts, n)
   -- (not on a cluster node: the latches' slots are anywhere; cluster.lua deletes them)
   local latches = not self.node and self.client:take_latches()
   if latches then
     local all = encode({}, latches)
-    for i = 1, #parts do all[#all + 1] = parts[i] end
-    local replies, err = self:raw_exchange(all, n + 1)
+    if type(parts) == "table" then
+      for i = 1, #parts do all[#all + 1] = parts[i] end
+    else
+      all[#all + 1] = parts
+    end
+    local replies, err = self:raw_exchange(all, n, 1) -- (DEL's count: nothing to learn from it)
     if not replies then
       self.client:give_back_latches(latches)
       return nil, err
     end
-    table.remove(replies, 1) -- DEL's count: nothing to learn from it
     return replies
   end
   return self:raw_exchange(parts, n)

@@ -46,6 +46,7 @@ end
 
 -- For messages: the name cut at 60 bytes, unprintable bytes as '?'.
 function keys.shown(name)
+  if #name <= 60 and not name:find("[^\32-\126]") then return name end -- (no copy made)
   local s = name:sub(1, 60):gsub("[^\32-\126]", "?")
   return #name > 60 and s .. "..." or s
 end

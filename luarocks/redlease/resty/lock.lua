@@ -27,12 +27,36 @@ local function now_ms()
   return ngx.now() * 1000
 end
 
+-- What a lock object needs of its name (its Redis keys, its name in messages, its key in the
+-- holds table), made once per name of each kind in this worker: a request that makes a lock
+-- object per call builds no key. Bounded: past NAMES_KEPT names of a kind it starts afresh, and
+-- a name longer than NAME_KEPT_BYTES is not kept.
+local NAMES_KEPT, NAME_KEPT_BYTES = 1000, 256
+local by_name, names_kept = {}, {}
+
+local function of_name(kind, name)
+  if #name > NAME_KEPT_BYTES then
+    return { keys = keys.of(kind, name), shown = keys.shown(name), key = kind .. ":" .. name }
+  end
+  local cache = by_name[kind]
+  local got = cache and cache[name]
+  if got then return got end
+  if not cache or names_kept[kind] >= NAMES_KEPT then
+    cache = {}
+    by_name[kind], names_kept[kind] = cache, 0
+  end
+  got = { keys = keys.of(kind, name), shown = keys.shown(name), key = kind .. ":" .. name }
+  cache[name] = got
+  names_kept[kind] = names_kept[kind] + 1
+  return got
+end
+
 -- client: the internal client (client.lua); lock.client is the public one, as in the rock.
 function Lock.new(client, name, kind)
   if client.cluster then client.cluster.check_name(name, "lock") end
+  local n = of_name(kind, name)
   return setmetatable({ client = client.public, _core = client, name = name, kind = kind,
-    _keys = keys.of(kind, name),
-    _shown = keys.shown(name), _key = kind .. ":" .. name }, Lock)
+    _keys = n.keys, _shown = n.shown, _key = n.key }, Lock)
 end
 
 function Lock:__tostring()
@@ -47,10 +71,11 @@ local function not_owned(self)
   return nil, ('not_owned: lock "%s" is not held by this context'):format(self._shown)
 end
 
--- The calling run's hold of this lock, or nil (and the run).
+-- The calling run's hold of this lock, or nil (and the run, and the hold's key).
 function Lock:_hold()
   local run = owner.run()
-  return self._core.holds[self._key .. "\0" .. run.id], run
+  local key = self._key .. "\0" .. run.id
+  return self._core.holds[key], run, key
 end
 
 -- -> as calls.acquire (got, token or wait hint or err, reentered or unanswered), and when it
@@ -113,11 +138,10 @@ end
 -- Before an acquire: the run's hold must be healthy, and a release of it that failed on the
 -- network is settled first (the same request again, answered from its unlock latch if Redis
 -- did it), so that the acquire starts from what Redis holds and the new hold is renewed.
-local function check_before_acquire(self, hold, run, wait_ms)
+local function check_before_acquire(self, hold, key, wait_ms)
   local client = self._core
   -- an earlier acquire of this run whose answer was lost is being taken back: wait for that,
   -- or its release could take the hold this acquire gets
-  local key = self._key .. "\0" .. run.id
   if client.takebacks[key] then
     ngx.update_time()
     local ok, err = takeback.settled(client, key, now_ms() + (wait_ms >= 0 and
@@ -138,8 +162,8 @@ function Lock:_acquire(lease_ms, wait_ms, max_hold)
   local client = self._core
   local ok, err = client:ready("acquire")
   if not ok then return nil, err end
-  local hold, run = self:_hold()
-  ok, err = check_before_acquire(self, hold, run, wait_ms)
+  local hold, run, key = self:_hold()
+  ok, err = check_before_acquire(self, hold, key, wait_ms)
   if not ok then return nil, err end
   local who = client:owner_of(run)
   local lease = lease_ms > 0 and lease_ms or client.watchdog_ms
@@ -170,7 +194,6 @@ function Lock:_acquire(lease_ms, wait_ms, max_hold)
       wait_ms > 0 and ("; not acquired within %.3f s"):format(wait_ms / 1000) or "")
   end
   -- record the hold (no yield from the answer to here: renewal starts with the hold)
-  local key = self._key .. "\0" .. run.id
   hold = client.holds[key]
   if hold and hold.count > 0 and not hold.lost and not reentered then
     -- Redis granted it afresh: the hold this run had was gone (deleted, expired) before the

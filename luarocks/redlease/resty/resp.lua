@@ -14,15 +14,28 @@ Err.__index = Err
 Err.__tostring = function(e) return e.msg end
 function resp.is_error(v) return getmetatable(v) == Err and v.msg end
 
+-- The headers "*<n>\r\n" and "$<n>\r\n", made once per length: a command goes out as pieces
+-- (a header, the argument itself, "\r\n"), so that encoding builds no string per argument.
+local HEADS_KEPT = 4096
+local function head_cache(prefix)
+  return setmetatable({}, { __index = function(t, n)
+    local h = prefix .. n .. "\r\n"
+    if n <= HEADS_KEPT then t[n] = h end
+    return h
+  end })
+end
+local ARRAY, BULK = head_cache("*"), head_cache("$")
+resp.ARRAY, resp.BULK = ARRAY, BULK
+
 -- Appends one command (a list of strings or numbers) to the parts list `out`.
 function resp.encode(out, args, n)
   n = n or #args
   local k = #out
-  out[k + 1] = "*" .. n .. "\r\n"
+  out[k + 1] = ARRAY[n]
   k = k + 1
   for i = 1, n do
     local a = tostring(args[i])
-    out[k + 1] = "$" .. #a .. "\r\n"
+    out[k + 1] = BULK[#a]
     out[k + 2] = a
     out[k + 3] = "\r\n"
     k = k + 3
@@ -33,8 +46,10 @@ end
 local Reader = {}
 Reader.__index = Reader
 
-function resp.reader(sock)
-  return setmetatable({ sock = sock, buf = "", pos = 1, mark = 1 }, Reader)
+-- timeout_ms: the socket's read timeout now, when known (a read then sets it only to shorten it).
+function resp.reader(sock, timeout_ms)
+  return setmetatable({ sock = sock, buf = "", pos = 1, mark = 1, timeout_ms = timeout_ms },
+    Reader)
 end
 
 -- Whether bytes are left unread (a connection with leftovers is not reused).
@@ -46,10 +61,14 @@ function Reader:pending() return self.pos <= #self.buf end
 local function fill(self)
   local deadline = self.deadline
   if deadline then
-    ngx.update_time()
+    -- (no ngx.update_time(): a read that waited was resumed by nginx's event loop, which updated
+    -- the time; one that did not wait took no time to speak of)
     local left_ms = math.floor((deadline - ngx.now()) * 1000)
     if left_ms <= 0 then return nil, "timeout" end
-    self.sock:settimeout(left_ms)
+    if not self.timeout_ms or left_ms < self.timeout_ms then
+      self.sock:settimeout(left_ms)
+      self.timeout_ms = left_ms
+    end
   end
   local data, err = self.sock:receiveany(65536)
   if not data then return nil, err end

@@ -8,7 +8,7 @@ local texts = require "redlease.resty.scripts"
 local url = require "redlease.resty.url"
 
 local runner = {}
-local encode, is_error = resp.encode, resp.is_error
+local encode, is_error, ARRAY, BULK = resp.encode, resp.is_error, resp.ARRAY, resp.BULK
 
 -- The scripts this backend sends (the lock kinds', the semaphores' and the latch's), for SCRIPT
 -- LOAD in the core's order (rl_script_id, generated with the texts).
@@ -62,16 +62,21 @@ runner.load_all, runner.is_noscript = load_all, is_noscript
 
 -- Appends one call ({name, nkeys, keys and args...}) as EVALSHA to `parts`.
 local function encode_call(parts, call)
-  local n = #call
-  parts[#parts + 1] = "*" .. (n + 1) .. "\r\n"
-  parts[#parts + 1] = head[call[1]] or error("no script " .. tostring(call[1]))
+  local n, k = #call, #parts
+  parts[k + 1] = ARRAY[n + 1]
+  parts[k + 2] = head[call[1]] or error("no script " .. tostring(call[1]))
+  k = k + 2
   for j = 2, n do
     local a = tostring(call[j])
-    parts[#parts + 1] = "$" .. #a .. "\r\n" .. a .. "\r\n"
+    parts[k + 1] = BULK[#a]
+    parts[k + 2] = a
+    parts[k + 3] = "\r\n"
+    k = k + 3
   end
   return parts
 end
 runner.encode_call = encode_call
+local scratch, concat, clear = {}, table.concat, require "table.clear"
 
 -- The answers of n calls -> replies, nil, trips | nil, err, trips when a script refused.
 local function checked(replies, n, trips)
@@ -96,8 +101,12 @@ function runner.run(client, calls, idempotent, timeout_ms)
     if not replies then return nil, err, trips, unanswered end
     return checked(replies, #calls, trips)
   end
-  local parts = {}
-  for i = 1, #calls do encode_call(parts, calls[i]) end
+  -- encoded into a scratch list and joined at once (no yield in between: the list is shared;
+  -- emptied first too, in case an error left pieces there)
+  clear(scratch)
+  for i = 1, #calls do encode_call(scratch, calls[i]) end
+  local parts = concat(scratch)
+  clear(scratch)
   local trips, err, unanswered = 0, "connection: no time left for the call", false
   local deadline = timeout_ms and ngx.now() * 1000 + timeout_ms
   local tries, try, readonly = idempotent and 2 or 1, 0, false

@@ -259,6 +259,7 @@ local function loop(_, self) -- (_: premature; the loop looks at ngx.worker.exit
         local client = self.client
         c.sock:settimeouts(client.connect_ms, client.command_ms,
           (PING_S + SLICE_S) * 1000 + client.command_ms)
+        c.reader.timeout_ms = nil -- (not the one conn.open set)
         self.connected = true
         for _, e in pairs(self.entries) do self.dirty[e] = true end
         local reader = ngx.thread.spawn(read_loop, self, c)

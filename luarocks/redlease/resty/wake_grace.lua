@@ -22,7 +22,8 @@ end
 -- Until when an acquire of `key` should leave the lock to the woken waiter, and the floor noted
 -- with it; nil when it need not.
 function Handovers:until_ms(key, now_ms)
-  for slot = 1, RECENT do
+  if self.next == 0 then return nil end -- none yet (a lock per request: the common case)
+  for slot = 1, math.min(self.next, RECENT) do
     if self.keys[slot] == key and self.untils[slot] > now_ms then
       return self.untils[slot], self.floors[slot]
     end
