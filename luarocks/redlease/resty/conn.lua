@@ -4,6 +4,7 @@
 -- client identity, so that a connection keeps its client's name). Unlock latches waiting to be
 -- deleted ride along with the next exchange (see client:delete_latch).
 local resp = require "redlease.resty.resp"
+local tls = require "redlease.resty.tls"
 local url = require "redlease.resty.url"
 
 local conn = {}
@@ -56,26 +57,8 @@ function conn.open(c, timeout_ms, node)
   if sock:getreusedtimes() == 0 then
     local t = ep.tls_settings
     if t then
-      if t.cert then
-        local set, cerr = sock:setclientcert(t.cert, t.key)
-        if not set then
-          sock:close()
-          return fail(c, ep, "TLS client certificate for", cerr)
-        end
-      end
-      -- false: no session object wanted back; the name is sent as SNI and, when verifying,
-      -- checked against the certificate (which nginx verifies against lua_ssl_trusted_certificate)
-      local session, herr = sock:sslhandshake(false, t.server_name or ep.host, t.verify)
-      if not session then
-        sock:close()
-        return fail(c, ep, "TLS handshake with", herr)
-      end
-      -- A handshake that completes asynchronously can answer success after nginx closed the
-      -- connection for a certificate that failed verification: a closed socket says so here.
-      if not sock:getreusedtimes() then
-        return fail(c, ep, "TLS handshake with",
-          "the connection was closed during the handshake (certificate verification failed?)")
-      end
+      local done, herr = tls.handshake(sock, t, ep.host)
+      if not done then return fail(c, ep, "TLS handshake with", herr) end
     end
     local parts, n, what = {}, 0, {}
     if ep.password then
