@@ -175,9 +175,14 @@ function Cluster:exec(slot, parts, idempotent, deadline, script)
       return nil, err or "connection: no time left for the call", trips, unanswered
     end
     local node = ask
-    if not node then node, err = self:node_of(slot, deadline) end
+    if not node then
+      node, err = self:node_of(slot, deadline)
+      -- no map (no node answered CLUSTER SLOTS, or none serves the slot): said at once, as the
+      -- C core's rl_cluster_owner does; a refused certificate never turns into a wait
+      if not node then return nil, err, trips, unanswered end
+    end
     local c
-    if node then c, err = conn.open(client, left, node) end
+    c, err = conn.open(client, left, node)
     local wait = true
     if c then
       local send, n = parts, 1
@@ -217,7 +222,7 @@ function Cluster:exec(slot, parts, idempotent, deadline, script)
         if not idempotent then return nil, err, trips, true end
         self.stale, ask = true, nil
       end
-    elseif node then
+    else
       self.stale, ask = true, nil -- cannot connect: the slot may have a new master
     end
     if wait then
