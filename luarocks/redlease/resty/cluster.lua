@@ -165,7 +165,8 @@ end
 
 -- Sends one encoded command to the master of `slot`, following the cluster until `deadline`
 -- (ngx.now() ms). script: an EVALSHA (NOSCRIPT loads the scripts there). -> reply (any but a
--- redirect), round trips | nil, err, round trips, unanswered (sent, no answer: it may have run)
+-- redirect), nil, round trips, false, the node that answered | nil, err, round trips,
+-- unanswered (sent, no answer: it may have run)
 function Cluster:exec(slot, parts, idempotent, deadline, script)
   local client = self.client
   local ask, backoff, trips, unanswered, err = nil, BACKOFF_MIN_MS, 0, false, nil
@@ -215,7 +216,7 @@ function Cluster:exec(slot, parts, idempotent, deadline, script)
         elseif e and (e:sub(1, 8) == "TRYAGAIN" or e:sub(1, 11) == "CLUSTERDOWN") then
           ask, err = nil, ("server: %s answered %s"):format(node.addr, e)
         else
-          return r, trips
+          return r, nil, trips, false, node
         end
       else
         unanswered = true
@@ -248,17 +249,20 @@ cluster.now_ms = now_ms
 
 -- runner.run on a cluster: each call ({script, nkeys, keys..., args...}) at the master of its
 -- first key's slot, one after the other, within timeout_ms (else the command timeout).
--- -> replies, nil, trips | nil, err, trips, unanswered
+-- -> replies, nil, trips | nil, err, trips, unanswered. client.answered_by: the identity of the
+-- server that answered the last call (conn.identity), read by the caller with no yield since.
 function Cluster:run(calls, idempotent, timeout_ms)
   local deadline = now_ms() + (timeout_ms or self.client.command_ms)
-  local replies, trips = {}, 0
+  local replies, trips, node = {}, 0, nil
   for i, call in ipairs(calls) do
     local parts = runner.encode_call({}, sharded(call))
-    local r, err, t, unanswered = self:exec(slots.of(call[3]), parts, idempotent, deadline, true)
+    local r, err, t, unanswered
+    r, err, t, unanswered, node = self:exec(slots.of(call[3]), parts, idempotent, deadline, true)
     trips = trips + (t or 0)
     if r == nil then return nil, err, trips, unanswered end
     replies[i] = r
   end
+  self.client.answered_by = node and node.server
   return replies, nil, trips
 end
 

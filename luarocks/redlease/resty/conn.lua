@@ -29,6 +29,13 @@ function conn.pool_name(ep)
     ep.user or "", ep.password and ngx.md5(ep.password) or "")
 end
 
+-- The server's identity from its INFO replication answer: its replication id, which a restart
+-- or a replica's promotion changes (the C core's rl_identity_of) -> string | nil. A hold
+-- confirmed by one server and found gone by another was lost to a failover (watchdog.lua).
+function conn.identity(info)
+  return type(info) == "string" and info:match("\nmaster_replid:(%w+)") or nil
+end
+
 -- Opens (or takes from the pool) a connection for client c -> Conn | nil, err. timeout_ms: a
 -- shorter bound than the client's timeouts for this use of it. node: a cluster node (cluster.lua:
 -- its endpoint and pool) instead of the client's endpoint.
@@ -81,6 +88,12 @@ function conn.open(c, timeout_ms, node)
       encode(parts, { "CLIENT", "SETNAME", c.conn_name })
       n = n + 1
     end
+    local identity_at
+    if node then -- which server the node is now (conn.identity); a refusal (an ACL): unknown
+      encode(parts, { "INFO", "replication" })
+      n = n + 1
+      identity_at = n
+    end
     if n > 0 then
       local replies, xerr = self:raw_exchange(parts, n)
       if not replies then return nil, xerr end
@@ -91,6 +104,7 @@ function conn.open(c, timeout_ms, node)
           return nil, ("connection: %s refused: %s"):format(what[i], e)
         end
       end
+      if identity_at then node.server = conn.identity(replies[identity_at]) end
       local role = role_at and replies[role_at]
       if role and (type(role) ~= "table" or role[1] ~= "master") then
         sock:close()
