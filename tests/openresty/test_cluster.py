@@ -19,8 +19,8 @@ import pytest
 
 import redlease
 from conftest import REFUSED, fields, lost
-from redlease.testing import RedisCluster
-from testkit import wait_for
+from redlease.testing import RedisCluster, RedisServer
+from testkit import Raw, wait_for
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "cluster"))
@@ -239,6 +239,35 @@ def test_inspect_latch_and_names_on_a_cluster(cluster, make_nginx):
             assert f'the {what} name "{name}" cannot be used on a Redis Cluster' in \
                 r[f"{what} {name}"], r
     assert "takes no database" in r["db"], r
+
+
+@pytest.mark.skipif(not os.environ.get("REDLEASE_REDIS6_SERVER"),
+                    reason="REDLEASE_REDIS6_SERVER names no Redis 6 binary (make test-openresty "
+                    "sets it)")
+def test_a_cluster_older_than_redis_7_is_refused(make_nginx):
+    """A one-node cluster of Redis 6.2 (no sharded pub/sub, which a cluster's waits and releases
+    use): every call refused at once, before anything is written, in the C core's words
+    (tests/c/test_server_versions.c), and again when the map is asked again."""
+    old = RedisServer(os.environ["REDLEASE_REDIS6_SERVER"], extra_args=[
+        "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"]).start()
+    try:
+        raw = Raw(old.url)
+        assert raw("CLUSTER", "ADDSLOTS", *map(str, range(16384))) == "OK"
+        assert wait_for(lambda: b"cluster_state:ok" in raw("CLUSTER", "INFO"), 10)
+        ng = make_nginx(url=f"redis+cluster://127.0.0.1:{old.port}")
+        for _ in range(2):  # (past the map's refresh interval: asked again)
+            t0 = time.monotonic()
+            f = fields(ng.get("/cycle?name=old:lock")[1])
+            assert f.get("ok") == "false" and f["err"] == (
+                f"unsupported: 127.0.0.1:{old.port} runs Redis 6.2.14, which lacks sharded "
+                "pub/sub (SSUBSCRIBE, SPUBLISH): redlease on a Redis Cluster needs Redis 7.0 "
+                "or later (or Valkey)"), f
+            assert time.monotonic() - t0 < 1, "refused at once"
+            time.sleep(0.15)
+        assert raw("DBSIZE") == 0  # nothing was written
+        raw.close()
+    finally:
+        old.close()
 
 
 def test_slot_migration_during_a_hold_and_a_wait(cluster, make_nginx):

@@ -20,7 +20,8 @@ Node.__index = Node
 local REFRESH_MIN_MS = 100
 local BACKOFF_MIN_MS, BACKOFF_MAX_MS = 20, 500
 local encode, is_error = resp.encode, resp.is_error
-local SLOTS = encode({}, { "CLUSTER", "SLOTS" })
+-- the map, and the node's version (a server without sharded pub/sub is refused), in one trip
+local SLOTS = encode(encode({}, { "CLUSTER", "SLOTS" }), { "INFO", "SERVER" })
 local ASKING = encode({}, { "ASKING" })
 
 local function now_ms()
@@ -66,8 +67,20 @@ function Cluster:node(host, port)
   return n
 end
 
+-- nil, or the C core's refusal (csrc/core/topology/server_version.c) of a node whose INFO SERVER
+-- answer says it runs a Redis older than 7.0: no sharded pub/sub, which a cluster's waits and
+-- releases use. An answer without a version (INFO refused to this user) passes.
+local function too_old(info, node)
+  if type(info) ~= "string" or info:find("\nvalkey_version:") then return nil end
+  local version = info:match("\nredis_version:([^\r\n]*)")
+  if not version or (tonumber(version:match("^%d+")) or 7) >= 7 then return nil end
+  return ("unsupported: %s runs Redis %s, which lacks sharded pub/sub (SSUBSCRIBE, SPUBLISH): "
+    .. "redlease on a Redis Cluster needs Redis 7.0 or later (or Valkey)")
+    :format(node.addr, version)
+end
+
 -- CLUSTER SLOTS of the mapped masters, then the seeds, in turn -> ranges, the node that
--- answered | nil, err
+-- answered | nil, err, refused (a node too old: the others will not differ)
 local function fetch(self, deadline)
   local order, tried, err = {}, {}, "no node to ask"
   for s = 0, slots.COUNT - 1, 512 do order[#order + 1] = self.map[s] end
@@ -80,9 +93,11 @@ local function fetch(self, deadline)
       if left < 1 then break end
       local c, cerr = conn.open(self.client, math.min(left, self.client.connect_ms), n)
       if c then
-        local replies, xerr = c:exchange(SLOTS, 1)
+        local replies, xerr = c:exchange(SLOTS, 2)
         if replies then
           c:done()
+          local old = too_old(replies[2], n)
+          if old then return nil, old, true end
           local e = is_error(replies[1])
           local ranges = not e and slots.ranges(replies[1])
           if ranges and #ranges > 0 then return ranges, n end
@@ -100,8 +115,9 @@ local function fetch(self, deadline)
 end
 
 local function load(self, deadline)
-  local ranges, via = fetch(self,
+  local ranges, via, refused = fetch(self,
     math.min(deadline or math.huge, now_ms() + self.client.command_ms))
+  if refused then return nil, via end
   if not ranges then
     return nil, "connection: no cluster node answered CLUSTER SLOTS (" .. tostring(via) .. ")"
   end
