@@ -11,6 +11,7 @@ import threading
 import time
 
 import pytest
+from test_docs import doc_block, nginx_with_block
 from test_tls import NAME_ERROR, TLS_LOCATION, VERIFY_ERROR, probe
 
 from conftest import fields
@@ -83,6 +84,15 @@ def test_locks_and_a_planned_failover_over_tls(deployment, certs, make_nginx):
     assert 0 <= float(waiter["got"]) - float(holder["left"]) < 0.5, (holder, waiter)
     assert "redlease: the sentinels name a new master" in ng.log()
     assert fields(ng.get(f"/cycle?name={name}")[1])["ok"] == "true"
+    # docs/openresty.md's rediss+sentinel:// block, as pasted (the URL, name and files ours)
+    block = doc_block("## Sentinel", 1, [
+        ("rediss+sentinel://10.0.0.1:26379,10.0.0.2:26379,10.0.0.3:26379/mymaster/0", d.url),
+        ('"redis.internal"', '"localhost"'), ("/etc/nginx/redis-client.crt", f"{certs}/client.crt"),
+        ("/etc/nginx/redis-client.key", f"{certs}/client.key"),
+        ("/etc/nginx/redis-ca.crt", f"{certs}/ca.crt")])
+    with nginx_with_block(block) as (doc, said):
+        assert doc.get("/orders") == (200, "done\n")
+        assert said() == []
 
 
 def test_refused_certificates_and_mutual_tls(deployment, certs, make_nginx):
