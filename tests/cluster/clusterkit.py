@@ -124,17 +124,24 @@ class TlsCluster(RedisCluster):
         seeds = ",".join(f"127.0.0.1:{n.tls_port}" for n in self.nodes[:self.masters_wanted])
         return f"rediss+cluster://{seeds}"
 
+    def _node(self):
+        for _ in range(3):  # (a TLS port taken meanwhile: another one)
+            port = free_port()
+            while port >= 55000:  # the bus listens on tls_port + 10000
+                port = free_port()
+            node = RedisServer(extra_args=self.node_args() + tls_args(self.tls, port)
+                               + ["--tls-cluster", "yes"])
+            node.tls_port = port
+            try:
+                return node.start()
+            except RuntimeError:
+                pass
+        raise RuntimeError("a cluster node did not start with a TLS port")
+
     def start(self):
         try:
             for _ in range(self.masters_wanted * (1 + self.replicas_wanted)):
-                while True:  # the bus listens on tls_port + 10000
-                    port = free_port()
-                    if port < 55000:
-                        break
-                node = RedisServer(extra_args=self.node_args() + tls_args(self.tls, port)
-                                   + ["--tls-cluster", "yes"])
-                node.tls_port = port
-                self.nodes.append(node.start())
+                self.nodes.append(self._node())
             c = self.tls.dir
             subprocess.run(["redis-cli", "--tls", "--cacert", f"{c}/ca.crt", "--cert",
                             f"{c}/client.crt", "--key", f"{c}/client.key", "--cluster", "create",

@@ -47,8 +47,16 @@ class Sentinel:
 
     def __init__(self, master_port, down_after_ms, port=None, tls=None):
         self.dir = tempfile.mkdtemp(prefix="redlease-sentinel-")
-        self.port = port or free_port()
-        self.tls_port = tls and free_port()
+        # a free port can be taken between probing and binding: again on others (unless given)
+        for _ in range(1 if port else 3):
+            self.port = port or free_port()
+            self.tls_port = tls and free_port()
+            if self._start(master_port, down_after_ms, tls):
+                return
+        shutil.rmtree(self.dir, ignore_errors=True)
+        raise RuntimeError("redis-sentinel did not start")
+
+    def _start(self, master_port, down_after_ms, tls):
         conf = os.path.join(self.dir, "sentinel.conf")
         with open(conf, "w") as f:
             if tls:  # the same settings, as configuration lines
@@ -61,9 +69,12 @@ class Sentinel:
                     f"sentinel parallel-syncs {MASTER} 1\n")
         self.process = subprocess.Popen(["redis-server", conf, "--sentinel"],
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        if not wait_for(self._answers, 10):
-            self.stop()
-            raise RuntimeError("redis-sentinel did not start")
+        if wait_for(lambda: self.process.poll() is not None or self._answers(), 10) and \
+                self.process.poll() is None:
+            return True
+        self.process.kill()
+        self.process.wait()
+        return False
 
     def _answers(self):
         try:
@@ -111,10 +122,16 @@ class Deployment:
             raise
 
     def _server(self, args):
-        port = self.tls and free_port()
-        s = RedisServer(extra_args=args + (tls_args(self.tls, port) if self.tls else []))
-        s.tls_port = port  # (None: no TLS)
-        return s.start()
+        for _ in range(3):  # (a TLS port taken meanwhile: another one)
+            port = self.tls and free_port()
+            s = RedisServer(extra_args=args + (tls_args(self.tls, port) if self.tls else []))
+            s.tls_port = port  # (None: no TLS)
+            try:
+                return s.start()
+            except RuntimeError:
+                if not self.tls:
+                    raise
+        raise RuntimeError("redis-server did not start with a TLS port")
 
     @property
     def url(self):
