@@ -40,9 +40,24 @@ def test_cluster_over_tls(cluster, certs, make_nginx):
                     errors=[NO_CLIENT_CERT, NAME_ERROR])
     # the URL names one seed: the other masters are learned from CLUSTER SLOTS (their TLS ports)
     one_seed = cluster.url.split(",")[0]
-    for name in names_on_every_master(cluster, "ctls", 1):
+    names = names_on_every_master(cluster, "ctls", 1)
+    for name in names:
         r = probe(ng, one_seed, name=name, server_name="localhost", wait=1, **mine)
         assert r == {"acquired": "true", "released": "true", "woken": "true"}, (name, r)
+    # every node's certificate is checked, not the seed's only: a master the URL does not name
+    # presents one of the same CA for another name (re*.example.test), and is refused
+    name = next(n for n in names if cluster.node_of_slot(cluster.keyslot(n)).port
+                != cluster.nodes[0].port)
+    node = cluster.node_of_slot(cluster.keyslot(name))
+    assert cluster.cli(node.port, "CONFIG", "SET", "tls-cert-file", f"{certs}/wild.crt",
+                       "tls-key-file", f"{certs}/wild.key") == "OK"
+    try:
+        r = probe(ng, one_seed, name=name, server_name="localhost", command_timeout=0.5, **mine)
+    finally:
+        assert cluster.cli(node.port, "CONFIG", "SET", "tls-cert-file", f"{certs}/server.crt",
+                           "tls-key-file", f"{certs}/server.key") == "OK"
+    assert r["acquired"] == "false" and r["err"].startswith(
+        f"connection: TLS handshake with 127.0.0.1:{node.tls_port}: "), r
     t0 = time.monotonic()
     # each node's certificate checked against the node's own address (nginx reads DNS names
     # only, and the certificate names 127.0.0.1 only as an IP address): refused
