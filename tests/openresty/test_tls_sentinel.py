@@ -16,7 +16,7 @@ from test_docs import doc_block, nginx_with_block
 from test_tls import MISMATCH, NAME_ERROR, TLS_LOCATION, VERIFY_ERROR, probe
 
 from conftest import fields
-from testkit import wait_for
+from testkit import Raw, wait_for
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "sentinel"))
@@ -109,10 +109,22 @@ def test_refused_certificates_and_mutual_tls(deployment, certs, make_nginx):
     assert r["acquired"] == "false" and r["err"].startswith(ASKED), r
     assert re.search(MISMATCH, r["err"]), r
     assert 'certificate does not match host "127.0.0.1"' in ng.log()
+    # the master's certificate is checked too: it presents one of the same CA for another name
+    mine = dict(server_name="localhost", cert=certs / "client.crt", key=certs / "client.key")
+    master = Raw(d.master_server().url)
+    try:
+        assert master("CONFIG", "SET", "tls-cert-file", f"{certs}/wild.crt",
+                      "tls-key-file", f"{certs}/wild.key") == "OK"
+        r = probe(ng, d.url, name="stls:wild", **mine)
+    finally:
+        assert master("CONFIG", "SET", "tls-cert-file", f"{certs}/server.crt",
+                      "tls-key-file", f"{certs}/server.key") == "OK"
+        master.close()
+    assert r["acquired"] == "false" and r["err"].startswith(
+        f"connection: TLS handshake with 127.0.0.1:{d.master_port()}: "), r
     # a server certificate signed by a CA nginx does not trust
     other = make_nginx(locations=TLS_LOCATION, http=trusting(certs / "other-ca.crt"),
                        errors=[VERIFY_ERROR])
-    mine = dict(server_name="localhost", cert=certs / "client.crt", key=certs / "client.key")
     r = probe(other, d.url, name="stls:rogue", **mine)
     assert r["acquired"] == "false" and r["err"].startswith(ASKED), r
     assert time.monotonic() - t0 < 10  # refused at once, nothing waits for a timeout
