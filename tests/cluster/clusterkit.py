@@ -1,9 +1,18 @@
-"""Helpers of the Cluster suite: names spread over the masters, a raw client to one node."""
+"""Helpers of the Cluster suite: names spread over the masters, a raw client to one node, a
+cluster over TLS."""
 
 import binascii
 import itertools
+import os
+import subprocess
+import sys
 
+from redlease.testing import RedisCluster, RedisServer
 from testkit import Raw
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "sentinel"))
+from deployment import free_port, tls_args  # noqa: E402
 
 
 def names_on_every_master(cluster, prefix, per_master):
@@ -98,3 +107,50 @@ def close_migration(cluster, slot, target):
     others = [m for m in cluster.masters() if m.port != target.port]
     for node in [target] + others:
         assert cluster.cli(node.port, "CLUSTER", "SETSLOT", str(slot), "NODE", target_id) == "OK"
+
+
+class TlsCluster(RedisCluster):
+    """A RedisCluster whose nodes also speak TLS (certificates of tests/tls/make-certs, a
+    deployment.TlsCerts): each node a ``tls_port`` besides its plain one, the cluster bus and
+    replication over TLS. Plain connections (the kit's helpers) see the plain ports; TLS ones see
+    the TLS ports in CLUSTER SLOTS and redirects. ``url`` is rediss+cluster:// to the masters."""
+
+    def __init__(self, tls, **kwargs):
+        super().__init__(**kwargs)
+        self.tls = tls
+
+    @property
+    def url(self):
+        seeds = ",".join(f"127.0.0.1:{n.tls_port}" for n in self.nodes[:self.masters_wanted])
+        return f"rediss+cluster://{seeds}"
+
+    def _node(self):
+        for _ in range(3):  # (a TLS port taken meanwhile: another one)
+            port = free_port()
+            while port >= 55000:  # the bus listens on tls_port + 10000
+                port = free_port()
+            node = RedisServer(extra_args=self.node_args() + tls_args(self.tls, port)
+                               + ["--tls-cluster", "yes"])
+            node.tls_port = port
+            try:
+                return node.start()
+            except RuntimeError:
+                pass
+        raise RuntimeError("a cluster node did not start with a TLS port")
+
+    def start(self):
+        try:
+            for _ in range(self.masters_wanted * (1 + self.replicas_wanted)):
+                self.nodes.append(self._node())
+            c = self.tls.dir
+            subprocess.run(["redis-cli", "--tls", "--cacert", f"{c}/ca.crt", "--cert",
+                            f"{c}/client.crt", "--key", f"{c}/client.key", "--cluster", "create",
+                            *[f"127.0.0.1:{n.tls_port}" for n in self.nodes],
+                            "--cluster-replicas", str(self.replicas_wanted), "--cluster-yes"],
+                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           timeout=self.start_timeout)
+            self.wait_ok(self.start_timeout)
+        except BaseException:
+            self.close()
+            raise
+        return self

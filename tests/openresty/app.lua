@@ -422,9 +422,9 @@ function app.wait_kill()
 end
 
 -- /tls?url=&name=&<option>=: connect with those tls_* options (server_name, skip, cert, key,
--- ca_file, ca_dir: escaped values), then a one-try acquire and its release; a woken wait too
--- when wait=1 (a light thread holds 0.2 s while this run waits: the subscriber's connection
--- is TLS too). connect_err: what connect raised.
+-- ca_file, ca_dir: escaped values) and command_timeout, then a one-try acquire and its release;
+-- a woken wait too when wait=1 (a light thread holds 0.2 s while this run waits: the
+-- subscriber's connection is TLS too). connect_err: what connect raised.
 function app.tls()
   local opts = {}
   local names = { server_name = "tls_server_name", cert = "tls_cert_file", key = "tls_key_file",
@@ -434,6 +434,7 @@ function app.tls()
     if v then opts[option] = ngx.unescape_uri(v) end
   end
   if var.arg_skip then opts.tls_insecure_skip_verify = var.arg_skip == "1" end
+  opts.command_timeout = num("command_timeout")
   local ok, client = pcall(redlease.connect, ngx.unescape_uri(var.arg_url), opts)
   if not ok then return out { connect_err = client } end
   local l = client:lock(ngx.unescape_uri(var.arg_name))

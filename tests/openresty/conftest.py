@@ -4,6 +4,7 @@ error logs are printed when a test fails."""
 
 import os
 import re
+import subprocess
 import sys
 
 import pytest
@@ -50,6 +51,14 @@ def init_worker(watchdog=1.5, code="", options=""):
     """options: more fields of the client's connect options (Lua table syntax)."""
     return (f'  init_worker_by_lua_block {{ require("app").init("{{redis}}", '
             f'{{ watchdog_timeout = {watchdog}, {options} }}) {code} }}\n')
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory):
+    """The certificates of tests/tls/make-certs (test_tls*.py), made once per module."""
+    path = tmp_path_factory.mktemp("certs")
+    subprocess.run([os.path.join(HERE, "..", "tls", "make-certs"), str(path)], check=True)
+    return path
 
 
 @pytest.fixture

@@ -19,8 +19,8 @@ import pytest
 
 import redlease
 from conftest import REFUSED, fields, lost
-from redlease.testing import RedisCluster
-from testkit import wait_for
+from redlease.testing import RedisCluster, RedisServer
+from testkit import Raw, wait_for
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "cluster"))
@@ -241,6 +241,35 @@ def test_inspect_latch_and_names_on_a_cluster(cluster, make_nginx):
     assert "takes no database" in r["db"], r
 
 
+@pytest.mark.skipif(not os.environ.get("REDLEASE_REDIS6_SERVER"),
+                    reason="REDLEASE_REDIS6_SERVER names no Redis 6 binary (make test-openresty "
+                    "sets it)")
+def test_a_cluster_older_than_redis_7_is_refused(make_nginx):
+    """A one-node cluster of Redis 6.2 (no sharded pub/sub, which a cluster's waits and releases
+    use): every call refused at once, before anything is written, in the C core's words
+    (tests/c/test_server_versions.c), and again when the map is asked again."""
+    old = RedisServer(os.environ["REDLEASE_REDIS6_SERVER"], extra_args=[
+        "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"]).start()
+    try:
+        raw = Raw(old.url)
+        assert raw("CLUSTER", "ADDSLOTS", *map(str, range(16384))) == "OK"
+        assert wait_for(lambda: b"cluster_state:ok" in raw("CLUSTER", "INFO"), 10)
+        ng = make_nginx(url=f"redis+cluster://127.0.0.1:{old.port}")
+        for _ in range(2):  # (past the map's refresh interval: asked again)
+            t0 = time.monotonic()
+            f = fields(ng.get("/cycle?name=old:lock")[1])
+            assert f.get("ok") == "false" and f["err"] == (
+                f"unsupported: 127.0.0.1:{old.port} runs Redis 6.2.14, which lacks sharded "
+                "pub/sub (SSUBSCRIBE, SPUBLISH): redlease on a Redis Cluster needs Redis 7.0 "
+                "or later (or Valkey)"), f
+            assert time.monotonic() - t0 < 1, "refused at once"
+            time.sleep(0.15)
+        assert raw("DBSIZE") == 0  # nothing was written
+        raw.close()
+    finally:
+        old.close()
+
+
 def test_slot_migration_during_a_hold_and_a_wait(cluster, make_nginx):
     ng = make_nginx(url=cluster.url, watchdog=1.5)
     name = names_on_every_master(cluster, "ngx:move", 1)[0]
@@ -352,10 +381,10 @@ def test_failover_during_holds_and_waits(cluster, make_nginx):
     """A master SIGKILLed while nginx requests hold locks on every master and one waits on the
     killed master's slot: its replica is promoted; holds on the other masters are untouched; the
     waiter acquires after the release; /ping stays fast. A hold taken after the replication link
-    was cut (its key never reached the replica) is reported lost, never renewed as if held, while
-    a waiter takes that lock at the new master (the overlap asynchronous replication allows);
-    the hold whose key had reached the replica is kept, or reported lost should the failover
-    outlast its lease."""
+    was cut (its key never reached the replica) is reported lost to the failover, never renewed
+    as if held, while a waiter takes that lock at the new master (the overlap asynchronous
+    replication allows); the hold whose key had reached the replica is kept, or reported lost
+    should the failover outlast its lease."""
     names = names_on_every_master(cluster, "ngx:fail", 1)
     victim_name = names[0]
     victim_slot = cluster.keyslot(victim_name)  # (asked of a node that may be the victim)
@@ -363,8 +392,8 @@ def test_failover_during_holds_and_waits(cluster, make_nginx):
     unsynced = next(n for n in names_on_every_master(cluster, "ngx:unsynced", 1)
                     if cluster.node_of_slot(cluster.keyslot(n)).port == victim.port)
     ng = make_nginx(url=cluster.url, watchdog=6,
-                    errors=DOWN + [lost(victim_name, "(deleted|expired|unreachable)"),
-                                   lost(unsynced, "(deleted|expired)")])
+                    errors=DOWN + [lost(victim_name, "(failover|unreachable)"),
+                                   lost(unsynced, "failover")])
     holders, waiter, loser, taker = {}, {}, {}, {}
     threads = [in_thread(ng, f"/hold?name={q(n)}&secs=6", holders.setdefault(n, {}))
                for n in names]
@@ -402,14 +431,15 @@ def test_failover_during_holds_and_waits(cluster, make_nginx):
     h = holders[victim_name]
     assert h["acquired"] == "true", h
     if h["lost"] == "true":  # its release says so too
-        assert h["reason"] in ("deleted", "expired", "unreachable") and "released" not in h, h
+        assert h["reason"] in ("failover", "unreachable") and "released" not in h, h
         assert h["release_err"].startswith("lost:"), h
     else:
         assert h["released"] == "true", h
     assert waiter["acquired"] == "true", waiter
-    # the unsynced hold: lost at the new master, and said so; another took it meanwhile
+    # the unsynced hold: lost at the new master, and said so (`failover`: found missing by
+    # another server than the one that granted it, as the C core says); another took it meanwhile
     assert loser["acquired"] == "true" and loser["lost"] == "true", loser
-    assert loser["reason"] in ("deleted", "expired") and "released" not in loser, loser
+    assert loser["reason"] == "failover" and "released" not in loser, loser
     assert loser["release_err"].startswith("lost:"), loser
     assert taker["acquired"] == "true" and float(taker["got"]) < float(loser["left"]), taker
     assert cluster.node_of_slot(victim_slot).port != victim.port

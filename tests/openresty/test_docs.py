@@ -4,9 +4,11 @@ Lua path, the log and pid files) and starts nginx with it (a prefix of its own, 
 foreground); its handler answers 200, 409 while another owner holds the lock, 503 with Redis
 down, and the error log (at the level the configuration sets) says nothing else."""
 
+import contextlib
 import os
 import re
 import shutil
+import socket
 import subprocess
 import tempfile
 import time
@@ -44,6 +46,59 @@ def adapted(conf: str, port: int, redis_url: str, d: str) -> str:
         conf, n = re.subn(pattern, lambda _, v=value: v, conf, flags=re.M)
         assert n == 1, pattern
     return conf.replace("/usr/lib/nginx/modules", MODULES)
+
+
+def doc_block(heading, index, replace):
+    """The `index`th ```nginx block after `heading` (a line of the doc), with each (old, new) of
+    `replace` done once exactly."""
+    text = open(DOC).read()
+    block = re.findall(r"```nginx\n(.*?)```", text[text.index(heading + "\n"):], re.S)[index]
+    for old, new in replace:
+        assert block.count(old) == 1, old
+        block = block.replace(old, new)
+    return block
+
+
+@contextlib.contextmanager
+def nginx_with_block(block):
+    """nginx on the configuration of "## nginx.conf" (adapted) whose init_worker_by_lua_block is
+    `block` (a deployment's block of the doc) -> (an Nginx whose HTTP helpers work, a function
+    that answers the error log's lines at warn level and above). Stopped by pid."""
+    d = tempfile.mkdtemp(prefix="redlease-docconf-")
+    port = free_port()
+    conf = adapted(doc_config(), port, "redis://unused", d)
+    conf, n = re.subn(r"    init_worker_by_lua_block \{\n.*?\n    \}\n", lambda _: block, conf,
+                      flags=re.S)
+    assert n == 1
+    if os.geteuid() == 0:  # the workers read the test's certificates, in root's private folder
+        conf = "user root;\n" + conf
+    with open(os.path.join(d, "nginx.conf"), "w") as f:
+        f.write(conf)
+    proc = subprocess.Popen(["nginx", "-p", d, "-c", "nginx.conf", "-e", f"{d}/error.log",
+                             "-g", "daemon off;"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=Nginx.env())
+    ng = Nginx.__new__(Nginx)  # its HTTP helpers only
+    ng.port = port
+
+    def said():
+        log = open(os.path.join(d, "error.log"), errors="replace").read()
+        return [line for line in log.splitlines()
+                if re.search(r"\[(warn|error|alert|crit|emerg)\]", line)]
+
+    def up():  # listening (a request would say more in the log than the test wants)
+        assert proc.poll() is None, said()
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=5).close()
+            return True
+        except OSError:
+            return False
+    try:
+        assert wait_for(up, 15), open(os.path.join(d, "error.log"), errors="replace").read()
+        yield ng, said
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture

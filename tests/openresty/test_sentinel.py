@@ -223,7 +223,6 @@ def test_clear_errors(shared, make_nginx):
         'connection: no sentinel could be asked for master "mymaster" (cannot connect to '
         f"sentinel 127.0.0.1:{nobody[0]}: connection refused)"), f
     for url, words in [
-        ("rediss+sentinel://127.0.0.1/mymaster", "unsupported: rediss+sentinel:// (TLS"),
         ("redis+sentinel://127.0.0.1:26379", "names the master"),
         ("redis+sentinel://127.0.0.1:26379,/mymaster", "an empty host"),
         ("redis+sentinel://127.0.0.1:99999/mymaster", "port"),

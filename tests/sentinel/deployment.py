@@ -1,5 +1,7 @@
 """A throwaway Sentinel deployment on loopback: a master, a replica and three sentinels, each a
-redis-server on a free port, stopped by pid. ``url`` is the redis+sentinel:// URL of it."""
+redis-server on a free port, stopped by pid. ``url`` is the redis+sentinel:// URL of it. With
+``tls`` (certificates of tests/tls/make-certs) every server and sentinel also has a TLS port, and
+they replicate, monitor and name each other there: ``url`` is then rediss+sentinel://."""
 
 import os
 import shutil
@@ -20,14 +22,46 @@ def free_port():
         return s.getsockname()[1]
 
 
-class Sentinel:
-    """One redis-server --sentinel process."""
+def tls_args(tls, port):
+    """redis-server's arguments for a TLS port `port` with the certificates of ``tls`` (a
+    TlsCerts): the server's certificate, the client's for its own connections (replication,
+    sentinels, the cluster bus: the server's certificate is for servers only), the CA trusted."""
+    c = tls.dir
+    return ["--tls-port", str(port), "--tls-cert-file", f"{c}/server.crt",
+            "--tls-key-file", f"{c}/server.key", "--tls-client-cert-file", f"{c}/client.crt",
+            "--tls-client-key-file", f"{c}/client.key", "--tls-ca-cert-file", f"{c}/ca.crt",
+            "--tls-replication", "yes",
+            "--tls-auth-clients", "yes" if tls.clients_need_certs else "no"]
 
-    def __init__(self, master_port, down_after_ms, port=None):
+
+class TlsCerts:
+    """Where the certificates are (tests/tls/make-certs), and whether the servers require a
+    client certificate (mutual TLS)."""
+
+    def __init__(self, directory, clients_need_certs=False):
+        self.dir, self.clients_need_certs = str(directory), clients_need_certs
+
+
+class Sentinel:
+    """One redis-server --sentinel process (with ``tls``, also on ``tls_port``)."""
+
+    def __init__(self, master_port, down_after_ms, port=None, tls=None):
         self.dir = tempfile.mkdtemp(prefix="redlease-sentinel-")
-        self.port = port or free_port()
+        # a free port can be taken between probing and binding: again on others (unless given)
+        for _ in range(1 if port else 3):
+            self.port = port or free_port()
+            self.tls_port = tls and free_port()
+            if self._start(master_port, down_after_ms, tls):
+                return
+        shutil.rmtree(self.dir, ignore_errors=True)
+        raise RuntimeError("redis-sentinel did not start")
+
+    def _start(self, master_port, down_after_ms, tls):
         conf = os.path.join(self.dir, "sentinel.conf")
         with open(conf, "w") as f:
+            if tls:  # the same settings, as configuration lines
+                args = tls_args(tls, self.tls_port)
+                f.write("".join(f"{k[2:]} {v}\n" for k, v in zip(args[::2], args[1::2])))
             f.write(f"port {self.port}\nbind 127.0.0.1\ndir {self.dir}\n"
                     f"sentinel monitor {MASTER} 127.0.0.1 {master_port} 2\n"
                     f"sentinel down-after-milliseconds {MASTER} {down_after_ms}\n"
@@ -35,9 +69,12 @@ class Sentinel:
                     f"sentinel parallel-syncs {MASTER} 1\n")
         self.process = subprocess.Popen(["redis-server", conf, "--sentinel"],
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        if not wait_for(self._answers, 10):
-            self.stop()
-            raise RuntimeError("redis-sentinel did not start")
+        if wait_for(lambda: self.process.poll() is not None or self._answers(), 10) and \
+                self.process.poll() is None:
+            return True
+        self.process.kill()
+        self.process.wait()
+        return False
 
     def _answers(self):
         try:
@@ -67,22 +104,40 @@ class Deployment:
     """Master, replica, three sentinels that agree on both. ``master_server()`` is the one
     sentinels call master now."""
 
-    def __init__(self, down_after_ms=1000):
-        self.servers = [RedisServer().start()]
-        self.servers.append(RedisServer(extra_args=["--replicaof", "127.0.0.1",
-                                                    str(self.servers[0].port)]).start())
+    def __init__(self, down_after_ms=1000, tls=None):
+        self.tls = tls
+        self.servers = [self._server([])]
+        first = self.servers[0]
+        self.servers.append(self._server(["--replicaof", "127.0.0.1",
+                                          str(first.tls_port or first.port)]))
         self.sentinels = []
         try:
             for _ in range(3):
-                self.sentinels.append(Sentinel(self.servers[0].port, down_after_ms))
+                self.sentinels.append(Sentinel(first.tls_port or first.port, down_after_ms,
+                                               tls=tls))
             if not wait_for(self._settled, 20):
                 raise RuntimeError("the sentinels did not see the replica and each other")
         except BaseException:
             self.close()
             raise
 
+    def _server(self, args):
+        for _ in range(3):  # (a TLS port taken meanwhile: another one)
+            port = self.tls and free_port()
+            s = RedisServer(extra_args=args + (tls_args(self.tls, port) if self.tls else []))
+            s.tls_port = port  # (None: no TLS)
+            try:
+                return s.start()
+            except RuntimeError:
+                if not self.tls:
+                    raise
+        raise RuntimeError("redis-server did not start with a TLS port")
+
     @property
     def url(self):
+        if self.tls:
+            hosts = ",".join(f"127.0.0.1:{s.tls_port}" for s in self.sentinels)
+            return f"rediss+sentinel://{hosts}/{MASTER}/0"
         hosts = ",".join(f"127.0.0.1:{s.port}" for s in self.sentinels)
         return f"redis+sentinel://{hosts}/{MASTER}/0"
 
@@ -106,12 +161,13 @@ class Deployment:
         return "connected_slaves:1" in info and "state=online" in info
 
     def master_port(self):
+        """The master's port as the sentinels name it (its TLS port with ``tls``)."""
         host, port = self.sentinels[0]("SENTINEL", "GET-MASTER-ADDR-BY-NAME", MASTER)
         return int(port)
 
     def master_server(self):
         port = self.master_port()
-        return next(s for s in self.servers if s.port == port)
+        return next(s for s in self.servers if port in (s.port, s.tls_port))
 
     def on_master(self, *args):
         """One command at the master the sentinels name now."""
@@ -123,7 +179,7 @@ class Deployment:
 
     def replica_server(self):
         port = self.master_port()
-        return next(s for s in self.servers if s.port != port)
+        return next(s for s in self.servers if port not in (s.port, s.tls_port))
 
     def failover(self, timeout=30):
         """SENTINEL FAILOVER; returns once the replica has become master and every sentinel

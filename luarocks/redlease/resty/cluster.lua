@@ -20,7 +20,8 @@ Node.__index = Node
 local REFRESH_MIN_MS = 100
 local BACKOFF_MIN_MS, BACKOFF_MAX_MS = 20, 500
 local encode, is_error = resp.encode, resp.is_error
-local SLOTS = encode({}, { "CLUSTER", "SLOTS" })
+-- the map, and the node's version (a server without sharded pub/sub is refused), in one trip
+local SLOTS = encode(encode({}, { "CLUSTER", "SLOTS" }), { "INFO", "SERVER" })
 local ASKING = encode({}, { "ASKING" })
 
 local function now_ms()
@@ -66,8 +67,20 @@ function Cluster:node(host, port)
   return n
 end
 
+-- nil, or the C core's refusal (csrc/core/topology/server_version.c) of a node whose INFO SERVER
+-- answer says it runs a Redis older than 7.0: no sharded pub/sub, which a cluster's waits and
+-- releases use. An answer without a version (INFO refused to this user) passes.
+local function too_old(info, node)
+  if type(info) ~= "string" or info:find("\nvalkey_version:") then return nil end
+  local version = info:match("\nredis_version:([^\r\n]*)")
+  if not version or (tonumber(version:match("^%d+")) or 7) >= 7 then return nil end
+  return ("unsupported: %s runs Redis %s, which lacks sharded pub/sub (SSUBSCRIBE, SPUBLISH): "
+    .. "redlease on a Redis Cluster needs Redis 7.0 or later (or Valkey)")
+    :format(node.addr, version)
+end
+
 -- CLUSTER SLOTS of the mapped masters, then the seeds, in turn -> ranges, the node that
--- answered | nil, err
+-- answered | nil, err, refused (a node too old: the others will not differ)
 local function fetch(self, deadline)
   local order, tried, err = {}, {}, "no node to ask"
   for s = 0, slots.COUNT - 1, 512 do order[#order + 1] = self.map[s] end
@@ -80,9 +93,11 @@ local function fetch(self, deadline)
       if left < 1 then break end
       local c, cerr = conn.open(self.client, math.min(left, self.client.connect_ms), n)
       if c then
-        local replies, xerr = c:exchange(SLOTS, 1)
+        local replies, xerr = c:exchange(SLOTS, 2)
         if replies then
           c:done()
+          local old = too_old(replies[2], n)
+          if old then return nil, old, true end
           local e = is_error(replies[1])
           local ranges = not e and slots.ranges(replies[1])
           if ranges and #ranges > 0 then return ranges, n end
@@ -100,8 +115,9 @@ local function fetch(self, deadline)
 end
 
 local function load(self, deadline)
-  local ranges, via = fetch(self,
+  local ranges, via, refused = fetch(self,
     math.min(deadline or math.huge, now_ms() + self.client.command_ms))
+  if refused then return nil, via end
   if not ranges then
     return nil, "connection: no cluster node answered CLUSTER SLOTS (" .. tostring(via) .. ")"
   end
@@ -165,7 +181,8 @@ end
 
 -- Sends one encoded command to the master of `slot`, following the cluster until `deadline`
 -- (ngx.now() ms). script: an EVALSHA (NOSCRIPT loads the scripts there). -> reply (any but a
--- redirect), round trips | nil, err, round trips, unanswered (sent, no answer: it may have run)
+-- redirect), nil, round trips, false, the node that answered | nil, err, round trips,
+-- unanswered (sent, no answer: it may have run)
 function Cluster:exec(slot, parts, idempotent, deadline, script)
   local client = self.client
   local ask, backoff, trips, unanswered, err = nil, BACKOFF_MIN_MS, 0, false, nil
@@ -175,9 +192,14 @@ function Cluster:exec(slot, parts, idempotent, deadline, script)
       return nil, err or "connection: no time left for the call", trips, unanswered
     end
     local node = ask
-    if not node then node, err = self:node_of(slot, deadline) end
+    if not node then
+      node, err = self:node_of(slot, deadline)
+      -- no map (no node answered CLUSTER SLOTS, or none serves the slot): said at once, as the
+      -- C core's rl_cluster_owner does; a refused certificate never turns into a wait
+      if not node then return nil, err, trips, unanswered end
+    end
     local c
-    if node then c, err = conn.open(client, left, node) end
+    c, err = conn.open(client, left, node)
     local wait = true
     if c then
       local send, n = parts, 1
@@ -210,14 +232,14 @@ function Cluster:exec(slot, parts, idempotent, deadline, script)
         elseif e and (e:sub(1, 8) == "TRYAGAIN" or e:sub(1, 11) == "CLUSTERDOWN") then
           ask, err = nil, ("server: %s answered %s"):format(node.addr, e)
         else
-          return r, trips
+          return r, nil, trips, false, node
         end
       else
         unanswered = true
         if not idempotent then return nil, err, trips, true end
         self.stale, ask = true, nil
       end
-    elseif node then
+    else
       self.stale, ask = true, nil -- cannot connect: the slot may have a new master
     end
     if wait then
@@ -243,17 +265,20 @@ cluster.now_ms = now_ms
 
 -- runner.run on a cluster: each call ({script, nkeys, keys..., args...}) at the master of its
 -- first key's slot, one after the other, within timeout_ms (else the command timeout).
--- -> replies, nil, trips | nil, err, trips, unanswered
+-- -> replies, nil, trips | nil, err, trips, unanswered. client.answered_by: the identity of the
+-- server that answered the last call (conn.identity), read by the caller with no yield since.
 function Cluster:run(calls, idempotent, timeout_ms)
   local deadline = now_ms() + (timeout_ms or self.client.command_ms)
-  local replies, trips = {}, 0
+  local replies, trips, node = {}, 0, nil
   for i, call in ipairs(calls) do
     local parts = runner.encode_call({}, sharded(call))
-    local r, err, t, unanswered = self:exec(slots.of(call[3]), parts, idempotent, deadline, true)
+    local r, err, t, unanswered
+    r, err, t, unanswered, node = self:exec(slots.of(call[3]), parts, idempotent, deadline, true)
     trips = trips + (t or 0)
     if r == nil then return nil, err, trips, unanswered end
     replies[i] = r
   end
+  self.client.answered_by = node and node.server
   return replies, nil, trips
 end
 

@@ -15,7 +15,7 @@ local is_error = resp.is_error
 -- One node's part of a renewal round: its calls pipelined on one connection; a call the node
 -- redirects or cannot take whole (MOVED: again at the slot's master; ASK, TRYAGAIN: one key at a
 -- time) or whose node failed is sent again alone, following the cluster, until the deadline.
-local function renew_node(self, node, items, deadline, answers, counts)
+local function renew_node(self, node, items, deadline, answers, servers, counts)
   local parts = {}
   for _, item in ipairs(items) do runner.encode_call(parts, item.call) end
   local left = deadline - now_ms()
@@ -41,7 +41,7 @@ local function renew_node(self, node, items, deadline, answers, counts)
     local r = replies and replies[k]
     local e = r ~= nil and is_error(r)
     if type(r) == "table" and not e then
-      for j, i in ipairs(item.index) do answers[i] = r[j] end
+      for j, i in ipairs(item.index) do answers[i], servers[i] = r[j], node.server end
     else
       local kind = e and slots.redirect(e)
       local split = e and (kind == "ASK" or e:sub(1, 8) == "TRYAGAIN")
@@ -51,15 +51,19 @@ local function renew_node(self, node, items, deadline, answers, counts)
         for j = 1, n do
           local one = { "renew", 1, call[2 + j], call[3 + n], call[4 + n + 2 * (j - 1)],
             call[5 + n + 2 * (j - 1)] }
-          local a, _, t = self:exec(item.slot, runner.encode_call({}, one), true, deadline, true)
+          local a, _, t, _, at = self:exec(item.slot, runner.encode_call({}, one), true, deadline,
+            true)
           counts.trips, counts.calls = counts.trips + (t or 0), counts.calls + 1
-          if type(a) == "table" and not is_error(a) then answers[item.index[j]] = a[1] end
+          if type(a) == "table" and not is_error(a) then
+            answers[item.index[j]], servers[item.index[j]] = a[1], at.server
+          end
         end
       elseif kind == "MOVED" or not replies then
-        local a, _, t = self:exec(item.slot, runner.encode_call({}, call), true, deadline, true)
+        local a, _, t, _, at = self:exec(item.slot, runner.encode_call({}, call), true, deadline,
+          true)
         counts.trips, counts.calls = counts.trips + (t or 0), counts.calls + 1
         if type(a) == "table" and not is_error(a) then
-          for j, i in ipairs(item.index) do answers[i] = a[j] end
+          for j, i in ipairs(item.index) do answers[i], servers[i] = a[j], at.server end
         end
       end
       if e and not kind and not split then counts.err = "server: renewal refused: " .. e end
@@ -70,11 +74,12 @@ end
 
 -- The watchdog's round on a cluster. holds: the holds to renew; `batch_of(holds)` the renew
 -- calls of holds of one slot (calls.renew_batch). -> answers (by the holds' index; none where
--- the cluster did not answer), err (nil: every node answered), round trips, calls sent.
+-- the cluster did not answer), err (nil: every node answered), round trips, calls sent, the
+-- identity of the server that answered each (conn.identity; by the holds' index).
 function cluster_renew.round(self, holds, batch_of, timeout_ms)
   local deadline = now_ms() + timeout_ms
   local counts = { trips = 0, calls = 0 }
-  local by_slot, answers = {}, {}
+  local by_slot, answers, servers = {}, {}, {}
   for i, h in ipairs(holds) do
     local slot = slots.of(h.name)
     local g = by_slot[slot]
@@ -109,16 +114,16 @@ function cluster_renew.round(self, holds, batch_of, timeout_ms)
   for k, node in ipairs(order) do
     if k < #order then -- the others in light threads, this one here: all at once
       threads[#threads + 1] = ngx.thread.spawn(renew_node, self, node, by_node[node], deadline,
-        answers, counts)
+        answers, servers, counts)
     else
-      renew_node(self, node, by_node[node], deadline, answers, counts)
+      renew_node(self, node, by_node[node], deadline, answers, servers, counts)
     end
   end
   for _, t in ipairs(threads) do
     local ok, err = ngx.thread.wait(t)
     if not ok then counts.err = tostring(err) end
   end
-  return answers, counts.err, counts.trips, counts.calls
+  return answers, counts.err, counts.trips, counts.calls, servers
 end
 
 return cluster_renew

@@ -4,6 +4,7 @@
 -- client identity, so that a connection keeps its client's name). Unlock latches waiting to be
 -- deleted ride along with the next exchange (see client:delete_latch).
 local resp = require "redlease.resty.resp"
+local tls = require "redlease.resty.tls"
 local url = require "redlease.resty.url"
 
 local conn = {}
@@ -27,6 +28,13 @@ function conn.pool_name(ep)
   local t = ep.tls_settings
   return ("redlease:%s:%d:%s:%s:%s"):format(where, ep.db or 0, t and "tls:" .. t.id or "plain",
     ep.user or "", ep.password and ngx.md5(ep.password) or "")
+end
+
+-- The server's identity from its INFO replication answer: its replication id, which a restart
+-- or a replica's promotion changes (the C core's rl_identity_of) -> string | nil. A hold
+-- confirmed by one server and found gone by another was lost to a failover (watchdog.lua).
+function conn.identity(info)
+  return type(info) == "string" and info:match("\nmaster_replid:(%w+)") or nil
 end
 
 -- Opens (or takes from the pool) a connection for client c -> Conn | nil, err. timeout_ms: a
@@ -57,26 +65,8 @@ function conn.open(c, timeout_ms, node)
   if sock:getreusedtimes() == 0 then
     local t = ep.tls_settings
     if t then
-      if t.cert then
-        local set, cerr = sock:setclientcert(t.cert, t.key)
-        if not set then
-          sock:close()
-          return fail(c, ep, "TLS client certificate for", cerr)
-        end
-      end
-      -- false: no session object wanted back; the name is sent as SNI and, when verifying,
-      -- checked against the certificate (which nginx verifies against lua_ssl_trusted_certificate)
-      local session, herr = sock:sslhandshake(false, t.server_name or ep.host, t.verify)
-      if not session then
-        sock:close()
-        return fail(c, ep, "TLS handshake with", herr)
-      end
-      -- A handshake that completes asynchronously can answer success after nginx closed the
-      -- connection for a certificate that failed verification: a closed socket says so here.
-      if not sock:getreusedtimes() then
-        return fail(c, ep, "TLS handshake with",
-          "the connection was closed during the handshake (certificate verification failed?)")
-      end
+      local done, herr = tls.handshake(sock, t, ep.host)
+      if not done then return fail(c, ep, "TLS handshake with", herr) end
     end
     local parts, n, what = {}, 0, {}
     if ep.password then
@@ -99,6 +89,12 @@ function conn.open(c, timeout_ms, node)
       encode(parts, { "CLIENT", "SETNAME", c.conn_name })
       n = n + 1
     end
+    local identity_at
+    if node then -- which server the node is now (conn.identity); a refusal (an ACL): unknown
+      encode(parts, { "INFO", "replication" })
+      n = n + 1
+      identity_at = n
+    end
     if n > 0 then
       local replies, xerr = self:raw_exchange(parts, n)
       if not replies then return nil, xerr end
@@ -109,6 +105,7 @@ function conn.open(c, timeout_ms, node)
           return nil, ("connection: %s refused: %s"):format(what[i], e)
         end
       end
+      if identity_at then node.server = conn.identity(replies[identity_at]) end
       local role = role_at and replies[role_at]
       if role and (type(role) ~= "table" or role[1] ~= "master") then
         sock:close()

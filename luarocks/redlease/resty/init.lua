@@ -16,8 +16,9 @@ local redlease = { _VERSION = generated._VERSION, backend = "resty" }
 
 -- connect(url, {watchdog_timeout=, connect_timeout=, command_timeout=, max_hold=,
 -- handover_grace= in seconds; tls_server_name=, tls_cert_file=, tls_key_file= strings and
--- tls_insecure_skip_verify= a boolean, for rediss://: see resty/tls.lua; client_name=, how its
--- connections name themselves to Redis, default "<host>:<pid>"})
+-- tls_insecure_skip_verify= a boolean, for rediss://, rediss+sentinel:// and rediss+cluster://:
+-- see resty/tls.lua; client_name=, how its connections name themselves to Redis, default
+-- "<host>:<pid>"})
 -- -> client. Nothing connects here (any phase, init_by_lua and init_worker_by_lua included);
 -- each worker gets its own client identity on first use.
 function redlease.connect(u, opts)
@@ -47,10 +48,6 @@ function redlease.connect(u, opts)
   end
   local ep, why = url.parse(u)
   if not ep then error(("bad argument 'url' to 'connect' (%s)"):format(why), 2) end
-  if ep.sentinel and ep.tls then
-    return nil, "unsupported: rediss+sentinel:// (TLS to the sentinels and the master) is not "
-      .. "available in the OpenResty backend yet"
-  end
   ep.tls_settings, name, why = tls.settings(ep, o)
   if name then error(("bad argument '%s' to 'connect' (%s)"):format(name, why), 2) end
   return Client.public(Client.new(ep, o))

@@ -7,11 +7,15 @@
 -- the watchdog runs a round there, the subscriber reconnects and its waiters try again there.
 -- When no sentinel can be asked, the last master they named is used (ROLE refuses it if it is
 -- one no longer), and the watcher asks them again in the background.
+-- rediss+sentinel://: TLS to the sentinels (the questions and the watcher's subscription) and to
+-- the master, with the same settings (tls.lua), each certificate checked against the host
+-- connected to (a sentinel's, the master's as they name it) unless tls_server_name names one.
 --
 -- The connection layer sees only a resolver: target() (the master's endpoint now, with its
 -- epoch), doubt(epoch) and epoch().
 local resp = require "redlease.resty.resp"
 local semaphore = require "ngx.semaphore"
+local tls_layer = require "redlease.resty.tls"
 local url = require "redlease.resty.url"
 
 local sentinel = {}
@@ -102,6 +106,13 @@ local function open_sentinel(self, i, read_ms)
   sock:settimeouts(c.connect_ms, c.command_ms, read_ms or c.command_ms)
   local ok, err = sock:connect(at.host, at.port)
   if not ok then return nil, ("cannot connect to sentinel %s: %s"):format(url.where(at), err) end
+  local t = self.ep.tls_settings -- rediss+sentinel://: the sentinels speak TLS too
+  if t then
+    ok, err = tls_layer.handshake(sock, t, at.host)
+    if not ok then
+      return nil, ("TLS handshake with sentinel %s: %s"):format(url.where(at), err)
+    end
+  end
   local reader = resp.reader(sock)
   if self.password then
     sock:send(encode({}, self.user and { "AUTH", self.user, self.password }

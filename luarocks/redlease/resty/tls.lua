@@ -76,12 +76,40 @@ local function settings(ep, o)
     end
   end
   local cert, key = client_certificate(o)
+  -- server_name nil: each connection's own host (a sentinel's, the master they name, a cluster
+  -- node's), as the C core's TLS context names it (csrc/core/transport/tls.c)
   local t = { verify = not o.tls_insecure_skip_verify, server_name = o.tls_server_name or ep.host,
     cert = cert, key = key }
   -- connections of other TLS settings are not the same: never one from the same pool
-  t.id = ("%s:%s:%s"):format(t.verify and "verify" or "insecure", t.server_name,
+  t.id = ("%s:%s:%s"):format(t.verify and "verify" or "insecure", t.server_name or "(host)",
     o.tls_cert_file and ngx.md5(o.tls_cert_file .. "\0" .. o.tls_key_file) or "")
   return t
+end
+
+-- The TLS handshake of a new connection `sock` to `host` with settings `t` (the client
+-- certificate, SNI, verification) -> true | nil, why. Closes the socket on failure.
+function tls.handshake(sock, t, host)
+  if t.cert then
+    local set, err = sock:setclientcert(t.cert, t.key)
+    if not set then
+      sock:close()
+      return nil, "client certificate: " .. tostring(err)
+    end
+  end
+  -- false: no session object wanted back; the name is sent as SNI and, when verifying, checked
+  -- against the certificate (which nginx verifies against lua_ssl_trusted_certificate)
+  local session, err = sock:sslhandshake(false, t.server_name or host, t.verify)
+  if not session then
+    sock:close()
+    return nil, err
+  end
+  -- A handshake that completes asynchronously can answer success after nginx closed the
+  -- connection for a certificate that failed verification: a closed socket says so here.
+  if not sock:getreusedtimes() then
+    return nil, "the connection was closed during the handshake (certificate verification "
+      .. "failed?)"
+  end
+  return true
 end
 
 -- -> settings | nil, the option's name, why.

@@ -89,9 +89,9 @@ local function round(client)
   -- the round may not outlast the first confirmed lease it carries: that hold is then declared
   -- lost when its lease ends, not a timeout later
   local timeout = math.max(1, math.min(client.command_ms, lease / 3, earliest - sent_at))
-  local batch_calls, replies, err, trips, answers, ncalls
+  local batch_calls, replies, err, trips, answers, ncalls, servers
   if client.cluster then -- per node, all nodes at once (cluster.lua)
-    answers, err, trips, ncalls = client.cluster:renew(batch,
+    answers, err, trips, ncalls, servers = client.cluster:renew(batch,
       function(holds) return calls.renew_batch(holds, lease, PER_CALL) end, timeout)
     replies = not err and answers
   else
@@ -99,7 +99,7 @@ local function round(client)
     replies, err, trips = runner.run(client, batch_calls, true, timeout)
     ncalls = #batch_calls
   end
-  local epoch = client.answered_by -- the master that answered (nil on a cluster)
+  local epoch = client.answered_by -- the master that answered (a cluster: servers, per hold)
   ngx.update_time()
   local t = now_ms()
   local renewed = 0
@@ -116,12 +116,14 @@ local function round(client)
     -- a hold released (or being released, or whose release failed) meanwhile: its answer says
     -- nothing about a hold
     if client.holds[h.key] == h and not h.releasing and not h.lost and h.watched then
-      -- answered by another master than the one that confirmed it last (a failover): what that
-      -- one confirmed may be gone
-      local moved = replies and h.master and h.master ~= epoch
+      -- answered by another master than the one that confirmed it last (a failover; on a
+      -- cluster, another server: a promoted replica, a restart): what that one confirmed may be
+      -- gone, and a hold found missing was lost to the change, as the C core says it
+      local by = servers and servers[i] or not servers and replies and epoch or nil
+      local moved = by ~= nil and h.master ~= nil and h.master ~= by
       if answer == 1 then
         validity.confirmed(h, sent_at, lease)
-        h.master = epoch
+        if by ~= nil then h.master = by end
         renewed = renewed + 1
       elseif answer == 0 then
         client:hold_lost(h, moved and "failover" or t >= h.confirmed_until and "expired"
