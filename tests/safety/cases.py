@@ -155,7 +155,7 @@ def full() -> List[Case]:
     cases.append(replace(base, name="mixed/lease-30s", nemesis=KINDS, lease=30.0, options={},
                          duration=600.0))
     cases.append(clock_jump())
-    cases.append(latency(duration=150.0))
+    cases.append(latency(duration=240.0))  # round trips near the renewal period: ~50 a second
     cases += sentinel(duration=90.0)
     cases += cluster(duration=90.0)  # about 150 acquisitions a second: over 10,000 each
     cases.append(replace(broken(), duration=60.0))
