@@ -231,7 +231,16 @@ const char *rl_client_id(rl_client *c) {
 }
 
 size_t rl_client_take_events(rl_client *c, rl_event_fn fn, void *userdata) {
-    return c && fn ? rl_events_take(&c->events, fn, userdata) : 0;
+    if (!c || !fn) return 0;
+    /* The host hears what the clock tells of its holds now, though the watchdog be stuck in a
+     * round (a host without an event thread takes its events only between its calls). Out of
+     * a round the watchdog decides in time itself, and the walk over the holds is saved. */
+    if (atomic_load(&c->watchdog.in_io)) {
+        pthread_mutex_lock(&c->mu);
+        if (c->holds.watched) rl_watchdog_settle(c);
+        pthread_mutex_unlock(&c->mu);
+    }
+    return rl_events_take(&c->events, fn, userdata);
 }
 
 size_t rl_client_owner(rl_client *c, uint64_t context, char *out) {

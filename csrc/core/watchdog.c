@@ -401,6 +401,14 @@ void rl_watchdog_slots_moved(rl_client *c, const uint64_t *slots) {
     pthread_cond_signal(&c->watchdog.wake);
 }
 
+void rl_watchdog_settle(rl_client *c) {
+    int64_t now = rl_now_ms(), lease = c->cfg.options.watchdog_timeout_ms;
+    settle_due_holds(c, now);
+    for (rl_hold *h = c->holds.watch_head; h; h = h->watch_next)
+        if (!h->releasing && !h->lost && h->watchdog && h->confirmed_until - now < lease / 2)
+            rl_hold_doubted(c, h, "its renewal is late");
+}
+
 void rl_watchdog_stop(rl_client *c) {
     rl_watchdog *wd = &c->watchdog;
     pthread_mutex_lock(&c->mu);

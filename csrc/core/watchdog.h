@@ -81,6 +81,13 @@ void rl_watchdog_master_moved(struct rl_client *c);
  * Any thread, any lock held. */
 void rl_watchdog_slots_moved(struct rl_client *c, const uint64_t *slots);
 
+/* With the client mutex held, from a thread that is not the watchdog's (a host taking its
+ * queued events while a round is on the wire): the watched holds whose confirmed lease has run
+ * out are lost, and those whose renewal is half a period late go in doubt, as the watchdog would
+ * say after its round, so that a round or a call stuck on the network does not hold back what
+ * the clock already tells. */
+void rl_watchdog_settle(struct rl_client *c);
+
 /* In a forked child: the thread is gone and the connection is the parent's. */
 void rl_watchdog_forget_after_fork(rl_watchdog *wd);
 

@@ -15,14 +15,18 @@
 
 struct rl_cluster {
     rl_config *cfg;
-    pthread_mutex_t mu;         /* the map and the node list; never held during I/O */
-    pthread_mutex_t refresh_mu; /* one refresh at a time (held during its I/O) */
-    rl_conn fetch; /* the refresh's connection (refresh_mu held): closing cuts it short */
+    pthread_mutex_t mu; /* the map, the node list, the refresh's state; never held during I/O */
+    /* One refresh at a time: `refreshing` is set while one asks the nodes (mu let go), and the
+     * others wait for it on refresh_done, each no longer than its own deadline. */
+    int refreshing;
+    pthread_cond_t refresh_done;
+    rl_conn fetch; /* the refresh's connection (refreshing set): closing cuts it short */
     rl_cluster_node *nodes;
     rl_cluster_node *owner[RL_SLOTS];
     int64_t refreshed_at; /* monotonic ms of the last refresh that got an answer; 0: never */
     int64_t failed_at;    /* ... of the last that got none; its error: */
     rl_error failure;
+    int stale; /* a node was unreachable and no time was left to ask the map */
     uint64_t refreshes;
     rl_cluster_moved_fn on_moved; /* set once, before any call */
     void *on_moved_userdata;
@@ -36,8 +40,8 @@ static int note_change(uint64_t *changed, int slot, const rl_cluster_node *was,
     return 1;
 }
 
-/* Tells the deployment which slots changed owner; called with no cluster mutex held but
- * refresh_mu (the callback only sets flags). */
+/* Tells the deployment which slots changed owner; called with no cluster mutex held (during a
+ * refresh: the callback only sets flags). */
 static void tell_moved(rl_cluster *cl, const uint64_t *changed, int any) {
     if (any && cl->on_moved) cl->on_moved(cl->on_moved_userdata, changed);
 }
@@ -52,7 +56,7 @@ rl_status rl_cluster_new(rl_config *cfg, rl_cluster **out, rl_error *err) {
     if (!cl) return rl_fail(err, RL_ERR_MEMORY, "out of memory");
     cl->cfg = cfg;
     pthread_mutex_init(&cl->mu, NULL);
-    pthread_mutex_init(&cl->refresh_mu, NULL);
+    rl_cond_init(&cl->refresh_done);
     rl_conn_init(&cl->fetch, cfg);
     *out = cl;
     return RL_OK;
@@ -84,7 +88,7 @@ void rl_cluster_free(rl_cluster *cl) {
     }
     rl_conn_close(&cl->fetch);
     pthread_mutex_destroy(&cl->mu);
-    pthread_mutex_destroy(&cl->refresh_mu);
+    pthread_cond_destroy(&cl->refresh_done);
     free(cl);
 }
 
@@ -184,19 +188,27 @@ static int apply_slots(rl_cluster *cl, const redisReply *r, const char *asked, u
 }
 
 /* Asks one node for the map, and its version (a node without sharded pub/sub is refused), in
- * one round trip (refresh_mu held): RL_OK (applied), or why not. */
-static rl_status ask_node(rl_cluster *cl, const char *host, int port, rl_error *err) {
+ * one round trip (refreshing set), ending by `deadline` (INT64_MAX: its full timeouts): RL_OK
+ * (applied), or why not. */
+static rl_status ask_node(rl_cluster *cl, const char *host, int port, int64_t deadline,
+                          rl_error *err) {
     rl_conn *conn = &cl->fetch;
+    int64_t timeout = cl->cfg->options.command_timeout_ms;
+    if (deadline != INT64_MAX && deadline - rl_now_ms() < timeout) timeout = deadline - rl_now_ms();
+    if (timeout <= 0)
+        return rl_fail(err, RL_ERR_CONNECTION, "%s:%d: not asked, the call's time is up", host,
+                       port);
     conn->node_host = host;
     conn->node_port = port;
+    conn->connect_by = deadline == INT64_MAX ? 0 : deadline;
     const char *slots_argv[2] = {"CLUSTER", "SLOTS"}, *info_argv[2] = {"INFO", "SERVER"};
     size_t lens[2] = {7, 5}, info_lens[2] = {4, 6};
     rl_cmd cmds[2] = {{2, slots_argv, lens}, {2, info_argv, info_lens}};
     redisReply *replies[2] = {NULL, NULL}, *reply;
-    rl_status st =
-        rl_conn_exchange(conn, cl->cfg->options.command_timeout_ms, 2, cmds, replies, 1, err);
+    rl_status st = rl_conn_exchange(conn, timeout, 2, cmds, replies, 1, err);
     rl_conn_close(conn);
     conn->node_host = NULL; /* host is the caller's */
+    conn->connect_by = 0;
     if (st != RL_OK) return st;
     reply = replies[0];
     if (reply->type == REDIS_REPLY_ERROR) {
@@ -211,6 +223,8 @@ static rl_status ask_node(rl_cluster *cl, const char *host, int port, rl_error *
         uint64_t changed[RL_SLOTS / 64] = {0};
         int any = 0;
         pthread_mutex_lock(&cl->mu);
+        rl_cluster_node *asked = find_node(cl, host, port);
+        if (asked) asked->failed_at = 0; /* it answers again */
         if (apply_slots(cl, reply, host, changed, &any) != 0)
             st = rl_fail(err, RL_ERR_SERVER, "unexpected answer to CLUSTER SLOTS from %s:%d", host,
                          port);
@@ -230,6 +244,11 @@ typedef struct candidate {
     int port;
 } candidate;
 
+static void add_candidate(candidate *c, size_t *k, const char *host, int port) {
+    snprintf(c[*k].host, sizeof c[*k].host, "%s", host);
+    c[(*k)++].port = port;
+}
+
 static size_t candidates(rl_cluster *cl, candidate **out) {
     const rl_endpoint *ep = &cl->cfg->endpoint;
     pthread_mutex_lock(&cl->mu);
@@ -238,61 +257,87 @@ static size_t candidates(rl_cluster *cl, candidate **out) {
         n++;
     candidate *c = calloc(n ? n : 1, sizeof *c);
     size_t k = 0;
-    /* Known nodes first (they served the map last), then the seeds. */
-    for (rl_cluster_node *node = cl->nodes; c && node; node = node->next, k++) {
-        snprintf(c[k].host, sizeof c[k].host, "%s", node->host);
-        c[k].port = node->port;
+    /* Known nodes first (they served the map last), then the seeds, then the nodes found
+     * unreachable: a node cut off would take the connect timeout that another answers in. */
+    for (rl_cluster_node *node = cl->nodes; c && node; node = node->next)
+        if (!node->failed_at) add_candidate(c, &k, node->host, node->port);
+    for (int i = 0; c && i < ep->seeds; i++) {
+        rl_cluster_node *known = find_node(cl, ep->seed_hosts[i], ep->seed_ports[i]);
+        if (!known || !known->failed_at) add_candidate(c, &k, ep->seed_hosts[i], ep->seed_ports[i]);
     }
-    for (int i = 0; c && i < ep->seeds; i++, k++) {
-        snprintf(c[k].host, sizeof c[k].host, "%s", ep->seed_hosts[i]);
-        c[k].port = ep->seed_ports[i];
-    }
+    for (rl_cluster_node *node = cl->nodes; c && node; node = node->next)
+        if (node->failed_at) add_candidate(c, &k, node->host, node->port);
     pthread_mutex_unlock(&cl->mu);
     *out = c;
     return c ? k : 0;
 }
 
+/* Now plus what one Redis gives a call: the end of a refresh that is not the first. */
+static int64_t call_deadline(const rl_cluster *cl) {
+    return rl_now_ms() + cl->cfg->options.connect_timeout_ms + cl->cfg->options.command_timeout_ms;
+}
+
+static void wait_until(pthread_cond_t *cond, pthread_mutex_t *mu, int64_t deadline) {
+    if (deadline == INT64_MAX)
+        pthread_cond_wait(cond, mu);
+    else
+        rl_cond_wait_until(cond, mu, deadline);
+}
+
 /* Refreshes the map unless one got an answer after `since` (another thread's, while this one
- * waited its turn) or within REFRESH_MIN_MS. */
-static rl_status refresh(rl_cluster *cl, int64_t since, rl_error *err) {
-    pthread_mutex_lock(&cl->refresh_mu);
+ * waited its turn) or within REFRESH_MIN_MS; by `deadline` (INT64_MAX: every candidate with its
+ * full timeouts), a wait for another thread's refresh included. */
+static rl_status refresh(rl_cluster *cl, int64_t since, int64_t deadline, rl_error *err) {
     pthread_mutex_lock(&cl->mu);
-    int64_t last = cl->refreshed_at;
-    pthread_mutex_unlock(&cl->mu);
-    if (last && (last > since || rl_now_ms() - last < REFRESH_MIN_MS)) {
-        pthread_mutex_unlock(&cl->refresh_mu);
-        return RL_OK;
-    }
-    if (cl->failed_at && rl_now_ms() - cl->failed_at < REFRESH_MIN_MS) {
+    while (cl->refreshing && rl_now_ms() < deadline)
+        wait_until(&cl->refresh_done, &cl->mu, deadline);
+    int64_t last = cl->refreshed_at, now = rl_now_ms();
+    rl_status st = RL_OK;
+    int mine = 0; /* this thread asks the nodes */
+    if (last && (last > since || now - last < REFRESH_MIN_MS)) {
+        /* answered after `since`, or a moment ago */
+    } else if (cl->failed_at && now - cl->failed_at < REFRESH_MIN_MS) {
         /* No node answered a moment ago: say so again rather than ask every node per call. */
-        rl_status failed = rl_fail(err, cl->failure.status, "%s", cl->failure.message);
-        pthread_mutex_unlock(&cl->refresh_mu);
-        return failed;
+        st = rl_fail(err, cl->failure.status, "%s", cl->failure.message);
+    } else if (cl->refreshing || now >= deadline) {
+        cl->stale = 1; /* asked by a later call or round (rl_cluster_ask_if_stale) */
+        st = rl_fail(err, RL_ERR_CONNECTION,
+                     cl->refreshing ? "the cluster's map is being asked, past the call's time"
+                                    : "no time left to ask the cluster's map");
+    } else {
+        st = RL_ERR_CONNECTION;
+        cl->refreshing = mine = 1;
+        cl->stale = 0;
     }
+    pthread_mutex_unlock(&cl->mu);
+    if (!mine) return st;
+
     candidate *c;
     size_t n = candidates(cl, &c);
-    rl_status st = n ? RL_ERR_CONNECTION : rl_fail(err, RL_ERR_MEMORY, "out of memory");
+    if (!n) st = rl_fail(err, RL_ERR_MEMORY, "out of memory");
     rl_error last_err = {0};
     for (size_t i = 0; i < n && st != RL_OK && st != RL_ERR_CLOSED; i++) {
-        st = ask_node(cl, c[i].host, c[i].port, &last_err);
+        if (deadline != INT64_MAX && rl_now_ms() >= deadline) break;
+        st = ask_node(cl, c[i].host, c[i].port, deadline, &last_err);
         /* A node not in cluster mode (a wrong URL), or too old: the others will not differ. */
         if (st == RL_ERR_ARGUMENT || st == RL_ERR_UNSUPPORTED) break;
     }
     free(c);
+    pthread_mutex_lock(&cl->mu);
     if (st == RL_OK) {
         cl->failed_at = 0;
-        pthread_mutex_lock(&cl->mu);
         cl->refreshed_at = rl_now_ms();
-        pthread_mutex_unlock(&cl->mu);
     } else if (n) {
         st = st == RL_ERR_CONNECTION
                  ? rl_fail(&cl->failure, st, "no cluster node answered CLUSTER SLOTS (last: %s)",
-                           last_err.message)
+                           last_err.message[0] ? last_err.message : "none asked in time")
                  : rl_fail(&cl->failure, st, "%s", last_err.message);
         rl_fail(err, st, "%s", cl->failure.message);
         cl->failed_at = rl_now_ms();
     }
-    pthread_mutex_unlock(&cl->refresh_mu);
+    cl->refreshing = 0;
+    pthread_cond_broadcast(&cl->refresh_done);
+    pthread_mutex_unlock(&cl->mu);
     return st;
 }
 
@@ -301,10 +346,11 @@ rl_cluster_node *rl_cluster_owner(rl_cluster *cl, int slot, rl_error *err) {
     for (int attempt = 0; attempt < 2; attempt++) {
         pthread_mutex_lock(&cl->mu);
         rl_cluster_node *n = cl->owner[slot];
+        int first = cl->refreshed_at == 0;
         pthread_mutex_unlock(&cl->mu);
         if (n) return n;
         if (attempt == 1) break;
-        if (refresh(cl, asked, err) != RL_OK) return NULL;
+        if (refresh(cl, asked, first ? INT64_MAX : call_deadline(cl), err) != RL_OK) return NULL;
     }
     rl_fail(err, RL_ERR_CONNECTION, "no cluster node serves slot %d (CLUSTERDOWN?)", slot);
     return NULL;
@@ -323,16 +369,30 @@ void rl_cluster_moved(rl_cluster *cl, int slot, const char *host, int port) {
     pthread_mutex_unlock(&cl->mu);
     tell_moved(cl, changed, any);
     rl_error ignored;
-    refresh(cl, seen, &ignored); /* other slots may have moved too */
+    refresh(cl, seen, call_deadline(cl), &ignored); /* other slots may have moved too */
 }
 
-int rl_cluster_unreachable(rl_cluster *cl, int slot, rl_cluster_node *was) {
+int rl_cluster_unreachable(rl_cluster *cl, int slot, rl_cluster_node *was, int64_t deadline) {
     rl_error ignored;
-    refresh(cl, rl_now_ms(), &ignored);
+    int64_t seen = rl_now_ms();
+    if (was) {
+        pthread_mutex_lock(&cl->mu);
+        was->failed_at = seen;
+        pthread_mutex_unlock(&cl->mu);
+    }
+    refresh(cl, seen, deadline, &ignored);
     pthread_mutex_lock(&cl->mu);
     int changed = cl->owner[slot] != was;
     pthread_mutex_unlock(&cl->mu);
     return changed;
+}
+
+void rl_cluster_ask_if_stale(rl_cluster *cl, int64_t deadline) {
+    pthread_mutex_lock(&cl->mu);
+    int stale = cl->stale;
+    pthread_mutex_unlock(&cl->mu);
+    rl_error ignored;
+    if (stale) refresh(cl, rl_now_ms(), deadline, &ignored);
 }
 
 static int by_address(const void *a, const void *b) {
@@ -347,7 +407,7 @@ rl_status rl_cluster_masters(rl_cluster *cl, rl_cluster_node ***out, size_t *n, 
     int64_t refreshed = cl->refreshed_at;
     pthread_mutex_unlock(&cl->mu);
     if (!refreshed) {
-        rl_status st = refresh(cl, 0, err);
+        rl_status st = refresh(cl, 0, INT64_MAX, err);
         if (st != RL_OK) return st;
     }
     pthread_mutex_lock(&cl->mu);
@@ -381,6 +441,7 @@ rl_status rl_cluster_call(rl_cluster *cl, int slot, rl_cluster_run run, void *ar
     if (!err) err = &unasked;
     const rl_options *o = &cl->cfg->options;
     int64_t deadline = rl_now_ms() + o->command_timeout_ms, backoff = RETRY_MIN_MS;
+    int64_t ends_by = call_deadline(cl); /* no map refresh goes past what one Redis gives */
     rl_cluster_node *ask_at = NULL;
     for (int redirects = 0;;) {
         rl_cluster_node *node = ask_at ? ask_at : rl_cluster_owner(cl, slot, err);
@@ -402,7 +463,7 @@ rl_status rl_cluster_call(rl_cluster *cl, int slot, rl_cluster_run run, void *ar
         } else if (st == RL_ERR_CONNECTION && repeatable && !atomic_load(&cl->cfg->closing)) {
             /* The node may be gone and its replica promoted: ask the map, and wait for the
              * failover while the call's time lasts. */
-            rl_cluster_unreachable(cl, slot, node);
+            rl_cluster_unreachable(cl, slot, node, ends_by);
             wait = 1;
         } else {
             if (r.kind == RL_REDIRECT_MOVED || r.kind == RL_REDIRECT_ASK)
@@ -449,9 +510,10 @@ void rl_cluster_unlock(rl_cluster *cl) {
 
 void rl_cluster_after_fork_child(rl_cluster *cl) {
     if (!cl) return;
-    /* Held during a refresh's I/O, so not taken across fork: a parent's thread may have held it.
-     * The child is single-threaded here: nothing of its own holds it. */
-    pthread_mutex_init(&cl->refresh_mu, NULL);
+    /* A parent's thread may have been refreshing, or waiting for a refresh: the child is
+     * single-threaded here, and nothing of its own is. */
+    cl->refreshing = 0;
+    rl_cond_init(&cl->refresh_done);
     for (rl_cluster_node *n = cl->nodes; n; n = n->next) {
         rl_pool_after_fork_child(&n->pool);
         rl_sub_after_fork_child(&n->sub);
@@ -459,7 +521,7 @@ void rl_cluster_after_fork_child(rl_cluster *cl) {
 }
 
 void rl_cluster_forget_after_fork(rl_cluster *cl) {
-    rl_conn_abandon(&cl->fetch); /* refresh_mu was made anew at the fork */
+    rl_conn_abandon(&cl->fetch); /* its refresh was forgotten at the fork */
     for (rl_cluster_node *n = cl->nodes; n; n = n->next) {
         pthread_mutex_lock(&n->pool.mu);
         rl_pool_forget_after_fork(&n->pool);

@@ -25,6 +25,8 @@ typedef struct rl_cluster_node {
     rl_pool pool;      /* command connections, opened as concurrent calls need them */
     rl_subscriber sub; /* SSUBSCRIBE to the channels of its slots */
     rl_conn renew;     /* the watchdog's */
+    int64_t failed_at; /* rl_now_ms() when it was last found unreachable (0: never, or it has
+                          answered the map since): asked for the map after the others */
 } rl_cluster_node;
 
 typedef struct rl_cluster rl_cluster;
@@ -41,17 +43,22 @@ void rl_cluster_free(rl_cluster *cl);
 /* Sets the callback for slots that changed owner; before the first call. */
 void rl_cluster_on_moved(rl_cluster *cl, rl_cluster_moved_fn fn, void *userdata);
 
-/* The node serving `slot`, asking for the map when it is not known. NULL with *err filled when no
- * node answers or no node serves the slot. */
+/* The node serving `slot`, asking for the map when it is not known (the first time, every seed
+ * and node in turn, each with its full timeouts; later within connect_timeout + command_timeout
+ * in all). NULL with *err filled when no node answers or no node serves the slot. */
 rl_cluster_node *rl_cluster_owner(rl_cluster *cl, int slot, rl_error *err);
 /* The node at host:port (ASK, MOVED), made when not known yet; NULL when out of memory. */
 rl_cluster_node *rl_cluster_node_at(rl_cluster *cl, const char *host, int port);
 /* A node answered MOVED: the slot is host:port's now; the rest of the map is asked again unless a
  * refresh ran a moment ago. */
 void rl_cluster_moved(rl_cluster *cl, int slot, const char *host, int port);
-/* A node of `slot` could not be reached: ask the map again (rate-limited). 1 when the slot's
- * owner changed. */
-int rl_cluster_unreachable(rl_cluster *cl, int slot, rl_cluster_node *was);
+/* A node of `slot` (`was`, or NULL) could not be reached: ask the map again (rate-limited), the
+ * other nodes first, ending by `deadline` (rl_now_ms(); a wait for another thread's refresh
+ * too). With no time left the map is only marked stale: rl_cluster_ask_if_stale asks it. 1 when
+ * the slot's owner changed. */
+int rl_cluster_unreachable(rl_cluster *cl, int slot, rl_cluster_node *was, int64_t deadline);
+/* Asks the map again, by `deadline`, when a node was found unreachable with no time left to. */
+void rl_cluster_ask_if_stale(rl_cluster *cl, int64_t deadline);
 
 /* The masters that serve slots now (the map asked first if it never was), sorted by address so
  * that a walk over them (SCAN) keeps its order from call to call; *out: n of them, to free(). */
@@ -75,7 +82,8 @@ void rl_cluster_forget_after_fork(rl_cluster *cl);
  * and copies the connection's redirect (scripts.c parses it) into *redirect. MOVED and ASK are
  * followed, TRYAGAIN and CLUSTERDOWN retried with back-off, a node that cannot be reached is
  * replaced by the map's new owner when the call may be repeated; all within the command timeout,
- * then a clear error. */
+ * then a clear error. A call ends within about connect_timeout + command_timeout, as on one
+ * Redis: the map asked after a node was unreachable gets what is left of that, no more. */
 typedef rl_status (*rl_cluster_run)(rl_pool *pool, int asking, void *arg, rl_redirect *redirect,
                                     int *repeatable, rl_error *err);
 rl_status rl_cluster_call(rl_cluster *cl, int slot, rl_cluster_run run, void *arg, rl_error *err);

@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "client.h"
+#include "clock.h"
 #include "cluster.h"
 #include "deploy.h"
 #include "error.h"
@@ -212,7 +213,9 @@ static rl_subscriber *subscriber(rl_client *c, const char *channel, size_t len, 
 }
 
 static void channel_moved(rl_client *c, const char *channel, size_t len) {
-    rl_cluster_unreachable(cluster_of(c), rl_key_slot(channel, len), NULL); /* the map */
+    const rl_options *o = &c->cfg.options; /* the map, within what a call gets */
+    rl_cluster_unreachable(cluster_of(c), rl_key_slot(channel, len), NULL,
+                           rl_now_ms() + o->connect_timeout_ms + o->command_timeout_ms);
 }
 
 static size_t subscriptions(rl_client *c) {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "client.h"
+#include "clock.h"
 #include "deploy.h"
 #include "error.h"
 #include "identity.h"
@@ -88,8 +89,12 @@ rl_status rl_standalone_renew(rl_client *c, rl_hold **batch, size_t n, int64_t l
     if (rl_renew_calls_build(&b, &c->holds, batch, n, NULL, lease) == 0) {
         /* Which server answers: asked in the same pipeline, ahead of the renewals. */
         redisReply *identity = NULL;
+        /* A connection opened for the round connects within its time: the watchdog must decide
+         * (in doubt, lost) before a lease ends, however long connect_timeout is. */
+        wd->conn.connect_by = rl_now_ms() + timeout_ms;
         st = rl_scripts_run_led(&c->scripts, &wd->conn, timeout_ms, RL_SCRIPT_RENEW, b.ncalls,
                                 b.cmds, b.replies, 1, &rl_identity_cmd, &identity, err);
+        wd->conn.connect_by = 0;
         uint32_t server = rl_identity_of(identity);
         freeReplyObject(identity);
         rl_error sync_err;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "error.h"
 #include "identity.h"
 #include "redirect.h"
@@ -91,6 +92,11 @@ rl_status rl_renew_on_cluster(rl_client *c, rl_cluster *cl, rl_hold **batch, siz
     memset(out, 0, sizeof *out);
     for (size_t i = 0; i < n; i++)
         answers[i] = -1, servers[i] = 0;
+    /* The round ends by its timeout, connections opened and the map asked included: the
+     * watchdog decides (in doubt, lost) when it returns, and must not be kept past a lease's end
+     * by nodes that cannot be reached. */
+    int64_t deadline = rl_now_ms() + timeout_ms;
+    rl_cluster_ask_if_stale(cl, deadline); /* a node was unreachable in the round before */
     placed *order = calloc(n ? n : 1, sizeof *order);
     rl_hold **sorted = calloc(n ? n : 1, sizeof *sorted);
     int *slots = calloc(n ? n : 1, sizeof *slots);
@@ -138,12 +144,16 @@ rl_status rl_renew_on_cluster(rl_client *c, rl_cluster *cl, rl_hold **batch, siz
         node_round *nr = &rounds[r];
         if (!nr->node) continue;
         nr->before = nr->node->renew.exchanges;
+        int64_t left = deadline - rl_now_ms();
+        nr->node->renew.connect_by = deadline;
         if (!known) { /* the first round: rl_scripts_run loads the script, node after node */
             rl_status one =
-                rl_scripts_run(&c->scripts, &nr->node->renew, timeout_ms, RL_SCRIPT_RENEW,
+                rl_scripts_run(&c->scripts, &nr->node->renew, left > 0 ? left : 1, RL_SCRIPT_RENEW,
                                nr->to - nr->from, &b.cmds[nr->from], &b.replies[nr->from], 1, err);
+            nr->node->renew.connect_by = 0;
             if (one != RL_OK && st == RL_OK) st = one;
-            if (one != RL_OK) out->failed_nodes++, rl_cluster_unreachable(cl, nr->slot, nr->node);
+            if (one != RL_OK)
+                out->failed_nodes++, rl_cluster_unreachable(cl, nr->slot, nr->node, deadline);
             continue;
         }
         for (size_t k = nr->from; k < nr->to; k++) {
@@ -156,7 +166,8 @@ rl_status rl_renew_on_cluster(rl_client *c, rl_cluster *cl, rl_hold **batch, siz
         mine[0] = rl_identity_cmd;
         memcpy(&mine[1], &b.cmds[nr->from], (nr->to - nr->from) * sizeof *mine);
         rl_status one =
-            rl_conn_send(&nr->node->renew, timeout_ms, nr->to - nr->from + 1, mine, err);
+            rl_conn_send(&nr->node->renew, left > 0 ? left : 1, nr->to - nr->from + 1, mine, err);
+        nr->node->renew.connect_by = 0;
         nr->sent = one == RL_OK;
         if (one != RL_OK && st == RL_OK) st = one;
     }
@@ -176,7 +187,7 @@ rl_status rl_renew_on_cluster(rl_client *c, rl_cluster *cl, rl_hold **batch, siz
         if (nr->node) out->round_trips += nr->node->renew.exchanges - nr->before;
         if (nr->node && known && !nr->sent) {
             out->failed_nodes++;
-            rl_cluster_unreachable(cl, nr->slot, nr->node); /* a failover? */
+            rl_cluster_unreachable(cl, nr->slot, nr->node, deadline); /* a failover? */
         }
     }
     /* A moved slot (MOVED), a restarted node (NOSCRIPT): once more through the pool. A slot in

@@ -374,6 +374,7 @@ rl_status rl_conn_open_to(rl_conn *conn, const rl_target *t, int64_t timeout_ms,
     if (!conn->reader) return rl_fail(err, RL_ERR_MEMORY, "out of memory opening a connection");
     /* The connect timeout bounds the connect and the TLS handshake together. */
     int64_t deadline = rl_now_ms() + conn->cfg->options.connect_timeout_ms;
+    if (conn->connect_by > 0 && conn->connect_by < deadline) deadline = conn->connect_by;
     int rc = t->is_unix ? connect_unix(conn, t->host, deadline)
                         : connect_tcp(conn, t->host, t->port, deadline);
     if (rc != 0) return failure(conn, err, "cannot connect to");

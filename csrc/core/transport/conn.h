@@ -80,6 +80,8 @@ typedef struct rl_conn {
     int64_t timeout_ms;      /* the command timeout it was opened with (rl_conn_flush, _receive) */
     int64_t deadline;        /* rl_now_ms() by which the call in progress must end */
     int64_t sock_timeout_ms; /* a plain socket's SO_RCVTIMEO/SO_SNDTIMEO now (0: not set) */
+    int64_t connect_by;      /* > 0: no connect (and TLS handshake) goes on past this rl_now_ms(),
+                                whatever the connect timeout: a call that must end by then */
     char why[512];           /* the last I/O failure, for messages: room for a verification error
                                 with a 253-character host name (never cut, the docs quote it) */
 } rl_conn;
