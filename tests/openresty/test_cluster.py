@@ -6,12 +6,8 @@ cluster, the same script calls as the C rock, a slot migrated and a master kille
 and waits. The failover test runs last: it leaves one shard without its old master."""
 
 import os
-import re
-import shutil
 import signal
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -335,46 +331,18 @@ def test_the_documented_cluster_configuration_runs(cluster):
     """docs/openresty.md's Cluster block in its nginx.conf (the `yours` lines adapted as
     test_docs.py does, the seeds made the test cluster's): the handler answers 200, 409 while
     another owner holds the lock (at the name's master), and the log says nothing at warn."""
-    from nginx import Nginx, free_port
-    from test_docs import DOC, adapted, doc_config
+    from test_docs import doc_block, nginx_with_block
 
-    text = open(DOC).read()
-    block = re.search(r"```nginx\n(.*?)```", text[text.index("## Redis Cluster\n"):], re.S)
-    block = block.group(1).replace("redis+cluster://10.0.0.1:7000,10.0.0.2:7000,10.0.0.3:7000",
-                                   cluster.url)
-    d = tempfile.mkdtemp(prefix="redlease-docconf-")
-    port = free_port()
-    conf = adapted(doc_config(), port, "redis://unused", d)
-    conf, n = re.subn(r"    init_worker_by_lua_block \{\n.*?\n    \}\n", lambda _: block, conf,
-                      flags=re.S)
-    assert n == 1
-    with open(os.path.join(d, "nginx.conf"), "w") as f:
-        f.write(conf)
-    proc = subprocess.Popen(["nginx", "-p", d, "-c", "nginx.conf", "-e", f"{d}/error.log",
-                             "-g", "daemon off;"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env=Nginx.env())
-    ng = Nginx.__new__(Nginx)
-    ng.port, ng.dir, ng.process = port, d, proc
-    try:
-        def up():
-            try:
-                return ng.get("/orders", timeout=5)[0] == 200
-            except OSError:
-                return False
-        assert wait_for(up, 15)
+    block = doc_block("## Redis Cluster", 0, [
+        ("redis+cluster://10.0.0.1:7000,10.0.0.2:7000,10.0.0.3:7000", cluster.url)])
+    with nginx_with_block(block) as (ng, said):
+        assert ng.get("/orders", timeout=5) == (200, "done\n")
         node_call(cluster, "orders:42", "HSET", "orders:42", "someone-else:1", "1")
         node_call(cluster, "orders:42", "PEXPIRE", "orders:42", "10000")
         assert ng.get("/orders")[0] == 409
         node_call(cluster, "orders:42", "DEL", "orders:42")
         assert ng.get("/orders") == (200, "done\n")
-        log = open(os.path.join(d, "error.log"), errors="replace").read()
-        said = [line for line in log.splitlines()
-                if re.search(r"\[(warn|error|alert|crit|emerg)\]", line)]
-        assert said == [], said
-    finally:
-        proc.terminate()
-        proc.wait(10)
-        shutil.rmtree(d, ignore_errors=True)
+        assert said() == []
 
 
 def test_failover_during_holds_and_waits(cluster, make_nginx):

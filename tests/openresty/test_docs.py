@@ -59,6 +59,16 @@ def doc_block(heading, index, replace):
     return block
 
 
+def tls_doc_block(heading, url, real_url, certs):
+    """A TLS deployment's block of the doc (doc_block), its URL, server name and certificate
+    files made the test's."""
+    return doc_block(heading, 1, [
+        (url, real_url), ('"redis.internal"', '"localhost"'),
+        ("/etc/nginx/redis-client.crt", f"{certs}/client.crt"),
+        ("/etc/nginx/redis-client.key", f"{certs}/client.key"),
+        ("/etc/nginx/redis-ca.crt", f"{certs}/ca.crt")])
+
+
 @contextlib.contextmanager
 def nginx_with_block(block):
     """nginx on the configuration of "## nginx.conf" (adapted) whose init_worker_by_lua_block is

@@ -11,7 +11,7 @@ import sys
 import time
 
 import pytest
-from test_docs import doc_block, nginx_with_block
+from test_docs import nginx_with_block, tls_doc_block
 from test_tls import MISMATCH, NAME_ERROR, TLS_LOCATION, VERIFY_ERROR, probe
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -77,11 +77,9 @@ def test_cluster_over_tls(cluster, certs, make_nginx):
     r = probe(other, cluster.url, name="ctls:skip", skip=1, **mine)  # (tests only)
     assert r == {"acquired": "true", "released": "true"}, r
     # docs/openresty.md's rediss+cluster:// block, as pasted (the seeds, name and files ours)
-    block = doc_block("## Redis Cluster", 1, [
-        ("rediss+cluster://10.0.0.1:7000,10.0.0.2:7000,10.0.0.3:7000", cluster.url),
-        ('"redis.internal"', '"localhost"'), ("/etc/nginx/redis-client.crt", f"{certs}/client.crt"),
-        ("/etc/nginx/redis-client.key", f"{certs}/client.key"),
-        ("/etc/nginx/redis-ca.crt", f"{certs}/ca.crt")])
+    block = tls_doc_block(
+        "## Redis Cluster", "rediss+cluster://10.0.0.1:7000,10.0.0.2:7000,10.0.0.3:7000",
+        cluster.url, certs)
     with nginx_with_block(block) as (doc, said):
         assert doc.get("/orders") == (200, "done\n")
         assert said() == []

@@ -12,7 +12,7 @@ import threading
 import time
 
 import pytest
-from test_docs import doc_block, nginx_with_block
+from test_docs import nginx_with_block, tls_doc_block
 from test_tls import MISMATCH, NAME_ERROR, TLS_LOCATION, VERIFY_ERROR, probe
 
 from conftest import fields
@@ -86,11 +86,9 @@ def test_locks_and_a_planned_failover_over_tls(deployment, certs, make_nginx):
     assert "redlease: the sentinels name a new master" in ng.log()
     assert fields(ng.get(f"/cycle?name={name}")[1])["ok"] == "true"
     # docs/openresty.md's rediss+sentinel:// block, as pasted (the URL, name and files ours)
-    block = doc_block("## Sentinel", 1, [
-        ("rediss+sentinel://10.0.0.1:26379,10.0.0.2:26379,10.0.0.3:26379/mymaster/0", d.url),
-        ('"redis.internal"', '"localhost"'), ("/etc/nginx/redis-client.crt", f"{certs}/client.crt"),
-        ("/etc/nginx/redis-client.key", f"{certs}/client.key"),
-        ("/etc/nginx/redis-ca.crt", f"{certs}/ca.crt")])
+    block = tls_doc_block(
+        "## Sentinel",
+        "rediss+sentinel://10.0.0.1:26379,10.0.0.2:26379,10.0.0.3:26379/mymaster/0", d.url, certs)
     with nginx_with_block(block) as (doc, said):
         assert doc.get("/orders") == (200, "done\n")
         assert said() == []
