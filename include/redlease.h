@@ -136,6 +136,11 @@ typedef struct rl_options {
                                     to that waiter for up to this long (the releaser does not
                                     take it straight back); default 2, 0 = never (most hand-offs
                                     per second, least even between workers) */
+    int64_t failover_grace_ms;   /* redis+sentinel://: after this client followed a new master, it
+                                    grants no new hold for this long (an acquire waits, a try
+                                    answers not acquired), so that a holder on the old master,
+                                    whose lock the promoted replica may lack, is told first (its
+                                    hold goes in doubt); default 1000, 0 = off */
     int64_t drift_factor_ppm;    /* a hold is guaranteed until its last confirmed acquire or
                                     renewal was sent + its lease - (lease x this / 10^6 + 2 ms),
                                     the margin for this host's and Redis's clocks drifting apart
@@ -290,6 +295,7 @@ typedef struct rl_stats {
     /* acquires the subscriber thread sent for a waiter its release message woke, the waiter
      * reading the answer (a hand-off without a thread wake-up before the acquire) */
     uint64_t woken_acquires;
+    uint64_t master_changes; /* redis+sentinel://: new masters this client followed */
 } rl_stats;
 
 void rl_client_stats(rl_client *client, rl_stats *out);

@@ -106,6 +106,7 @@ build = {
             "csrc/core/error.c",
             "csrc/core/events.c",
             "csrc/core/extend.c",
+            "csrc/core/failover_grace.c",
             "csrc/core/family/countdown.c",
             "csrc/core/family/expirable.c",
             "csrc/core/family/family.c",

@@ -95,6 +95,8 @@ rl_status rl_client_new(const char *url, const rl_options *options, rl_client **
     atomic_init(&c->refs, 1);
     atomic_init(&c->closed, 0);
     atomic_init(&c->fork_generation, rl_fork_generation());
+    atomic_init(&c->grants_paused_until, 0);
+    atomic_init(&c->master_changes, 0);
     pthread_mutex_init(&c->mu, NULL);
     rl_holds_init(&c->holds, c->id);
     rl_metrics_init(&c->metrics);
@@ -432,6 +434,7 @@ void rl_client_stats(rl_client *c, rl_stats *out) {
     out->in_doubt = c->holds.in_doubt;
     out->in_doubt_total = c->holds.doubted;
     out->server_changes = c->watchdog.server_changes;
+    out->master_changes = atomic_load(&c->master_changes);
     out->last_round_nodes = c->watchdog.last_round_nodes;
     pthread_mutex_unlock(&c->mu);
     rl_metrics_read(&c->metrics, out);

@@ -9,6 +9,7 @@
 
 #include "clock.h"
 #include "error.h"
+#include "failover_grace.h"
 #include "lock.h"
 #include "names.h"
 #include "random.h"
@@ -86,6 +87,13 @@ typedef rl_attempt attempt;
 
 rl_status rl_acquire_try(rl_lock *l, attempt *a, int queue, int64_t *wait_hint, rl_error *err) {
     a->sent_at = rl_now_ms();
+    /* Just after a failover nothing new is granted (failover_grace.h); a re-entry goes ahead:
+     * the script tells a hold the new master lacks from one it has. */
+    a->grace_left = a->fresh ? rl_failover_grace_left(l->client, a->sent_at) : 0;
+    if (a->grace_left > 0) {
+        *wait_hint = a->grace_left;
+        return RL_NOT_ACQUIRED;
+    }
     rl_status st = rl_lock_call_acquire(l, a->owner, a->owner_len, a->lease, queue, a->window,
                                         wait_hint, &a->token, &a->reentered, err);
     a->server = rl_client_answered_by();
@@ -269,6 +277,8 @@ rl_status rl_acquire_begin(rl_lock *l, uint64_t context, const rl_acquire_option
     a->owner_len = rl_client_owner(c, context, a->owner);
     pthread_mutex_lock(&c->mu);
     rl_status st = check_hold_before_acquire(l, context, err);
+    rl_hold *held = rl_holds_find(&c->holds, l->name, l->name_len, l->kind, context);
+    a->fresh = !held || held->count == 0;
     /* Only an acquire that may wait yields; a one-try acquire answers at once. */
     a->yield_until = wait_ms != 0 ? rl_handovers_until(&c->handovers, l->name, l->name_len, l->kind,
                                                        rl_now_ms(), &a->yield_floor)
@@ -293,6 +303,12 @@ rl_status rl_acquire_end(rl_lock *l, uint64_t context, attempt *a, const rl_acqu
     if (st == RL_OK) {
         st = record_hold(l, context, a, o->lease_ms, max_hold, err);
         if (st == RL_OK) rl_metrics_acquired(&c->metrics);
+    } else if (st == RL_NOT_ACQUIRED && a->grace_left > 0) {
+        rl_fail(err, RL_NOT_ACQUIRED,
+                "lock \"%s\" is not granted yet: this client followed a new master, and grants "
+                "nothing for %lld ms more (failover_grace) so that a holder on the old one is "
+                "told first",
+                printable(l, shown), (long long)a->grace_left);
     } else if (st == RL_NOT_ACQUIRED) {
         char waited[RL_WAITED_SIZE];
         rl_fail(err, RL_NOT_ACQUIRED, "lock \"%s\" is held by another owner%s%s",

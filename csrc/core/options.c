@@ -27,6 +27,7 @@ static const rl_option_info rows[] = {
     {"sync_timeout", RL_OPTION_MS, AT(sync_timeout_ms), 1000, 1, NO_MAX, 0},
     {"fair_wait", RL_OPTION_MS, AT(fair_wait_ms), 300000, 1, RL_MAX_LEASE_MS, RL_OPTION_INTERNAL},
     {"handover_grace", RL_OPTION_MS, AT(handover_grace_ms), RL_HANDOVER_GRACE_MS, 0, 1000, 0},
+    {"failover_grace", RL_OPTION_MS, AT(failover_grace_ms), 1000, 0, 60000, 0},
     /* 1% of the lease (+ RL_DRIFT_FIXED_MS), as Redlock's */
     {"drift_factor", RL_OPTION_PPM, AT(drift_factor_ppm), 10000, 0, 500000, 0},
     {"tls_ca_file", RL_OPTION_PATH, AT(tls_ca_file), 0, 0, 0, 0},

@@ -76,6 +76,7 @@ typedef struct rl_sub_send {
     rl_pool *pool;
     rl_cmd cmd;
     int64_t timeout_ms;
+    _Atomic int64_t *no_grant_before; /* not sent before this time (ms; failover_grace.h) */
     rl_sub_send_outcome outcome;
     rl_conn *conn;
     int64_t sent_at; /* rl_now_ms() just before the write */

@@ -2,11 +2,15 @@
 
 #include <string.h>
 
+#include "clock.h"
+#include "failover_grace.h"
 #include "kind.h"
 
 int rl_woken_prime(rl_lock *l, const rl_attempt *a, rl_sub_send *s) {
     memset(s, 0, sizeof *s);
     if (l->kind == RL_LOCK_FAIR) return 0;
+    /* In a failover's grace the waiter's own try answers (and waits the grace out). */
+    if (a->fresh && rl_failover_grace_left(l->client, rl_now_ms()) > 0) return 0;
     rl_acquire_args args = {a->owner, a->owner_len, a->lease, 1, a->window};
     redisReply *reply = NULL;
     rl_error ignored;
@@ -15,6 +19,7 @@ int rl_woken_prime(rl_lock *l, const rl_attempt *a, rl_sub_send *s) {
     rl_client_capture(NULL);
     freeReplyObject(reply); /* none: nothing was called */
     s->timeout_ms = l->client->cfg.options.command_timeout_ms;
+    if (a->fresh) s->no_grant_before = &l->client->grants_paused_until; /* a grace begun later */
     return s->cmd.argc > 0;
 }
 

@@ -125,6 +125,7 @@ int rlua_client_stats(lua_State *L) {
     set_integer(L, "in_doubt", (int64_t)s.in_doubt);
     set_integer(L, "in_doubt_total", (int64_t)s.in_doubt_total);
     set_integer(L, "server_changes", (int64_t)s.server_changes);
+    set_integer(L, "master_changes", (int64_t)s.master_changes);
     set_integer(L, "sync_waits", (int64_t)s.sync_waits);
     set_integer(L, "sync_acks", (int64_t)s.sync_acks);
     set_integer(L, "sync_skipped", (int64_t)s.sync_skipped);

@@ -226,7 +226,7 @@ static PyObject *client_stats(rlpy_client *self, PyObject *unused) {
     }
     if (!lost) return NULL;
     return Py_BuildValue(
-        "{sKsKsKsKsnsOsnsKsKsdsdsKsNsnsnsKsnsKsKsKsnsKsKsKsKsKsK}", "renew_rounds",
+        "{sKsKsKsKsnsOsnsKsKsdsdsKsNsnsnsKsnsKsKsKsnsKsKsKsKsKsKsK}", "renew_rounds",
         (unsigned long long)s.renew_rounds, "renew_round_trips",
         (unsigned long long)s.renew_round_trips, "renew_calls", (unsigned long long)s.renew_calls,
         "renewed_holds", (unsigned long long)s.renewed_holds, "last_round_holds",
@@ -244,7 +244,8 @@ static PyObject *client_stats(rlpy_client *self, PyObject *unused) {
         "server_changes", (unsigned long long)s.server_changes, "sync_waits",
         (unsigned long long)s.sync_waits, "sync_acks", (unsigned long long)s.sync_acks,
         "sync_skipped", (unsigned long long)s.sync_skipped, "woken_acquires",
-        (unsigned long long)s.woken_acquires);
+        (unsigned long long)s.woken_acquires, "master_changes",
+        (unsigned long long)s.master_changes);
 }
 
 static PyMethodDef client_methods[] = {

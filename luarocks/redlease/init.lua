@@ -63,9 +63,10 @@ end
 -- connect(url, {watchdog_timeout=, connect_timeout=, command_timeout=, max_hold=,
 -- sync_timeout= in seconds; sync_replicas= a count; tls_ca_file=, tls_ca_dir=, tls_cert_file=,
 -- tls_key_file=, tls_server_name= strings and tls_insecure_skip_verify= a boolean, for rediss://;
--- handover_grace= in seconds, 0: off, docs/semantics.md; drift_factor= a fraction of the lease
--- kept as the validity margin, default 0.01; on_lost = function(name, reason),
--- on_state = function(name, state, why), called as redlease/events.lua says; client_name= how
+-- handover_grace= and failover_grace= in seconds, 0: off, docs/semantics.md; drift_factor= a
+-- fraction of the lease kept as the validity margin, default 0.01;
+-- on_lost = function(name, reason), on_state = function(name, state, why), called as
+-- redlease/events.lua says; client_name= how
 -- its connections name themselves to Redis, shown beside its holds by inspect and owner(),
 -- default "<host>:<pid>")
 -- -> client | nil, err. Every failure is an answer, never raised: a URL or option that cannot be

@@ -50,6 +50,7 @@ class ClientOptions(TypedDict, total=False):
     sync_aof: Optional[bool]
     sync_timeout: Optional[float]
     handover_grace: Optional[float]
+    failover_grace: Optional[float]
     drift_factor: Optional[float]
     tls_ca_file: Optional[_Path]
     tls_ca_dir: Optional[_Path]
@@ -109,6 +110,10 @@ class Client:
     to the woken waiter first, so that a thread that releases and re-acquires in a loop does not
     keep taking it back; 0 turns this off (the most hand-offs per second, the least even share
     between workers). Fair locks keep their strict order either way.
+
+    ``failover_grace`` (seconds, default 1; ``redis+sentinel://``): after this client followed a
+    new master it grants no new hold for that long, so that a holder on the old master, whose
+    hold the promoted replica may lack, is told first; 0 turns this off.
 
     Validity (``docs/semantics.md``, "Knowing how long you hold it"): a hold is guaranteed until
     its last confirmed acquire or renewal was sent plus its lease, less a margin of

@@ -75,6 +75,10 @@ describe("misuse", function()
     answers("'handover_grace' to 'connect' %(handover_grace must be from 0 to 1000 ms",
       redlease.connect, url, { handover_grace = 2 })
     assert.is_truthy(redlease.connect(url, { handover_grace = 0 }))
+    answers("'failover_grace' to 'connect' %(failover_grace must be from 0 to 60000 ms",
+      redlease.connect, url, { failover_grace = 61 })
+    local c = assert(redlease.connect(url, { failover_grace = 0 }))
+    assert.equal(0, c:stats().master_changes) -- one Redis: no master is ever followed
   end)
 
   it("connect: an option the core refuses is the one named", function()

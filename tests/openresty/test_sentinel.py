@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 import pytest
 
+import redlease
 from conftest import READ_TIMED_OUT, REFUSED, RESET, fields, lost
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -190,6 +191,47 @@ def test_killed_primary_during_holds_and_waits(make_nginx):
         # its waiter took the lock on the new master (before the holder's "release")
         assert late["acquired"] == "true" and float(late["got"]) < float(unsynced["left"]), late
         assert p99 < 0.1  # the suite's wide margin (a loaded 2-core machine)
+    finally:
+        d.close()
+
+
+def test_a_new_master_grants_a_lost_hold_only_after_the_failover_grace(make_nginx):
+    """A hold the promoted replica never saw, taken by a Python client, is free on the new
+    master. The nginx worker follows the failover and grants nothing for failover_grace (the
+    default, 1 s): its tries are refused, saying so, until the grace is over, and the Python
+    holder is told (in doubt) before nginx gets the lock, as in the rock (tests/sentinel)."""
+    d = Deployment()
+    try:
+        states = []
+        holder = redlease.Client(d.url, watchdog_timeout=3, connect_timeout=1, command_timeout=1,
+                                 on_state=lambda name, state, why:
+                                 states.append((state, time.monotonic())))
+        ng = make_nginx(url=d.url, watchdog=3)
+        assert fields(ng.get("/cycle?name=sentinel:grace")[1])["ok"] == "true"  # follows it
+        lock = holder.lock("sentinel:grace")
+        assert not lock.locked()  # opens the holder's connection before the password below
+        assert wait_for(lambda: Raw(d.replica_server().url)("ROLE")[3] == b"connected", 20)
+        master = Raw(d.master_server().url)
+        assert master("CONFIG", "SET", "requirepass", "not-the-replicas") == "OK"
+        assert master("CLIENT", "KILL", "TYPE", "replica") == 1
+        master.close()
+        assert lock.acquire(timeout=0)
+        d.sentinels[0]("SENTINEL", "FAILOVER", MASTER)
+        refused_at, got = None, None
+        deadline = time.monotonic() + 30
+        while got is None and time.monotonic() < deadline:
+            f = fields(ng.get("/hold?name=sentinel:grace&timeout=0")[1])
+            if f["acquired"] == "true":
+                got = time.monotonic()
+            elif "failover_grace" in f.get("err", "") and refused_at is None:
+                refused_at = time.monotonic()
+            time.sleep(0.01)
+        assert refused_at is not None and got is not None, states
+        print(f"first refusal in the grace -> granted {got - refused_at:.3f} s later; "
+              f"holder's states {[(s, round(t - refused_at, 3)) for s, t in states]}")
+        assert got - refused_at < 1.5
+        assert states and states[0][0] == "in_doubt" and states[0][1] < got, states
+        holder.close()
     finally:
         d.close()
 

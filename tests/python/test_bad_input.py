@@ -117,6 +117,8 @@ CASES = [
     # beyond 1 s, refused by the core: the value reached it
     ("handover_grace 2 s", lambda c: redlease.Client(c.url, handover_grace=2), ValueError,
      "handover_grace"),
+    ("failover_grace 61 s", lambda c: redlease.Client(c.url, failover_grace=61), ValueError,
+     "failover_grace must be from 0 to 60000 ms"),
     # URLs
     ("url http", lambda c: redlease.Client("http://127.0.0.1:6379"), ValueError, ""),
     ("url no host", lambda c: redlease.Client("redis://"), ValueError, ""),

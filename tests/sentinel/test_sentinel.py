@@ -111,6 +111,50 @@ def test_a_hold_the_replica_never_saw_is_lost_to_the_failover(make_client):
         d.close()
 
 
+@pytest.mark.parametrize("grace", [None, 0], ids=["default-grace", "grace-0"])
+def test_the_new_master_grants_a_lost_hold_only_after_its_holder_was_told(make_client, grace):
+    """A hold the promoted replica never saw (cut off as above) is free on the new master. Another
+    client that follows the failover grants nothing for failover_grace (default 1 s): the holder,
+    which hears of the same failover, is told (in doubt) before the other client gets the lock.
+    With failover_grace=0 the other client gets it as soon as it follows the new master."""
+    d = Deployment()
+    try:
+        states = []
+        holder = make_client(d.url, watchdog_timeout=3, on_state=lambda name, state, why:
+                             states.append((state, time.monotonic())), **FAST)
+        other = make_client(d.url, failover_grace=grace, **FAST)
+        lock, contender = holder.lock("sentinel:grace"), other.lock("sentinel:grace")
+        assert not lock.locked() and not contender.locked()  # both follow the master
+        assert wait_for(lambda: Raw(d.replica_server().url)("ROLE")[3] == b"connected", 20)
+        master = Raw(d.master_server().url)
+        assert master("CONFIG", "SET", "requirepass", "not-the-replicas") == "OK"
+        assert master("CLIENT", "KILL", "TYPE", "replica") == 1
+        master.close()
+        assert lock.acquire(timeout=0)
+        d.sentinels[0]("SENTINEL", "FAILOVER", MASTER)
+        followed_at = got_at = None
+        deadline = time.monotonic() + 30
+        while got_at is None and time.monotonic() < deadline:
+            if followed_at is None and other.stats()["master_changes"] == 1:
+                followed_at = time.monotonic()
+            if contender.acquire(timeout=0):
+                got_at = time.monotonic()
+            else:
+                time.sleep(0.005)
+        assert got_at is not None and followed_at is not None, states
+        assert other.stats()["master_changes"] == 1
+        print("followed the new master -> granted %.3f s later; holder's states %s" % (
+            got_at - followed_at, [(s, round(t - followed_at, 3)) for s, t in states]))
+        if grace is None:
+            assert got_at - followed_at >= 0.8  # the 1 s grace, less the polling's slack
+            assert states and states[0][0] == "in_doubt" and states[0][1] < got_at, states
+        else:
+            assert got_at - followed_at < 0.5
+        contender.release()
+    finally:
+        d.close()
+
+
 def test_failover_while_waiting(shared, make_client):
     # A lease longer than a failover on a loaded machine: if the hold expired meanwhile, the
     # waiter would rightly take the lock before it could be seen subscribed on the new master.

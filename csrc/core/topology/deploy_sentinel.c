@@ -4,16 +4,19 @@
  * the watcher thread it owns. */
 #include "client.h"
 #include "deploy.h"
+#include "failover_grace.h"
 #include "sentinel.h"
 
 static rl_sentinel *sentinel_of(rl_client *c) {
     return c->deploy_state;
 }
 
-/* A new master: cut short every call in progress on the old one (the pool's idle connections
- * notice at their next use). On the thread that learned it, no lock held. */
+/* A new master: no new hold for the failover grace, then cut short every call in progress on
+ * the old one (the pool's idle connections notice at their next use). On the thread that learned
+ * it, no lock held. */
 static void master_moved(void *userdata) {
     rl_client *c = userdata;
+    rl_failover_grace_begin(c);
     rl_pool_interrupt(&c->pool);
     rl_conn_interrupt(&c->watchdog.conn);
     rl_conn_interrupt(&c->sub.conn);

@@ -35,6 +35,8 @@ function Client.new(ep, o)
     latch_ttl_ms = DEFAULT.latch_ttl,
     fair_wait_ms = DEFAULT.fair_wait,
     handover_grace_ms = o.handover_grace or DEFAULT.handover_grace,
+    failover_grace_ms = o.failover_grace or DEFAULT.failover_grace, -- failover.lua
+    grants_paused_until = 0, -- failover.lua: no new hold before (ms)
     drift_ppm = o.drift_factor or DEFAULT.drift_factor, -- the validity margin (validity.lua)
     client_name = o.client_name, -- nil: "<host>:<pid>"
     keepalive_ms = 60000,
@@ -45,7 +47,7 @@ function Client.new(ep, o)
     takebacks = {}, -- hold key -> a hold being taken back (takeback.lua)
     wd = {},
     counters = { renew_rounds = 0, renew_round_trips = 0, renew_calls = 0, renewed_holds = 0,
-      last_round_holds = 0 },
+      last_round_holds = 0, master_changes = 0 },
   }, Client)
   self.pool = not ep.sentinel and conn.pool_name(ep) or nil
   self.connect_opts = { pool = self.pool }

@@ -5,12 +5,29 @@
 -- leaves the old master, resubscribes on the new one, and its waiters try again there. Calls in
 -- progress on the old master end by their command timeout (a cosocket of another request cannot
 -- be closed from here); new ones open on the new master.
+--
+-- Then the worker grants no new hold for failover_grace (the C core's failover_grace.c): the
+-- promoted replica may lack a lock another client holds on the old master, and that holder,
+-- hearing of the same failover, is told first.
 local validity = require "redlease.resty.validity"
 local watchdog = require "redlease.resty.watchdog"
 
+local now_ms = function() return ngx.now() * 1000 end
+
 local failover = {}
 
+-- How many ms of the grace are left (0: none; grants go ahead).
+function failover.grace_left(client)
+  local left = client.grants_paused_until - now_ms()
+  return left > 0 and left or 0
+end
+
 function failover.master_moved(client)
+  ngx.update_time()
+  client.counters.master_changes = client.counters.master_changes + 1
+  if client.failover_grace_ms > 0 then
+    client.grants_paused_until = now_ms() + client.failover_grace_ms
+  end
   for _, h in pairs(client.holds) do
     if h.watched and not h.lost and not h.releasing then
       validity.doubted(h, "its master changed")

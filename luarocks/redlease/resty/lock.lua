@@ -4,6 +4,7 @@
 -- serves other requests meanwhile.
 local args = require "redlease.args"
 local calls = require "redlease.resty.calls"
+local failover = require "redlease.resty.failover"
 local Guard = require "redlease.resty.guard"
 local keys = require "redlease.resty.keys"
 local inspect = require "redlease.resty.inspect"
@@ -80,8 +81,11 @@ end
 
 -- -> as calls.acquire (got, token or wait hint or err, reentered or unanswered), and when it
 -- was sent.
-local function try_once(self, who, lease, queue, window)
+local function try_once(self, who, lease, queue, window, fresh)
   local sent_at = now_ms()
+  -- just after a failover nothing new is granted (failover.lua); a re-entry goes ahead
+  local paused = fresh and failover.grace_left(self._core) or 0
+  if paused > 0 then return false, paused, sent_at, nil, true end
   local got, x, flag = calls.acquire(self, who, lease, queue, window)
   if got == false and self.kind == "fair" and x < FAIR_RECHECK_MS then x = FAIR_RECHECK_MS end
   return got, x, sent_at, flag
@@ -102,7 +106,7 @@ end
 -- release woke until then. The waiter counts for `run`: should nginx end the run while it waits
 -- (its coroutine is dropped, this function never returns), the subscriber removes it, and a
 -- fair waiter's place in the queue is given up.
-local function wait_and_retry(self, run, who, lease, window, deadline, yield_until, floor)
+local function wait_and_retry(self, run, who, lease, window, deadline, yield_until, floor, fresh)
   local sub = self._core.sub
   local gone
   if self.kind == "fair" then gone = function() calls.leave_queue(self, who, window) end end
@@ -116,9 +120,10 @@ local function wait_and_retry(self, run, who, lease, window, deadline, yield_unt
       return nil, yerr
     end
   end
-  local got, x, sent_at, reentered
+  local got, x, sent_at, reentered, paused
   while true do
-    got, x, sent_at, reentered = try_once(self, who, lease, true, window) -- no wake-up missed
+    -- (after subscribing: no wake-up missed)
+    got, x, sent_at, reentered, paused = try_once(self, who, lease, true, window, fresh)
     if got ~= false then break end
     ngx.update_time()
     local t = now_ms()
@@ -132,7 +137,7 @@ local function wait_and_retry(self, run, who, lease, window, deadline, yield_unt
     end
   end
   sub:leave(entry, run)
-  return got, x, sent_at, reentered
+  return got, x, sent_at, reentered, paused
 end
 
 -- Before an acquire: the run's hold must be healthy, and a release of it that failed on the
@@ -173,13 +178,15 @@ function Lock:_acquire(lease_ms, wait_ms, max_hold)
   -- only an acquire that may wait gives way to a waiter our release woke: its chance first
   local yield_until, floor
   if wait_ms ~= 0 then yield_until, floor = client.handovers:until_ms(self._key, start) end
-  local got, x, sent_at, reentered = false, -1, nil, nil -- (reentered: unanswered when got nil)
+  local fresh = not hold or hold.count == 0 -- a failover's grace applies (failover.lua)
+  -- (reentered: unanswered when got nil; paused: refused by the failover grace)
+  local got, x, sent_at, reentered, paused = false, -1, nil, nil, nil
   if not yield_until then
-    got, x, sent_at, reentered = try_once(self, who, lease, wait_ms ~= 0, window)
+    got, x, sent_at, reentered, paused = try_once(self, who, lease, wait_ms ~= 0, window, fresh)
   end
   if got == false and wait_ms ~= 0 then
-    got, x, sent_at, reentered = wait_and_retry(self, run, who, lease, window,
-      wait_ms > 0 and start + wait_ms or nil, yield_until, floor)
+    got, x, sent_at, reentered, paused = wait_and_retry(self, run, who, lease, window,
+      wait_ms > 0 and start + wait_ms or nil, yield_until, floor, fresh)
   end
   -- a fair waiter that did not get the lock leaves the queue, whatever stopped it
   if got ~= true and wait_ms ~= 0 and self.kind == "fair" then
@@ -188,6 +195,11 @@ function Lock:_acquire(lease_ms, wait_ms, max_hold)
   if got == nil then
     if reentered then forget_lost_acquire(self, run, who, lease, sent_at, x) end
     return nil, x
+  end
+  if got == false and paused then -- the C rock's words (csrc/core/lock.c)
+    return nil, ('timeout: lock "%s" is not granted yet: this client followed a new master, and '
+      .. 'grants nothing for %d ms more (failover_grace) so that a holder on the old one is '
+      .. 'told first'):format(self._shown, math.ceil(x))
   end
   if got == false then -- the C rock's words (csrc/core/lock.c): how long it waited
     return nil, ('timeout: lock "%s" is held by another owner%s'):format(self._shown,

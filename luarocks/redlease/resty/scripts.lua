@@ -26,6 +26,8 @@ return {
       bounds = "must be from 1 ms to 2^40 ms", internal = true },
     { name = "handover_grace", kind = "ms", default = 2, min = 0, max = 1000,
       bounds = "must be from 0 to 1000 ms" },
+    { name = "failover_grace", kind = "ms", default = 1000, min = 0, max = 60000,
+      bounds = "must be from 0 to 60000 ms" },
     { name = "drift_factor", kind = "ppm", default = 10000, min = 0, max = 500000,
       bounds = "must be from 0 to 0.5" },
     { name = "tls_ca_file", kind = "path" },
