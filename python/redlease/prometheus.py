@@ -27,6 +27,8 @@ _COUNTERS = (
     ("redlease_holds_server_changes",
      "Holds found on another server than the one that renewed them (failover, restart).",
      "server_changes"),
+    ("redlease_master_changes",
+     "New masters this client followed (redis+sentinel:// failovers).", "master_changes"),
     ("redlease_replica_sync_waits", "Lock writes followed by a WAIT (sync_replicas).",
      "sync_waits"),
     ("redlease_replica_sync_acks", "Replica acknowledgements of those WAITs, in total.",
