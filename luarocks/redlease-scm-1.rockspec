@@ -146,6 +146,7 @@ build = {
             "csrc/core/topology/renew_cluster.c",
             "csrc/core/topology/replicas.c",
             "csrc/core/topology/sentinel.c",
+            "csrc/core/topology/sentinel_watch.c",
             "csrc/core/topology/server_version.c",
             "csrc/core/topology/slots.c",
             "csrc/core/transport/conn.c",

@@ -155,6 +155,34 @@ def test_the_new_master_grants_a_lost_hold_only_after_its_holder_was_told(make_c
         d.close()
 
 
+def test_a_failover_is_heard_from_any_sentinel(make_client):
+    """The client listens for +switch-master on every sentinel, not on the first alone: with the
+    first sentinel paused (its connections open, silent), a failover announced by the others still
+    reaches a client that has nothing to renew and makes no call (nothing else would tell it)."""
+    d = Deployment()
+    try:
+        client = make_client(d.url, **FAST)
+        assert not client.lock("sentinel:any").locked()  # asks sentinel 0; the watchers start
+
+        def subscribed(sentinel):
+            return b"cmd=subscribe" in sentinel("CLIENT", "LIST")
+        assert wait_for(lambda: all(subscribed(s) for s in d.sentinels), 10)
+        before = d.master_port()
+        d.sentinels[0].process.send_signal(signal.SIGSTOP)
+        try:
+            d.sentinels[1]("SENTINEL", "FAILOVER", MASTER)
+            assert wait_for(lambda: int(d.sentinels[1](
+                "SENTINEL", "GET-MASTER-ADDR-BY-NAME", MASTER)[1]) != before, 30)
+            announced = time.monotonic()
+            assert wait_for(lambda: client.stats()["master_changes"] == 1, 10)
+            print("announced by another sentinel -> followed %.3f s later" % (
+                time.monotonic() - announced))
+        finally:
+            d.sentinels[0].process.send_signal(signal.SIGCONT)
+    finally:
+        d.close()
+
+
 def test_failover_while_waiting(shared, make_client):
     # A lease longer than a failover on a loaded machine: if the hold expired meanwhile, the
     # waiter would rightly take the lock before it could be seen subscribed on the new master.

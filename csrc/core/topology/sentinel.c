@@ -1,22 +1,16 @@
 #include "sentinel.h"
 
-#include <errno.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "clock.h"
 #include "error.h"
-#include "platform.h"
-#include "threads.h"
+#include "sentinel_watch.h"
 
 #define ASK_AT_MOST_EVERY_MS 100 /* a burst of doubts (every connection failing) asks once */
-#define WATCH_RETRY_MIN_MS 100
-#define WATCH_RETRY_MAX_MS 2000
 
 struct rl_sentinel {
     rl_config *cfg;
@@ -36,13 +30,12 @@ struct rl_sentinel {
     rl_conn ask_conn;
     void (*moved)(void *);
     void *moved_userdata;
-    /* the watcher: +switch-master from one sentinel */
-    pthread_t thread;
-    int thread_started;
+    rl_sentinel_watch *watch; /* +switch-master from every sentinel (sentinel_watch.c) */
     atomic_int stop;
-    int wake_pipe[2];
-    rl_conn conn;
 };
+
+static void switched(void *state, const char *payload);
+static void ask_in_background(void *state);
 
 rl_status rl_sentinel_new(rl_config *cfg, rl_sentinel **out, rl_error *err) {
     rl_sentinel *s = calloc(1, sizeof *s);
@@ -51,9 +44,15 @@ rl_status rl_sentinel_new(rl_config *cfg, rl_sentinel **out, rl_error *err) {
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_init(&s->ask_mu, NULL);
     atomic_init(&s->stop, 0);
-    s->wake_pipe[0] = s->wake_pipe[1] = -1;
-    rl_conn_init(&s->conn, cfg);
     rl_conn_init(&s->ask_conn, cfg);
+    s->watch =
+        rl_sentinel_watch_new(cfg, (rl_sentinel_watch_hooks){switched, ask_in_background, s});
+    if (!s->watch) {
+        pthread_mutex_destroy(&s->ask_mu);
+        pthread_mutex_destroy(&s->mu);
+        free(s);
+        return rl_fail(err, RL_ERR_MEMORY, "out of memory");
+    }
     *out = s;
     return RL_OK;
 }
@@ -94,10 +93,10 @@ static void moved(rl_sentinel *s) {
 
 /* ---- asking the sentinels ------------------------------------------------------------------ */
 
-static rl_target sentinel_target(const rl_sentinel *s, int i) {
-    const rl_options *o = &s->cfg->options;
-    return (rl_target){.host = s->cfg->endpoint.sentinel_hosts[i],
-                       .port = s->cfg->endpoint.sentinel_ports[i],
+rl_target rl_sentinel_target(const rl_config *cfg, int i) {
+    const rl_options *o = &cfg->options;
+    return (rl_target){.host = cfg->endpoint.sentinel_hosts[i],
+                       .port = cfg->endpoint.sentinel_ports[i],
                        .user = o->sentinel_password ? o->sentinel_user : NULL,
                        .password = o->sentinel_password};
 }
@@ -111,7 +110,7 @@ static int closing(const rl_sentinel *s) {
  * the exchange's retry, whose reopening would go to the master. */
 static int ask_one(rl_sentinel *s, int i, char *host, size_t host_size, int *port, rl_error *err) {
     rl_conn *c = &s->ask_conn;
-    rl_target t = sentinel_target(s, i);
+    rl_target t = rl_sentinel_target(s->cfg, i);
     const char *argv[3] = {"SENTINEL", "get-master-addr-by-name", s->cfg->endpoint.master_name};
     size_t lens[3] = {8, 23, strlen(argv[2])};
     rl_cmd cmd = {3, argv, lens};
@@ -202,15 +201,14 @@ static rl_status ask_and_take(rl_sentinel *s, int force, int64_t budget_ms, int 
     return st;
 }
 
-/* Wakes the watcher to ask in the background (mu held). */
+/* Wakes a watcher to ask in the background. */
 static void poke(rl_sentinel *s) {
-    if (s->wake_pipe[1] < 0) return;
-    char byte = 1;
-    ssize_t rc = write(s->wake_pipe[1], &byte, 1); /* a full pipe has a wake-up pending */
-    (void)rc;
+    rl_sentinel_watch_poke(s->watch);
 }
 
-static void start_watcher(rl_sentinel *s);
+static void start_watcher(rl_sentinel *s) {
+    if (!atomic_load(&s->stop)) rl_sentinel_watch_start(s->watch);
+}
 
 rl_status rl_sentinel_master(rl_sentinel *s, char *host, size_t host_size, int *port,
                              uint64_t *epoch, rl_error *err) {
@@ -221,7 +219,7 @@ rl_status rl_sentinel_master(rl_sentinel *s, char *host, size_t host_size, int *
     /* With a master known, nobody waits for sentinels already being asked, nor for sentinels
      * found down: the watcher asks them in the background, and the master known is used
      * meanwhile (ROLE on connect refuses it if it is no longer the master). */
-    int behind = known && due && (s->asking || (s->down && s->thread_started));
+    int behind = known && due && (s->asking || (s->down && rl_sentinel_watch_started(s->watch)));
     int ask_now = !known || (due && !behind);
     if (behind && !s->asking) {
         s->asked_at = now;
@@ -234,12 +232,8 @@ rl_status rl_sentinel_master(rl_sentinel *s, char *host, size_t host_size, int *
         rl_status st =
             ask_and_take(s, 0, known ? s->cfg->options.command_timeout_ms : 0, &reached, err);
         if (st != RL_OK && (st == RL_ERR_CLOSED || !known || reached > 0)) return st;
-        if (st != RL_OK) { /* the sentinels are down: the master known, and asked again later */
-            pthread_mutex_lock(&s->mu);
-            poke(s);
-            pthread_mutex_unlock(&s->mu);
-        }
         start_watcher(s);
+        if (st != RL_OK) poke(s); /* the sentinels are down: the master known, asked later */
     }
     pthread_mutex_lock(&s->mu);
     snprintf(host, host_size, "%s", s->host);
@@ -266,10 +260,11 @@ static uint64_t epoch_now(void *state) {
 
 const rl_resolver rl_sentinel_resolver = {resolve, doubt, epoch_now};
 
-/* ---- the watcher ---------------------------------------------------------------------------- */
+/* ---- what the watchers hear ------------------------------------------------------------ */
 
 /* "<master name> <old ip> <old port> <new ip> <new port>" for our master: takes the new one. */
-static void switch_master(rl_sentinel *s, const char *payload) {
+static void switched(void *state, const char *payload) {
+    rl_sentinel *s = state;
     char name[256], old_host[256], new_host[256];
     int old_port, new_port;
     if (sscanf(payload, "%255s %255s %d %255s %d", name, old_host, &old_port, new_host,
@@ -282,111 +277,24 @@ static void switch_master(rl_sentinel *s, const char *payload) {
     if (changed) moved(s);
 }
 
-static void handle(rl_sentinel *s, const redisReply *r) {
-    if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
-        r->element[0]->type == REDIS_REPLY_STRING && strcmp(r->element[0]->str, "message") == 0 &&
-        r->element[2]->type == REDIS_REPLY_STRING)
-        switch_master(s, r->element[2]->str);
-}
-
-/* Empties the wake pipe; 1 when the watcher is stopping. */
-static int woken(rl_sentinel *s) {
-    char bytes[64];
-    while (read(s->wake_pipe[0], bytes, sizeof bytes) > 0) {
-    }
-    return atomic_load(&s->stop);
-}
-
-/* Subscribed on sentinel i: reads messages until the connection fails or the watcher stops. */
-static void listen_on(rl_sentinel *s, int i) {
-    rl_target t = sentinel_target(s, i);
-    rl_error err;
-    if (rl_conn_open_to(&s->conn, &t, s->cfg->options.command_timeout_ms, &err) != RL_OK) return;
-    const char *argv[2] = {"SUBSCRIBE", "+switch-master"};
-    size_t lens[2] = {9, 14};
-    rl_cmd cmd = {2, argv, lens};
-    if (rl_conn_append(&s->conn, &cmd) != 0 || rl_conn_flush(&s->conn) != 0) return;
-    /* A switch may have happened while nobody listened: ask again. */
+static void ask_in_background(void *state) {
     int reached;
-    ask_and_take(s, 1, 0, &reached, &err);
-    while (!atomic_load(&s->stop)) {
-        int readable = rl_conn_buffered(&s->conn) > 0;
-        if (!readable) {
-            struct pollfd fds[2] = {{.fd = s->conn.fd, .events = POLLIN},
-                                    {.fd = s->wake_pipe[0], .events = POLLIN}};
-            if (poll(fds, 2, -1) < 0 && errno != EINTR) return;
-            if (fds[1].revents) {
-                if (woken(s)) return; /* stopping */
-                /* A caller found the master doubtful and the sentinels down: ask them again. */
-                ask_and_take(s, 1, 0, &reached, &err);
-                continue;
-            }
-            readable = fds[0].revents != 0;
-        }
-        if (readable && rl_conn_receive(&s->conn, 0) != 0) return;
-        redisReply *reply;
-        for (;;) {
-            if (rl_conn_next_reply(&s->conn, &reply) != 0) return;
-            if (!reply) break;
-            handle(s, reply);
-            freeReplyObject(reply);
-        }
-    }
-}
-
-static void *watcher_main(void *arg) {
-    rl_sentinel *s = arg;
-    int64_t backoff = WATCH_RETRY_MIN_MS;
-    for (int i = 0; !atomic_load(&s->stop); i = (i + 1) % s->cfg->endpoint.sentinels) {
-        int64_t started = rl_now_ms();
-        listen_on(s, i);
-        rl_conn_close(&s->conn);
-        if (rl_now_ms() - started > WATCH_RETRY_MAX_MS) backoff = WATCH_RETRY_MIN_MS;
-        struct pollfd p = {.fd = s->wake_pipe[0], .events = POLLIN};
-        if (!atomic_load(&s->stop) && poll(&p, 1, (int)backoff) > 0) woken(s); /* ask now */
-        backoff = backoff * 2 > WATCH_RETRY_MAX_MS ? WATCH_RETRY_MAX_MS : backoff * 2;
-    }
-    return NULL;
-}
-
-static void start_watcher(rl_sentinel *s) {
-    pthread_mutex_lock(&s->mu);
-    if (!s->thread_started && !atomic_load(&s->stop) && rl_plat_pipe(s->wake_pipe) == 0) {
-        if (rl_thread_start(&s->thread, watcher_main, s) == 0) {
-            s->thread_started = 1;
-        } else { /* renewals and calls still find the master; failovers are seen later */
-            close(s->wake_pipe[0]);
-            close(s->wake_pipe[1]);
-            s->wake_pipe[0] = s->wake_pipe[1] = -1;
-        }
-    }
-    pthread_mutex_unlock(&s->mu);
+    rl_error err;
+    ask_and_take(state, 1, 0, &reached, &err);
 }
 
 void rl_sentinel_stop(rl_sentinel *s) {
     if (!s) return;
     atomic_store(&s->stop, 1);
-    pthread_mutex_lock(&s->mu);
-    int started = s->thread_started;
-    s->thread_started = 0;
-    if (s->wake_pipe[1] >= 0) {
-        char byte = 1;
-        ssize_t rc = write(s->wake_pipe[1], &byte, 1);
-        (void)rc;
-    }
-    pthread_mutex_unlock(&s->mu);
-    rl_conn_interrupt(&s->conn);
     rl_conn_interrupt(&s->ask_conn); /* an ask under way, on any thread, ends now */
-    if (started) pthread_join(s->thread, NULL);
+    rl_sentinel_watch_stop(s->watch);
 }
 
 void rl_sentinel_free(rl_sentinel *s) {
     if (!s) return;
     rl_sentinel_stop(s);
-    rl_conn_close(&s->conn);
+    rl_sentinel_watch_free(s->watch);
     rl_conn_close(&s->ask_conn);
-    for (int i = 0; i < 2; i++)
-        if (s->wake_pipe[i] >= 0) close(s->wake_pipe[i]);
     pthread_mutex_destroy(&s->ask_mu);
     pthread_mutex_destroy(&s->mu);
     free(s);
@@ -401,13 +309,9 @@ void rl_sentinel_unlock(rl_sentinel *s) {
 }
 
 void rl_sentinel_forget_after_fork(rl_sentinel *s) {
-    rl_conn_abandon(&s->conn);
+    rl_sentinel_watch_forget_after_fork(s->watch);
     rl_conn_abandon(&s->ask_conn);
     pthread_mutex_init(&s->ask_mu, NULL); /* a parent's thread may have held it */
     s->asking = 0;
-    for (int i = 0; i < 2; i++)
-        if (s->wake_pipe[i] >= 0) close(s->wake_pipe[i]);
-    s->wake_pipe[0] = s->wake_pipe[1] = -1;
-    s->thread_started = 0;
     s->doubted = 1; /* the child asks again */
 }

@@ -2,10 +2,10 @@
  *
  * The sentinels are asked (SENTINEL get-master-addr-by-name) when the client first connects, and
  * again whenever the master may have changed: a connection to it failed, it answered READONLY
- * or its ROLE is no longer master. A watcher thread also listens on one sentinel for
- * +switch-master. Each new address bumps an epoch: connections opened before it are dropped and
- * reopened to the new master (see conn.c), and the client is told so that calls in progress
- * on the old master are cut short (the watchdog, the subscriber and the pool reconnect).
+ * or its ROLE is no longer master. Watcher threads also listen on every sentinel for
+ * +switch-master (sentinel_watch.c). Each new address bumps an epoch: connections opened before it
+ * are dropped and reopened to the new master (see conn.c), and the client is told so that calls in
+ * progress on the old master are cut short (the watchdog, the subscriber and the pool reconnect).
  *
  * When no sentinel can be asked, the master known is used (ROLE on connect refuses it once it
  * is no longer master) and the watcher asks again in the background; a caller waits for the
@@ -40,6 +40,9 @@ rl_status rl_sentinel_master(rl_sentinel *s, char *host, size_t host_size, int *
 void rl_sentinel_doubt(rl_sentinel *s, uint64_t epoch);
 uint64_t rl_sentinel_epoch(rl_sentinel *s);
 
+/* Where sentinel i of cfg's endpoint is, with the sentinel credentials. */
+rl_target rl_sentinel_target(const rl_config *cfg, int i);
+
 /* The three above as the connection layer's resolver (its state: the rl_sentinel). */
 extern const rl_resolver rl_sentinel_resolver;
 
@@ -47,7 +50,7 @@ extern const rl_resolver rl_sentinel_resolver;
 void rl_sentinel_lock(rl_sentinel *s);
 void rl_sentinel_unlock(rl_sentinel *s);
 
-/* In a forked child: the watcher is gone and its connection is the parent's. */
+/* In a forked child: the watchers are gone and their connections are the parent's. */
 void rl_sentinel_forget_after_fork(rl_sentinel *s);
 
 #endif
