@@ -31,7 +31,7 @@ struct rl_sentinel_watch {
     int starting;       /* a failed start is stopping the threads it made */
     atomic_int stop;
     atomic_int listening; /* watchers subscribed now */
-    int wake_pipe[2];     /* poke: the first watcher asks again */
+    int wake_pipe[2];     /* poke: a watcher asks again */
     int stop_pipe[2];     /* readable once stopping (never drained): wakes every watcher */
     int n;
     watcher watchers[];
@@ -56,11 +56,19 @@ rl_sentinel_watch *rl_sentinel_watch_new(rl_config *cfg, rl_sentinel_watch_hooks
     return w;
 }
 
-/* Empties the wake pipe. */
-static void drain(int fd) {
+/* Empties the wake pipe; 1 when this thread took a poke (every watcher polls the pipe, one
+ * reads it). */
+static int took_poke(rl_sentinel_watch *w) {
     char bytes[64];
-    while (read(fd, bytes, sizeof bytes) > 0) {
-    }
+    int took = 0;
+    while (read(w->wake_pipe[0], bytes, sizeof bytes) > 0)
+        took = 1;
+    return took;
+}
+
+/* A caller found the master doubtful and the sentinels down: ask them again. */
+static void answer_poke(rl_sentinel_watch *w) {
+    if (took_poke(w)) w->hooks.ask(w->hooks.state);
 }
 
 static void handle(rl_sentinel_watch *w, const redisReply *r) {
@@ -70,18 +78,17 @@ static void handle(rl_sentinel_watch *w, const redisReply *r) {
         w->hooks.switched(w->hooks.state, r->element[2]->str);
 }
 
-/* Waits for the connection, a poke (the first watcher only) or the stop: 1 when the connection
- * has something to read, 0 after a poke, -1 when stopping or failed. */
+/* Waits for the connection, a poke or the stop: 1 when the connection has something to read, 0
+ * after a poke, -1 when stopping or failed. */
 static int wait_readable(watcher *me) {
     rl_sentinel_watch *w = me->w;
     struct pollfd fds[3] = {{.fd = me->conn.fd, .events = POLLIN},
                             {.fd = w->stop_pipe[0], .events = POLLIN},
-                            {.fd = me->index == 0 ? w->wake_pipe[0] : -1, .events = POLLIN}};
+                            {.fd = w->wake_pipe[0], .events = POLLIN}};
     if (poll(fds, 3, -1) < 0) return errno == EINTR ? 0 : -1;
     if (fds[1].revents || atomic_load(&w->stop)) return -1;
     if (fds[2].revents) {
-        drain(w->wake_pipe[0]);
-        w->hooks.ask(w->hooks.state); /* a caller found the master doubtful, the sentinels down */
+        answer_poke(w);
         return 0;
     }
     return fds[0].revents != 0;
@@ -132,8 +139,10 @@ static void *watcher_main(void *arg) {
         listen_on(me);
         rl_conn_close(&me->conn);
         if (rl_now_ms() - started > WATCH_RETRY_MAX_MS) backoff = WATCH_RETRY_MIN_MS;
-        struct pollfd p = {.fd = w->stop_pipe[0], .events = POLLIN};
-        if (!atomic_load(&w->stop)) poll(&p, 1, (int)backoff);
+        struct pollfd p[2] = {{.fd = w->stop_pipe[0], .events = POLLIN},
+                              {.fd = w->wake_pipe[0], .events = POLLIN}};
+        if (!atomic_load(&w->stop) && poll(p, 2, (int)backoff) > 0 && !p[0].revents && p[1].revents)
+            answer_poke(w);
         backoff = backoff * 2 > WATCH_RETRY_MAX_MS ? WATCH_RETRY_MAX_MS : backoff * 2;
     }
     return NULL;

@@ -26,7 +26,7 @@ rl_sentinel_watch *rl_sentinel_watch_new(rl_config *cfg, rl_sentinel_watch_hooks
  * only when a connection fails). */
 int rl_sentinel_watch_start(rl_sentinel_watch *w);
 int rl_sentinel_watch_started(rl_sentinel_watch *w);
-/* Wakes the first watcher to ask the sentinels again (no lock needed). */
+/* Wakes one watcher to ask the sentinels again. */
 void rl_sentinel_watch_poke(rl_sentinel_watch *w);
 /* Stops and joins every thread, cutting their connections short. Call without a lock the hooks
  * take. */
