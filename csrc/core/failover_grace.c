@@ -4,9 +4,9 @@
 #include "clock.h"
 
 void rl_failover_grace_begin(rl_client *c) {
-    atomic_fetch_add(&c->master_changes, 1);
     int64_t grace = c->cfg.options.failover_grace_ms;
     if (grace > 0) atomic_store(&c->grants_paused_until, rl_now_ms() + grace);
+    atomic_fetch_add(&c->master_changes, 1); /* counted once the grace is on */
 }
 
 int64_t rl_failover_grace_left(rl_client *c, int64_t now_ms) {
