@@ -181,6 +181,18 @@ class Deployment:
         port = self.master_port()
         return next(s for s in self.servers if port not in (s.port, s.tls_port))
 
+    def cut_replica_off(self):
+        """Cuts the replica off the master for good: the master now asks a password the replica
+        does not have, and drops it. Writes from then on never reach the replica, so a failover
+        loses them. Connections already open to the master stay logged in."""
+        assert wait_for(lambda: Raw(self.replica_server().url)("ROLE")[3] == b"connected", 20)
+        master = Raw(self.master_server().url)
+        try:
+            assert master("CONFIG", "SET", "requirepass", "not-the-replicas") == "OK"
+            assert master("CLIENT", "KILL", "TYPE", "replica") == 1
+        finally:
+            master.close()
+
     def failover(self, timeout=30):
         """SENTINEL FAILOVER; returns once the replica has become master and every sentinel
         says so, and the old master replicates from it."""

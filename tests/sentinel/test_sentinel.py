@@ -92,11 +92,7 @@ def test_a_hold_the_replica_never_saw_is_lost_to_the_failover(make_client):
                                  (state, why, time.monotonic())), **FAST)
         lock = holder.lock("sentinel:unsynced")
         assert not lock.locked()  # opens the holder's connection to the master
-        assert wait_for(lambda: Raw(d.replica_server().url)("ROLE")[3] == b"connected", 20)
-        master = Raw(d.master_server().url)
-        assert master("CONFIG", "SET", "requirepass", "not-the-replicas") == "OK"
-        assert master("CLIENT", "KILL", "TYPE", "replica") == 1
-        master.close()
+        d.cut_replica_off()
         assert lock.acquire(timeout=0)
         assert Raw(d.replica_server().url)("EXISTS", "sentinel:unsynced") == 0
         started = time.monotonic()
@@ -125,11 +121,7 @@ def test_the_new_master_grants_a_lost_hold_only_after_its_holder_was_told(make_c
         other = make_client(d.url, failover_grace=grace, **FAST)
         lock, contender = holder.lock("sentinel:grace"), other.lock("sentinel:grace")
         assert not lock.locked() and not contender.locked()  # both follow the master
-        assert wait_for(lambda: Raw(d.replica_server().url)("ROLE")[3] == b"connected", 20)
-        master = Raw(d.master_server().url)
-        assert master("CONFIG", "SET", "requirepass", "not-the-replicas") == "OK"
-        assert master("CLIENT", "KILL", "TYPE", "replica") == 1
-        master.close()
+        d.cut_replica_off()
         assert lock.acquire(timeout=0)
         d.sentinels[0]("SENTINEL", "FAILOVER", MASTER)
         followed_at = got_at = None
