@@ -1,5 +1,5 @@
-"""rediss+sentinel:// in nginx: TLS to the sentinels (the questions and the watcher's
-+switch-master subscription) and to the master they name, with the tls_* options of rediss://
+"""rediss+sentinel:// in nginx: TLS to the sentinels (the questions and the watchers'
++switch-master subscriptions) and to the master they name, with the tls_* options of rediss://
 (test_tls.py): a verified lock and a woken wait, a planned failover followed over TLS, a
 certificate from another CA refused, mutual TLS (every server and sentinel requires a client
 certificate) working with one and refused without. A deployment of tests/sentinel's kit with TLS
@@ -46,12 +46,14 @@ def in_background(ng, path, out):
 
 
 def watchers_over_tls(deployment):
-    """The sentinels' subscribed clients that came in on their TLS port (the workers' watchers)."""
-    found = 0
+    """Per sentinel, its subscribed clients that came in on its TLS port (the workers'
+    watchers: one per sentinel in each worker)."""
+    found = []
     for s in deployment.sentinels:
+        found.append(0)
         for line in s("CLIENT", "LIST").decode().splitlines():
             f = dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
-            found += f.get("sub") != "0" and f["laddr"].endswith(f":{s.tls_port}")
+            found[-1] += f.get("sub") != "0" and f["laddr"].endswith(f":{s.tls_port}")
     return found
 
 
@@ -72,7 +74,8 @@ def test_locks_and_a_planned_failover_over_tls(deployment, certs, make_nginx):
     assert wait_for(lambda: d.on_master("EXISTS", name) == 1, 5)
     threads.append(in_background(ng, f"/hold?name={name}&timeout=20", waiter))
     assert wait_for(lambda: d.on_master("PUBSUB", "NUMSUB", CHANNEL % name)[1] == 1, 5)
-    assert wait_for(lambda: watchers_over_tls(d) >= 1, 5)  # +switch-master, over TLS
+    # +switch-master, over TLS, on every sentinel
+    assert wait_for(lambda: all(n >= 1 for n in watchers_over_tls(d)), 5), watchers_over_tls(d)
     before = d.master_port()
     d.failover()
     assert d.master_port() != before

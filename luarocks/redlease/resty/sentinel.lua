@@ -2,12 +2,14 @@
 -- (csrc/core/topology/sentinel.c, docs/deployments.md): the master is asked of the sentinels in
 -- order (SENTINEL get-master-addr-by-name), every new connection to it checks with ROLE that it
 -- is the master (conn.lua), and a connection that fails or a READONLY answer puts the master in
--- doubt, so that the next connection asks again. A timer per worker (the watcher) listens on one
--- sentinel for +switch-master and moves the worker to the new master: the holds go in doubt and
--- the watchdog runs a round there, the subscriber reconnects and its waiters try again there.
--- When no sentinel can be asked, the last master they named is used (ROLE refuses it if it is
--- one no longer), and the watcher asks them again in the background.
--- rediss+sentinel://: TLS to the sentinels (the questions and the watcher's subscription) and to
+-- doubt, so that the next connection asks again. Each worker has a watcher per sentinel (a
+-- timer, its own connection and backoff; csrc/core/topology/sentinel_watch.c), subscribed to
+-- +switch-master: sentinels announce a failover up to seconds apart, and the first to hear of
+-- it moves the worker to the new master (failover_grace counts on holders hearing early): the
+-- holds go in doubt and the watchdog runs a round there, the subscriber reconnects and its
+-- waiters try again there. When no sentinel can be asked, the last master they named is used
+-- (ROLE refuses it if it is one no longer), and one watcher asks them again in the background.
+-- rediss+sentinel://: TLS to the sentinels (the questions and the watchers' subscriptions) and to
 -- the master, with the same settings (tls.lua), each certificate checked against the host
 -- connected to (a sentinel's, the master's as they name it) unless tls_server_name names one.
 --
@@ -84,9 +86,15 @@ end
 -- ---- asking the sentinels ------------------------------------------------------------------
 
 function sentinel.new(client, o)
+  -- watchers[i]: sentinel i's watcher; watching: one of them runs; ask_wanted: a poke that no
+  -- watcher has taken yet
+  local watchers = {}
+  for i = 1, #client.ep.sentinels do
+    watchers[i] = { i = i, wake = semaphore.new(0), running = false, listening = false }
+  end
   return setmetatable({ client = client, ep = client.ep, epoch_n = 0, doubted = false,
     asked_at = -math.huge, down = false, asking = false, asked = semaphore.new(0), waiting = 0,
-    wake = semaphore.new(0), watching = false, user = o and o.sentinel_user,
+    watchers = watchers, watching = false, ask_wanted = false, user = o and o.sentinel_user,
     password = o and o.sentinel_password }, S)
 end
 
@@ -214,8 +222,26 @@ end
 
 local start_watcher -- (below)
 
+local function wake(w)
+  if w.wake:count() <= 0 then w.wake:post(1) end
+end
+
+-- A caller found the master doubtful and the sentinels down: one watcher asks them again, a
+-- listening one when there is one (any watcher takes a poke it finds pending, once).
 local function poke(self)
-  if self.wake:count() <= 0 then self.wake:post(1) end
+  self.ask_wanted = true
+  local pick
+  for _, w in ipairs(self.watchers) do
+    if w.running and (not pick or (w.listening and not pick.listening)) then pick = w end
+  end
+  if pick then wake(pick) end
+end
+
+-- true for the one watcher that takes a pending poke.
+local function take_poke(self)
+  local wanted = self.ask_wanted
+  self.ask_wanted = false
+  return wanted
 end
 
 -- The master's endpoint now (asked of the sentinels when unknown or in doubt) -> target | nil,
@@ -267,67 +293,92 @@ local function switch_master(self, payload)
   if set_master(self, host, tonumber(port)) then moved(self) end
 end
 
-local function read_loop(self, reader)
-  while self.listening do
+local function stopping(self)
+  return closed(self) or ngx.worker.exiting()
+end
+
+local function any_listening(self)
+  for _, w in ipairs(self.watchers) do
+    if w.listening then return true end
+  end
+  return false
+end
+
+local function read_loop(self, w, reader)
+  while w.listening do
     local r, err = reader:read()
     if r == nil then
-      self.last_error = err
-      self.listening = false
-      poke(self)
+      w.last_error = err
+      w.listening = false
+      wake(w)
     elseif type(r) == "table" and r[1] == "message" and type(r[3]) == "string" then
       switch_master(self, r[3])
     end
   end
 end
 
--- Subscribed on sentinel i: follows +switch-master until the connection fails or the watcher
--- stops. A switch may have happened while nobody listened: asks again once subscribed.
-local function listen_on(self, i)
+-- Watcher w subscribed on its sentinel: follows +switch-master until the connection fails or
+-- the watchers stop. A switch may have happened while no watcher of this worker listened: the
+-- first to subscribe asks again.
+local function listen_on(self, w)
   local c = self.client
-  local sock, reader = open_sentinel(self, i, (PING_S + SLICE_S) * 1000 + c.command_ms)
+  local sock, reader = open_sentinel(self, w.i, (PING_S + SLICE_S) * 1000 + c.command_ms)
   if not sock then return end
   local ok = sock:send(encode({}, { "SUBSCRIBE", "+switch-master" }))
   if not ok then return sock:close() end
-  self.listening = true
-  local thread = ngx.thread.spawn(read_loop, self, reader)
-  ask_and_take(self, true, 0)
+  local first = not any_listening(self)
+  w.listening = true
+  local thread = ngx.thread.spawn(read_loop, self, w, reader)
+  if take_poke(self) or first then ask_and_take(self, true, 0) end
   local sent_at = now()
-  while self.listening and not closed(self) and not ngx.worker.exiting() do
-    local poked = self.wake:wait(SLICE_S)
-    if poked and self.listening then ask_and_take(self, true, 0) end
+  while w.listening and not stopping(self) do
+    w.wake:wait(SLICE_S)
+    if w.listening and not stopping(self) and take_poke(self) then ask_and_take(self, true, 0) end
     if now() - sent_at >= PING_S then
       if not sock:send(encode({}, { "PING" })) then break end
       sent_at = now()
     end
   end
-  self.listening = false
+  w.listening = false
   if not ngx.thread.kill(thread) then ngx.thread.wait(thread) end
   sock:close()
 end
 
-local function watch(premature, self)
-  local backoff, i = WATCH_RETRY_MIN_MS, 1
-  while not premature and not closed(self) and not ngx.worker.exiting() do
+-- Sentinel w.i's watcher (a timer): listens there, and after a failure connects again, backing
+-- off to every WATCH_RETRY_MAX_MS.
+local function watch(premature, self, w)
+  local backoff = WATCH_RETRY_MIN_MS
+  while not premature and not stopping(self) do
     local started = now_ms()
-    listen_on(self, i)
-    if closed(self) or ngx.worker.exiting() then break end
+    listen_on(self, w)
+    if stopping(self) then break end
     if now_ms() - started > WATCH_RETRY_MAX_MS then backoff = WATCH_RETRY_MIN_MS end
-    if self.wake:wait(backoff / 1000) then ask_and_take(self, true, 0) end
+    w.wake:wait(backoff / 1000)
+    if not stopping(self) and take_poke(self) then ask_and_take(self, true, 0) end
     backoff = math.min(backoff * 2, WATCH_RETRY_MAX_MS)
-    i = i % #self.ep.sentinels + 1
   end
+  w.running = false
   self.watching = false
+  for _, other in ipairs(self.watchers) do
+    if other.running then self.watching = true end
+  end
 end
 
+-- Starts the watchers not running (one whose timer could not be made is tried again at the
+-- next ask).
 start_watcher = function(self)
-  if self.watching or ngx.worker.exiting() then return end
-  -- without a watcher, calls still find the master; failovers are seen at the next doubt
-  if ngx.timer.at(0, watch, self) then self.watching = true end
+  if ngx.worker.exiting() then return end
+  -- without watchers, calls still find the master; failovers are seen at the next doubt
+  for _, w in ipairs(self.watchers) do
+    if not w.running and ngx.timer.at(0, watch, self, w) then
+      w.running, self.watching = true, true
+    end
+  end
 end
 
--- Stops the watcher (client:close()).
+-- Stops the watchers (client:close()): each has its own wake.
 function S:stop()
-  poke(self)
+  for _, w in ipairs(self.watchers) do wake(w) end
 end
 
 return sentinel
