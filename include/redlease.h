@@ -43,11 +43,13 @@ typedef enum rl_status {
 
 typedef struct rl_error {
     rl_status status;
-    char message[1024]; /* room for every message whole (a TLS verification error names a host
-                           twice, each up to 253 characters) */
-    int lost_reason;    /* an rl_lost_reason when status is RL_LOST, else 0 */
-    int hold_kept;      /* a failed rl_lock_release that left the hold counted: calling release
-                           again retries the same release (the only failures that do so) */
+    char message[1024];    /* room for every message whole (a TLS verification error names a host
+                              twice, each up to 253 characters) */
+    int lost_reason;       /* an rl_lost_reason when status is RL_LOST, else 0 */
+    int hold_kept;         /* a failed rl_lock_release that left the hold counted: calling release
+                              again retries the same release (the only failures that do so) */
+    int64_t grace_left_ms; /* RL_NOT_ACQUIRED from the failover grace (failover_grace_ms), not
+                              another owner: how much of it is left; else 0 */
 } rl_error;
 
 /* Stable lowercase names ("ok", "not_acquired", "connection", ...) for messages and bindings. */

@@ -13,6 +13,7 @@ rl_status rl_fail(rl_error *err, rl_status status, const char *fmt, ...) {
         err->status = status;
         err->lost_reason = RL_LOST_NONE;
         err->hold_kept = 0;
+        err->grace_left_ms = 0;
     }
     return status;
 }
@@ -30,6 +31,7 @@ void rl_error_clear(rl_error *err) {
         err->message[0] = '\0';
         err->lost_reason = RL_LOST_NONE;
         err->hold_kept = 0;
+        err->grace_left_ms = 0;
     }
 }
 

@@ -85,7 +85,22 @@ typedef rl_attempt attempt;
  * place expires. */
 #define FAIR_RECHECK_MS 100
 
+/* A grant that came with the news of a new master (the call itself followed it: its connection
+ * found the old one gone and asked the sentinels) is given back: the failover grace holds for it
+ * too. 1 when it was. */
+static int given_back_for_grace(rl_lock *l, attempt *a, int64_t *wait_hint) {
+    rl_client *c = l->client;
+    if (!a->fresh || atomic_load(&c->master_changes) == a->masters_seen) return 0;
+    int64_t left = rl_failover_grace_left(c, rl_now_ms());
+    if (left <= 0) return 0;
+    rl_lock_call_undo_acquire(l, a->owner, a->owner_len, a->lease);
+    a->grace_left = left;
+    *wait_hint = left;
+    return 1;
+}
+
 rl_status rl_acquire_try(rl_lock *l, attempt *a, int queue, int64_t *wait_hint, rl_error *err) {
+    a->masters_seen = atomic_load(&l->client->master_changes);
     a->sent_at = rl_now_ms();
     /* Just after a failover nothing new is granted (failover_grace.h); a re-entry goes ahead:
      * the script tells a hold the new master lacks from one it has. */
@@ -96,6 +111,7 @@ rl_status rl_acquire_try(rl_lock *l, attempt *a, int queue, int64_t *wait_hint, 
     }
     rl_status st = rl_lock_call_acquire(l, a->owner, a->owner_len, a->lease, queue, a->window,
                                         wait_hint, &a->token, &a->reentered, err);
+    if (st == RL_OK && given_back_for_grace(l, a, wait_hint)) return RL_NOT_ACQUIRED;
     a->server = rl_client_answered_by();
     if (st == RL_NOT_ACQUIRED && l->kind == RL_LOCK_FAIR && *wait_hint < FAIR_RECHECK_MS)
         *wait_hint = FAIR_RECHECK_MS;
@@ -121,6 +137,7 @@ static rl_status sleep_sending(rl_lock *l, attempt *a, rl_sub_ticket *ticket, in
                                rl_wait_hook hook, void *hook_ud, int64_t *wait_hint, int *answered,
                                rl_error *err) {
     rl_sub_send send;
+    a->masters_seen = atomic_load(&l->client->master_changes);
     int ready = rl_woken_prime(l, a, &send);
     ticket->send = ready ? &send : NULL;
     rl_status st = rl_wait_sleep(l->client, ticket, until, hook, hook_ud, err);
@@ -131,7 +148,8 @@ static rl_status sleep_sending(rl_lock *l, attempt *a, rl_sub_ticket *ticket, in
         /* A sent acquire ends the wait with RL_OK, the only outcome it can come with. */
         if (st == RL_OK && rl_woken_read(l, a, &send, wait_hint, &answer, err)) {
             *answered = 1;
-            st = answer;
+            st =
+                answer == RL_OK && given_back_for_grace(l, a, wait_hint) ? RL_NOT_ACQUIRED : answer;
         }
         rl_woken_free(&send);
     }
@@ -309,6 +327,7 @@ rl_status rl_acquire_end(rl_lock *l, uint64_t context, attempt *a, const rl_acqu
                 "nothing for %lld ms more (failover_grace) so that a holder on the old one is "
                 "told first",
                 printable(l, shown), (long long)a->grace_left);
+        if (err) err->grace_left_ms = a->grace_left;
     } else if (st == RL_NOT_ACQUIRED) {
         char waited[RL_WAITED_SIZE];
         rl_fail(err, RL_NOT_ACQUIRED, "lock \"%s\" is held by another owner%s%s",

@@ -35,11 +35,12 @@ typedef struct rl_attempt {
     int64_t token;  /* fenced locks: the token of the acquire */
     int reentered;  /* Redis answered that this owner already held it */
     int64_t sent_at;
-    uint32_t server;      /* identity.h: the server that granted it (0: not known) */
-    int64_t yield_until;  /* wake_grace.c: leave the lock to a waiter we woke until then; -1 */
-    uint64_t yield_floor; /* and the observer's floor (rl_sub_observe) */
-    int fresh;            /* the context held none of this lock: a failover's grace applies */
-    int64_t grace_left;   /* the last try was refused by failover_grace.c, this long before */
+    uint32_t server;       /* identity.h: the server that granted it (0: not known) */
+    int64_t yield_until;   /* wake_grace.c: leave the lock to a waiter we woke until then; -1 */
+    uint64_t yield_floor;  /* and the observer's floor (rl_sub_observe) */
+    int fresh;             /* the context held none of this lock: a failover's grace applies */
+    int64_t grace_left;    /* the last try was refused by failover_grace.c, this long before */
+    uint64_t masters_seen; /* the client's master_changes when the try began */
 } rl_attempt;
 
 /* An acquire's steps, shared by the blocking (rl_lock_acquire_with) and the async

@@ -89,10 +89,13 @@ static int open_client(rlpy_lock *self) {
 
 /* ---- acquire / release -------------------------------------------------------------------- */
 
-/* 1 acquired, 0 not acquired (another owner), -1 exception set. */
-static int acquire(rlpy_lock *self, int64_t lease_ms, int64_t wait_ms, int64_t max_hold_ms) {
+/* 1 acquired, 0 not acquired (another owner, or the failover grace: why in *err), -1 exception
+ * set. */
+static int acquire(rlpy_lock *self, int64_t lease_ms, int64_t wait_ms, int64_t max_hold_ms,
+                   rl_error *err) {
     if (rlpy_refuse_on_event_loop("Lock.acquire()", "Client.lock()") < 0) return -1;
     uint64_t context = rlpy_owner_context();
+    err->grace_left_ms = 0;
     if (wait_ms != 0 && rlpy_green_active())
         return rlpy_green_acquire((PyObject *)self, context, lease_ms, wait_ms, max_hold_ms);
     rlpy_wait w;
@@ -102,12 +105,11 @@ static int acquire(rlpy_lock *self, int64_t lease_ms, int64_t wait_ms, int64_t m
                                   .max_hold_ms = max_hold_ms,
                                   .hook = w.hook,
                                   .hook_userdata = &w};
-    rl_error err;
     rl_status st;
-    RLPY_WAITING(&w, st = rl_lock_acquire_with(self->lock, context, &options, &err));
+    RLPY_WAITING(&w, st = rl_lock_acquire_with(self->lock, context, &options, err));
     if (st == RL_OK) return 1;
     if (st == RL_NOT_ACQUIRED) return 0;
-    rlpy_raise(&err);
+    rlpy_raise(err);
     return -1;
 }
 
@@ -115,7 +117,8 @@ static PyObject *lock_acquire(rlpy_lock *self, PyObject *args, PyObject *kwargs)
     int64_t wait_ms = self->timeout_ms, lease_ms = self->lease_ms, max_hold_ms = self->max_hold_ms;
     if (!ready(self) || rlpy_acquire_args(args, kwargs, &wait_ms, &lease_ms, &max_hold_ms) < 0)
         return NULL;
-    int got = acquire(self, lease_ms, wait_ms, max_hold_ms);
+    rl_error err;
+    int got = acquire(self, lease_ms, wait_ms, max_hold_ms, &err);
     return got < 0 ? NULL : PyBool_FromLong(got);
 }
 
@@ -149,8 +152,13 @@ static PyObject *lock_owner(rlpy_lock *self, PyObject *unused) {
 static PyObject *lock_enter(rlpy_lock *self, PyObject *unused) {
     (void)unused;
     if (!ready(self)) return NULL;
-    int got = acquire(self, self->lease_ms, self->timeout_ms, self->max_hold_ms);
+    rl_error err;
+    int got = acquire(self, self->lease_ms, self->timeout_ms, self->max_hold_ms, &err);
     if (got < 0) return NULL;
+    if (!got && err.grace_left_ms > 0) { /* not another owner: the core says why */
+        PyErr_SetString(rlpy_error_class(RL_NOT_ACQUIRED), err.message);
+        return NULL;
+    }
     if (!got) {
         PyErr_Format(rlpy_error_class(RL_NOT_ACQUIRED),
                      "lock %R is held by another owner; not acquired within %lld.%03lld s",

@@ -93,14 +93,6 @@ static void moved(rl_sentinel *s) {
 
 /* ---- asking the sentinels ------------------------------------------------------------------ */
 
-rl_target rl_sentinel_target(const rl_config *cfg, int i) {
-    const rl_options *o = &cfg->options;
-    return (rl_target){.host = cfg->endpoint.sentinel_hosts[i],
-                       .port = cfg->endpoint.sentinel_ports[i],
-                       .user = o->sentinel_password ? o->sentinel_user : NULL,
-                       .password = o->sentinel_password};
-}
-
 static int closing(const rl_sentinel *s) {
     return atomic_load(&s->stop) || atomic_load(&s->cfg->closing);
 }

@@ -40,9 +40,6 @@ rl_status rl_sentinel_master(rl_sentinel *s, char *host, size_t host_size, int *
 void rl_sentinel_doubt(rl_sentinel *s, uint64_t epoch);
 uint64_t rl_sentinel_epoch(rl_sentinel *s);
 
-/* Where sentinel i of cfg's endpoint is, with the sentinel credentials. */
-rl_target rl_sentinel_target(const rl_config *cfg, int i);
-
 /* The three above as the connection layer's resolver (its state: the rl_sentinel). */
 extern const rl_resolver rl_sentinel_resolver;
 

@@ -10,7 +10,6 @@
 
 #include "clock.h"
 #include "platform.h"
-#include "sentinel.h"
 #include "threads.h"
 
 #define WATCH_RETRY_MIN_MS 100
@@ -36,6 +35,14 @@ struct rl_sentinel_watch {
     int n;
     watcher watchers[];
 };
+
+rl_target rl_sentinel_target(const rl_config *cfg, int i) {
+    const rl_options *o = &cfg->options;
+    return (rl_target){.host = cfg->endpoint.sentinel_hosts[i],
+                       .port = cfg->endpoint.sentinel_ports[i],
+                       .user = o->sentinel_password ? o->sentinel_user : NULL,
+                       .password = o->sentinel_password};
+}
 
 rl_sentinel_watch *rl_sentinel_watch_new(rl_config *cfg, rl_sentinel_watch_hooks hooks) {
     int n = cfg->endpoint.sentinels;
@@ -68,14 +75,14 @@ static int took_poke(rl_sentinel_watch *w) {
 
 /* A caller found the master doubtful and the sentinels down: ask them again. */
 static void answer_poke(rl_sentinel_watch *w) {
-    if (took_poke(w)) w->hooks.ask(w->hooks.state);
+    if (took_poke(w)) w->hooks.ask_again(w->hooks.state);
 }
 
 static void handle(rl_sentinel_watch *w, const redisReply *r) {
     if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
         r->element[0]->type == REDIS_REPLY_STRING && strcmp(r->element[0]->str, "message") == 0 &&
         r->element[2]->type == REDIS_REPLY_STRING)
-        w->hooks.switched(w->hooks.state, r->element[2]->str);
+        w->hooks.heard_switch(w->hooks.state, r->element[2]->str);
 }
 
 /* Waits for the connection, a poke or the stop: 1 when the connection has something to read, 0
@@ -106,7 +113,7 @@ static void listen_on(watcher *me) {
     rl_cmd cmd = {2, argv, lens};
     if (rl_conn_append(&me->conn, &cmd) != 0 || rl_conn_flush(&me->conn) != 0) return;
     /* A switch may have happened while nobody listened: ask again. */
-    if (atomic_fetch_add(&w->listening, 1) == 0) w->hooks.ask(w->hooks.state);
+    if (atomic_fetch_add(&w->listening, 1) == 0) w->hooks.ask_again(w->hooks.state);
     while (!atomic_load(&w->stop)) {
         if (rl_conn_buffered(&me->conn) == 0) {
             int readable = wait_readable(me);

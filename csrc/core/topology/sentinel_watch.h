@@ -13,12 +13,15 @@ typedef struct rl_sentinel_watch rl_sentinel_watch;
 
 typedef struct rl_sentinel_watch_hooks {
     /* A +switch-master message's payload (any watcher's thread, no lock held). */
-    void (*switched)(void *state, const char *payload);
+    void (*heard_switch)(void *state, const char *payload);
     /* Ask the sentinels again (any watcher's thread, no lock held): a watcher subscribed while no
      * other listened (a switch may have happened meanwhile), or the sentinels were poked. */
-    void (*ask)(void *state);
+    void (*ask_again)(void *state);
     void *state;
 } rl_sentinel_watch_hooks;
+
+/* Where sentinel i of cfg's endpoint is, with the sentinel credentials. */
+rl_target rl_sentinel_target(const rl_config *cfg, int i);
 
 /* For cfg's sentinels; starts nothing. NULL when out of memory. */
 rl_sentinel_watch *rl_sentinel_watch_new(rl_config *cfg, rl_sentinel_watch_hooks hooks);
