@@ -272,11 +272,18 @@ static rl_status release_one(rl_lock *l, rl_hold *h, int settling, rl_error *err
  * it that failed on the network is settled first (the same request again, answered from its
  * unlock latch if Redis did it), so that the acquire starts from what Redis holds and the new
  * hold is renewed. */
-static rl_status check_hold_before_acquire(rl_lock *l, uint64_t context, rl_error *err) {
+static rl_status check_hold_before_acquire(rl_lock *l, uint64_t context, int *fresh,
+                                           rl_error *err) {
     char shown[RL_NAME_SHOWN_MAX];
     rl_hold *h = rl_holds_find(&l->client->holds, l->name, l->name_len, l->kind, context);
+    *fresh = !h || h->count == 0; /* (a failover's grace applies to a context holding none) */
     if (h && h->lost) return rl_fail_lost(err, h->lost, "; release it first", printable(l, shown));
-    if (h && h->release_failed) return release_one(l, h, 1, err);
+    if (h && h->release_failed) {
+        rl_status st = release_one(l, h, 1, err);
+        h = rl_holds_find(&l->client->holds, l->name, l->name_len, l->kind, context);
+        *fresh = !h || h->count == 0; /* the settled release may have dropped it */
+        return st;
+    }
     return RL_OK;
 }
 
@@ -294,9 +301,7 @@ rl_status rl_acquire_begin(rl_lock *l, uint64_t context, const rl_acquire_option
     *a = (attempt){.token = 0};
     a->owner_len = rl_client_owner(c, context, a->owner);
     pthread_mutex_lock(&c->mu);
-    rl_status st = check_hold_before_acquire(l, context, err);
-    rl_hold *held = rl_holds_find(&c->holds, l->name, l->name_len, l->kind, context);
-    a->fresh = !held || held->count == 0;
+    rl_status st = check_hold_before_acquire(l, context, &a->fresh, err);
     /* Only an acquire that may wait yields; a one-try acquire answers at once. */
     a->yield_until = wait_ms != 0 ? rl_handovers_until(&c->handovers, l->name, l->name_len, l->kind,
                                                        rl_now_ms(), &a->yield_floor)

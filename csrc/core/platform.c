@@ -137,3 +137,10 @@ int rl_plat_cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mutex, int64_
 }
 
 #endif
+
+void rl_plat_pipe_poke(int fd) {
+    if (fd < 0) return;
+    char byte = 1;
+    ssize_t rc = write(fd, &byte, 1);
+    (void)rc;
+}

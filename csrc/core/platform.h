@@ -23,6 +23,9 @@ int rl_plat_socket(int family);
 
 /* A pipe with both ends non-blocking and close-on-exec; 0, or -1 with errno. */
 int rl_plat_pipe(int fds[2]);
+/* Writes one byte to such a pipe's write end to wake its reader (fd < 0: nothing); a full pipe
+ * already has a wake-up pending. */
+void rl_plat_pipe_poke(int fd);
 
 /* TCP keepalive probes: first after idle_s seconds of silence, then every interval_s, dead after
  * `probes` unanswered. */

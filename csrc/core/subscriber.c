@@ -33,17 +33,9 @@ void rl_sub_init(rl_subscriber *sub, rl_config *cfg) {
 
 /* Everything below marked "mu held" runs with sub->mu locked. */
 
-static void write_wake_pipe(int fd) {
-    if (fd >= 0) {
-        char byte = 1;
-        ssize_t rc = write(fd, &byte, 1); /* full pipe: already woken */
-        (void)rc;
-    }
-}
-
 static void wake_thread(rl_subscriber *sub) { /* mu held */
     pthread_cond_signal(&sub->thread_wake);
-    write_wake_pipe(sub->wake_pipe[1]);
+    rl_plat_pipe_poke(sub->wake_pipe[1]);
 }
 
 static void mark_dirty(rl_subscriber *sub, rl_sub_entry *e) { /* mu held */
@@ -611,7 +603,7 @@ void rl_sub_leave(rl_subscriber *sub, rl_sub_ticket *t) {
         fd = sub->wake_pipe[1];
     }
     pthread_mutex_unlock(&sub->mu);
-    write_wake_pipe(fd);
+    rl_plat_pipe_poke(fd);
     t->entry = NULL;
 }
 

@@ -184,8 +184,7 @@ int rl_sentinel_watch_start(rl_sentinel_watch *w) {
     w->starting = 1;
     atomic_store(&w->stop, 1);
     if (w->stop_pipe[1] >= 0) {
-        ssize_t rc = write(w->stop_pipe[1], "x", 1);
-        (void)rc;
+        rl_plat_pipe_poke(w->stop_pipe[1]);
     }
     pthread_mutex_unlock(&w->mu);
     for (int i = 0; i < n; i++) {
@@ -210,8 +209,7 @@ int rl_sentinel_watch_started(rl_sentinel_watch *w) {
 void rl_sentinel_watch_poke(rl_sentinel_watch *w) {
     pthread_mutex_lock(&w->mu);
     if (w->started) {
-        ssize_t rc = write(w->wake_pipe[1], "x", 1); /* a full pipe has a wake-up pending */
-        (void)rc;
+        rl_plat_pipe_poke(w->wake_pipe[1]);
     }
     pthread_mutex_unlock(&w->mu);
 }
@@ -222,8 +220,7 @@ void rl_sentinel_watch_stop(rl_sentinel_watch *w) {
     int started = w->started;
     w->started = 0;
     if (started) {
-        ssize_t rc = write(w->stop_pipe[1], "x", 1);
-        (void)rc;
+        rl_plat_pipe_poke(w->stop_pipe[1]);
     }
     pthread_mutex_unlock(&w->mu);
     for (int i = 0; i < w->n; i++)
