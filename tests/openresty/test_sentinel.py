@@ -242,23 +242,11 @@ def test_a_failover_is_heard_from_any_sentinel(make_nginx):
         # the paused sentinel's watcher times out reading once the test runs long enough
         ng = make_nginx(url=d.url, errors=[READ_TIMED_OUT])
         assert fields(ng.get("/cycle?name=sentinel:any")[1])["ok"] == "true"  # watchers start
-
-        def subscribed(sentinel):
-            return sentinel("CLIENT", "LIST").count(b"cmd=subscribe")
-        assert wait_for(lambda: all(subscribed(s) == 1 for s in d.sentinels), 10), \
-            [subscribed(s) for s in d.sentinels]
-        before = d.master_port()
-        d.sentinels[0].process.send_signal(signal.SIGSTOP)
-        try:
-            d.sentinels[1]("SENTINEL", "FAILOVER", MASTER)
-            assert wait_for(lambda: int(d.sentinels[1](
-                "SENTINEL", "GET-MASTER-ADDR-BY-NAME", MASTER)[1]) != before, 30)
-            announced = time.monotonic()
+        assert wait_for(lambda: d.subscribers() == [1, 1, 1], 10), d.subscribers()
+        with d.failover_with_the_first_sentinel_paused() as announced:
             assert wait_for(lambda: "redlease: the sentinels name a new master" in ng.log(), 5)
             print("announced by another sentinel -> followed %.3f s later" % (
                 time.monotonic() - announced))
-        finally:
-            d.sentinels[0].process.send_signal(signal.SIGCONT)
         ng.stop()  # before the sentinels go: no watcher left to find them gone
     finally:
         d.close()

@@ -3,8 +3,10 @@ redis-server on a free port, stopped by pid. ``url`` is the redis+sentinel:// UR
 ``tls`` (certificates of tests/tls/make-certs) every server and sentinel also has a TLS port, and
 they replicate, monitor and name each other there: ``url`` is then rediss+sentinel://."""
 
+import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -192,6 +194,25 @@ class Deployment:
             assert master("CLIENT", "KILL", "TYPE", "replica") == 1
         finally:
             master.close()
+
+    def subscribers(self):
+        """How many connections are subscribed on each sentinel (CLIENT LIST's cmd=subscribe)."""
+        return [s("CLIENT", "LIST").count(b"cmd=subscribe") for s in self.sentinels]
+
+    @contextlib.contextmanager
+    def failover_with_the_first_sentinel_paused(self, timeout=30):
+        """Pauses sentinel 0 (SIGSTOP: its connections stay open and silent), has sentinel 1 fail
+        the master over, and yields the time.monotonic() at which sentinel 1 names the new
+        master; sentinel 0 runs again on leaving."""
+        before = self.master_port()
+        self.sentinels[0].process.send_signal(signal.SIGSTOP)
+        try:
+            self.sentinels[1]("SENTINEL", "FAILOVER", MASTER)
+            assert wait_for(lambda: int(self.sentinels[1](
+                "SENTINEL", "GET-MASTER-ADDR-BY-NAME", MASTER)[1]) != before, timeout)
+            yield time.monotonic()
+        finally:
+            self.sentinels[0].process.send_signal(signal.SIGCONT)
 
     def failover(self, timeout=30):
         """SENTINEL FAILOVER; returns once the replica has become master and every sentinel

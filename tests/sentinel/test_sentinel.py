@@ -155,22 +155,11 @@ def test_a_failover_is_heard_from_any_sentinel(make_client):
     try:
         client = make_client(d.url, **FAST)
         assert not client.lock("sentinel:any").locked()  # asks sentinel 0; the watchers start
-
-        def subscribed(sentinel):
-            return b"cmd=subscribe" in sentinel("CLIENT", "LIST")
-        assert wait_for(lambda: all(subscribed(s) for s in d.sentinels), 10)
-        before = d.master_port()
-        d.sentinels[0].process.send_signal(signal.SIGSTOP)
-        try:
-            d.sentinels[1]("SENTINEL", "FAILOVER", MASTER)
-            assert wait_for(lambda: int(d.sentinels[1](
-                "SENTINEL", "GET-MASTER-ADDR-BY-NAME", MASTER)[1]) != before, 30)
-            announced = time.monotonic()
+        assert wait_for(lambda: all(n >= 1 for n in d.subscribers()), 10)
+        with d.failover_with_the_first_sentinel_paused() as announced:
             assert wait_for(lambda: client.stats()["master_changes"] == 1, 10)
             print("announced by another sentinel -> followed %.3f s later" % (
                 time.monotonic() - announced))
-        finally:
-            d.sentinels[0].process.send_signal(signal.SIGCONT)
     finally:
         d.close()
 
