@@ -45,7 +45,8 @@ struct rl_client {
     atomic_int deferred_seen; /* a connection went idle with deferred commands since the look */
     int deferred_quiet;       /* looks in a row that found none (the timer's own) */
     _Atomic int64_t grants_paused_until; /* failover_grace.c: no new hold before (ms); 0 */
-    _Atomic uint64_t master_changes;     /* new masters followed (Sentinel failovers) */
+    struct rl_slot_grace *slot_grace;    /* Cluster: the grace per slot (failover_grace.c) */
+    _Atomic uint64_t master_changes;     /* new masters followed (failovers, slots moved) */
     struct rl_client *registry_prev, *registry_next; /* fork.c's list of live clients */
 };
 

@@ -91,7 +91,7 @@ typedef rl_attempt attempt;
 static int given_back_for_grace(rl_lock *l, attempt *a, int64_t *wait_hint) {
     rl_client *c = l->client;
     if (!a->fresh || atomic_load(&c->master_changes) == a->masters_seen) return 0;
-    int64_t left = rl_failover_grace_left(c, rl_now_ms());
+    int64_t left = rl_failover_grace_left(c, l->name, l->name_len, rl_now_ms());
     if (left <= 0) return 0;
     rl_lock_call_undo_acquire(l, a->owner, a->owner_len, a->lease);
     a->grace_left = left;
@@ -104,7 +104,8 @@ rl_status rl_acquire_try(rl_lock *l, attempt *a, int queue, int64_t *wait_hint, 
     a->sent_at = rl_now_ms();
     /* Just after a failover nothing new is granted (failover_grace.h); a re-entry goes ahead:
      * the script tells a hold the new master lacks from one it has. */
-    a->grace_left = a->fresh ? rl_failover_grace_left(l->client, a->sent_at) : 0;
+    a->grace_left =
+        a->fresh ? rl_failover_grace_left(l->client, l->name, l->name_len, a->sent_at) : 0;
     if (a->grace_left > 0) {
         *wait_hint = a->grace_left;
         return RL_NOT_ACQUIRED;

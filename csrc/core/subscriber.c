@@ -154,7 +154,7 @@ static void send_claimed(rl_subscriber *sub) { /* mu held; dropped meanwhile */
     for (rl_sub_ticket *t = list; t; t = t->claimed_next) {
         rl_sub_send *s = t->send;
         s->outcome = RL_SUB_SEND_NONE;
-        if (s->no_grant_before && rl_now_ms() < atomic_load(s->no_grant_before))
+        if (s->held_back && s->held_back(s->held_back_arg))
             continue; /* a failover's grace began: the waiter's own try waits it out */
         s->conn = rl_pool_try_take_open(s->pool);
         if (!s->conn) continue;

@@ -76,7 +76,8 @@ typedef struct rl_sub_send {
     rl_pool *pool;
     rl_cmd cmd;
     int64_t timeout_ms;
-    _Atomic int64_t *no_grant_before; /* not sent before this time (ms; failover_grace.h) */
+    int (*held_back)(void *arg); /* not sent while this answers nonzero (NULL: sent) */
+    void *held_back_arg;
     rl_sub_send_outcome outcome;
     rl_conn *conn;
     int64_t sent_at; /* rl_now_ms() just before the write */

@@ -6,11 +6,17 @@
 #include "failover_grace.h"
 #include "kind.h"
 
+/* A failover's grace for the lock runs now (failover_grace.h). */
+static int in_failover_grace(void *lock) {
+    rl_lock *l = lock;
+    return rl_failover_grace_left(l->client, l->name, l->name_len, rl_now_ms()) > 0;
+}
+
 int rl_woken_prime(rl_lock *l, const rl_attempt *a, rl_sub_send *s) {
     memset(s, 0, sizeof *s);
     if (l->kind == RL_LOCK_FAIR) return 0;
     /* In a failover's grace the waiter's own try answers (and waits the grace out). */
-    if (a->fresh && rl_failover_grace_left(l->client, rl_now_ms()) > 0) return 0;
+    if (a->fresh && in_failover_grace(l)) return 0;
     rl_acquire_args args = {a->owner, a->owner_len, a->lease, 1, a->window};
     redisReply *reply = NULL;
     rl_error ignored;
@@ -19,7 +25,7 @@ int rl_woken_prime(rl_lock *l, const rl_attempt *a, rl_sub_send *s) {
     rl_client_capture(NULL);
     freeReplyObject(reply); /* none: nothing was called */
     s->timeout_ms = l->client->cfg.options.command_timeout_ms;
-    if (a->fresh) s->no_grant_before = &l->client->grants_paused_until; /* a grace begun later */
+    if (a->fresh) s->held_back = in_failover_grace, s->held_back_arg = l; /* a grace begun later */
     return s->cmd.argc > 0;
 }
 

@@ -111,8 +111,9 @@ class Client:
     keep taking it back; 0 turns this off (the most hand-offs per second, the least even share
     between workers). Fair locks keep their strict order either way.
 
-    ``failover_grace`` (seconds, default 1; ``redis+sentinel://``): after this client followed a
-    new master it grants no new hold for that long, so that a holder on the old master, whose
+    ``failover_grace`` (seconds, default 1; ``redis+sentinel://``, and per slot on
+    ``redis+cluster://``): after this client followed a new master it grants no new hold there for
+    that long, so that a holder on the old master, whose
     hold the promoted replica may lack, is told first; 0 turns this off.
 
     Validity (``docs/semantics.md``, "Knowing how long you hold it"): a hold is guaranteed until

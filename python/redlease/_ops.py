@@ -81,7 +81,7 @@ class Stats(TypedDict):
     in_doubt: int  # ... of which in doubt now (a renewal failed; may still be valid)
     in_doubt_total: int  # times a hold went in doubt
     server_changes: int  # holds found on another server than before (failover, restart)
-    master_changes: int  # redis+sentinel://: new masters this client followed (failovers)
+    master_changes: int  # new masters followed (Sentinel failovers, Cluster slots moved)
     sync_waits: int  # sync_replicas: lock writes followed by a WAIT
     sync_acks: int  # ... the replicas' acknowledgements of them, in total
     sync_skipped: int  # ... writes that stood unreplicated: no replica was listed

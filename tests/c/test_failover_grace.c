@@ -7,6 +7,7 @@
 #include "client.h"
 #include "failover_grace.h"
 #include "harness.h"
+#include "slots.h"
 #include "waiting.h"
 
 static rl_client *client_with_grace(int64_t grace_ms) {
@@ -106,5 +107,39 @@ TEST(failover_grace_zero_grants_at_once) {
     rl_client_stats(c, &s);
     CHECK_INT(s.master_changes, 1);
     rl_lock_free(l);
+    rl_client_free(c);
+}
+
+/* A Cluster keeps the grace per slot (deploy_cluster.c begins it for the slots it learned moved):
+ * a lock in a moved slot waits it out, a lock in any other slot is granted at once. Here on one
+ * Redis, with the per-slot grace set up and begun directly; tests/cluster/test_failover_grace.py
+ * runs it on a real cluster. */
+TEST(a_moved_slot_grants_only_after_the_grace_and_other_slots_at_once) {
+    rl_client *c = client_with_grace(600);
+    CHECK(c);
+    CHECK_OK(rl_failover_grace_per_slot(c, err));
+    rl_lock *moved = new_lock(c, "{grace}moved"), *other = new_lock(c, "{elsewhere}other");
+    uint64_t slots[RL_SLOTS / 64] = {0};
+    int slot = rl_key_slot("grace", 5);
+    CHECK(slot != rl_key_slot("elsewhere", 9));
+    slots[slot / 64] |= (uint64_t)1 << (slot % 64);
+    int64_t began = now_ms();
+    rl_failover_grace_begin_slots(c, slots);
+    rl_error e;
+    CHECK_INT(rl_lock_acquire(moved, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, &e), RL_NOT_ACQUIRED);
+    CHECK_MSG(strstr(e.message, "failover_grace") != NULL, "%s", e.message);
+    CHECK_INT(raw_int(g_raw, "EXISTS {grace}moved"), 0);
+    CHECK_OK(rl_lock_acquire(other, 1, RL_LEASE_WATCHDOG, 0, NULL, NULL, err));
+    CHECK_OK(rl_lock_acquire(moved, 1, RL_LEASE_WATCHDOG, 5000, NULL, NULL, err));
+    int64_t waited = now_ms() - began;
+    CHECK_MSG(waited >= 550, "granted %lld ms after the grace began", (long long)waited);
+    rl_stats s;
+    rl_client_stats(c, &s);
+    CHECK_INT(s.master_changes, 1);
+    CHECK_OK(rl_lock_release(moved, 1, err));
+    CHECK_OK(rl_lock_release(other, 1, err));
+    rl_lock_free(moved);
+    rl_lock_free(other);
+    rl_failover_grace_free_slots(c); /* a standalone client's deployment does not own it */
     rl_client_free(c);
 }

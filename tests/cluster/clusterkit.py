@@ -109,6 +109,19 @@ def close_migration(cluster, slot, target):
         assert cluster.cli(node.port, "CLUSTER", "SETSLOT", str(slot), "NODE", target_id) == "OK"
 
 
+def move_without_the_hold(cluster, slot, source, target, key):
+    """The slot goes to `target` and the hold at `source` is gone, as after a failover to a
+    replica that never got it: no MIGRATE, the key deleted at `source` (which refuses to hand over
+    a slot it still has keys in)."""
+    open_migration(cluster, slot, source, target)
+    r = raw_at(source.port)
+    try:
+        assert r("DEL", key) == 1
+    finally:
+        r.close()
+    close_migration(cluster, slot, target)
+
+
 class TlsCluster(RedisCluster):
     """A RedisCluster whose nodes also speak TLS (certificates of tests/tls/make-certs, a
     deployment.TlsCerts): each node a ``tls_port`` besides its plain one, the cluster bus and

@@ -20,7 +20,13 @@ from testkit import Raw, wait_for
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "cluster"))
-from clusterkit import migrate_slot, names_on_every_master, node_call, raw_at  # noqa: E402
+from clusterkit import (  # noqa: E402
+    migrate_slot,
+    move_without_the_hold,
+    names_on_every_master,
+    node_call,
+    raw_at,
+)
 
 # The subscriber's and the renewal's view of a killed master (nginx's lines, and ours).
 DOWN = [REFUSED, r"redlease: subscriber connection: .*; waiters resubscribe once Redis answers",
@@ -288,6 +294,45 @@ def test_slot_migration_during_a_hold_and_a_wait(cluster, make_nginx):
     assert waiter["acquired"] == "true", waiter  # woken there (joined again after SUNSUBSCRIBE)
     assert 0 <= float(waiter["got"]) - float(holder["left"]) < 0.5, (holder, waiter)
     assert slowest < 200
+
+
+def test_a_moved_slot_grants_a_lost_hold_only_after_the_failover_grace(cluster, make_nginx):
+    """A slot moved without a hold a Python client has there (what a replica promoted without
+    the latest writes is): the worker that learns the move (its own acquire answered MOVED)
+    gives back what it was granted at the new owner and grants nothing in that slot for
+    failover_grace (the default, 1 s); the Python holder, which hears of the move at its next
+    call, is told (in doubt) before nginx gets the lock, as in the rock (tests/cluster)."""
+    ng = make_nginx(url=cluster.url)
+    name = names_on_every_master(cluster, "ngx:fgrace", 1)[0]
+    slot = cluster.keyslot(name)
+    source = cluster.node_of_slot(slot)
+    target = next(m for m in cluster.masters() if m.port != source.port)
+    states = []
+    holder = redlease.Client(cluster.url, on_state=lambda n, state, why:
+                             states.append((n, state, time.monotonic())))
+    try:
+        assert fields(ng.get(f"/cycle?name={q(name)}")[1])["ok"] == "true"  # the map, at source
+        assert holder.lock(name).acquire(timeout=0)
+        move_without_the_hold(cluster, slot, source, target, name)
+        f = fields(ng.get(f"/hold?name={q(name)}&timeout=0")[1])
+        refused_at = time.monotonic()
+        assert f["acquired"] == "false" and "failover_grace" in f["err"], f
+        assert raw_at(target.port)("EXISTS", name) == 0  # given back
+        time.sleep(0.2)
+        assert not holder.lock("{%s}probe" % name).locked()  # the holder learns the move
+        got = None
+        while got is None and time.monotonic() < refused_at + 10:
+            if fields(ng.get(f"/hold?name={q(name)}&timeout=0")[1])["acquired"] == "true":
+                got = time.monotonic()
+            else:
+                time.sleep(0.01)
+        told = [t for n, s, t in states if n == name and s == "in_doubt"]
+        print(f"refused in the grace -> granted {got and got - refused_at:.3f} s later; "
+              f"holder told {[round(t - refused_at, 3) for t in told]}")
+        assert got is not None and 0.8 <= got - refused_at < 1.5, got
+        assert told and told[0] < got, states
+    finally:
+        holder.close()
 
 
 def test_same_script_calls_as_the_c_rock(cluster, make_nginx):

@@ -12,6 +12,7 @@
 #include "cluster.h"
 #include "deploy.h"
 #include "error.h"
+#include "failover_grace.h"
 #include "kind.h"
 #include "names.h"
 #include "renew_cluster.h"
@@ -23,14 +24,18 @@ static rl_cluster *cluster_of(rl_client *c) {
 
 /* ---- life and fork ------------------------------------------------------------------------- */
 
-/* Slots changed owner: the holds on them go in doubt and are verified at once (watchdog.c). */
+/* Slots changed owner: no new hold on them for the failover grace, and the holds on them go in
+ * doubt and are verified at once (watchdog.c). */
 static void slots_moved(void *userdata, const uint64_t *slots) {
+    rl_failover_grace_begin_slots(userdata, slots);
     rl_watchdog_slots_moved(userdata, slots);
 }
 
 static rl_status create(rl_client *c, rl_error *err) {
     rl_cluster *cl;
-    rl_status st = rl_cluster_new(&c->cfg, &cl, err);
+    rl_status st = rl_failover_grace_per_slot(c, err);
+    if (st == RL_OK && (st = rl_cluster_new(&c->cfg, &cl, err)) != RL_OK)
+        rl_failover_grace_free_slots(c);
     if (st == RL_OK) {
         rl_cluster_on_moved(cl, slots_moved, c);
         c->deploy_state = cl;
@@ -44,6 +49,7 @@ static void stop(rl_client *c) {
 
 static void destroy(rl_client *c) {
     rl_cluster_free(cluster_of(c));
+    rl_failover_grace_free_slots(c);
 }
 
 static void fork_lock(rl_client *c) {

@@ -37,6 +37,7 @@ function Client.new(ep, o)
     handover_grace_ms = o.handover_grace or DEFAULT.handover_grace,
     failover_grace_ms = o.failover_grace or DEFAULT.failover_grace, -- failover.lua
     grants_paused_until = 0, -- failover.lua: no new hold before (ms)
+    slots_paused_until = {}, slots_paused_latest = 0, -- failover.lua: the same per slot
     drift_ppm = o.drift_factor or DEFAULT.drift_factor, -- the validity margin (validity.lua)
     client_name = o.client_name, -- nil: "<host>:<pid>"
     keepalive_ms = 60000,

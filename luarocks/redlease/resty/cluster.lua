@@ -126,7 +126,15 @@ local function load(self, deadline)
     local node = self:node(r.host or via.ep.host, r.port)
     for s = r.first, r.last do map[s] = node end
   end
+  local moved = {}
+  if self.loaded then -- slots that changed owner: a failover or a reshard (failover.lua)
+    local was = self.map
+    for s = 0, slots.COUNT - 1 do
+      if was[s] and was[s] ~= map[s] then moved[#moved + 1] = s end
+    end
+  end
   self.map, self.loaded = map, true
+  if #moved > 0 then require("redlease.resty.failover").slots_moved(self.client, moved) end
   return true
 end
 
@@ -170,8 +178,12 @@ end
 
 -- A MOVED answer: the slot is the node's from now on, and the map is asked again.
 function Cluster:moved(slot, node)
+  local was = self.map[slot]
   self.map[slot] = node
   self.stale = true
+  if was and was ~= node then
+    require("redlease.resty.failover").slots_moved(self.client, { slot })
+  end
 end
 
 local function sleep_ms(ms, deadline)

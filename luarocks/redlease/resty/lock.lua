@@ -85,15 +85,15 @@ local function try_once(self, who, lease, queue, window, fresh)
   local sent_at = now_ms()
   -- just after a failover nothing new is granted (failover.lua); a re-entry goes ahead
   local client = self._core
-  local paused = fresh and failover.grace_left(client) or 0
+  local paused = fresh and failover.grace_left(client, self.name) or 0
   if paused > 0 then return false, paused, sent_at, nil, true end
   local masters_seen = client.counters.master_changes
   local got, x, flag = calls.acquire(self, who, lease, queue, window)
   if got and fresh and client.counters.master_changes ~= masters_seen then
-    -- the call itself followed a new master (its connection asked the sentinels): what it was
-    -- granted there goes back, the grace holds for it too
+    -- the call itself followed a new master (its connection asked the sentinels, or a MOVED
+    -- answer moved its slot): what it was granted there goes back, the grace holds for it too
     ngx.update_time()
-    paused = failover.grace_left(client)
+    paused = failover.grace_left(client, self.name)
     if paused > 0 then
       calls.undo_acquire(self, who, lease)
       return false, paused, sent_at, nil, true

@@ -1,0 +1,49 @@
+"""The failover grace on a Cluster: a slot that changed owner without its keys (what a replica
+promoted without the latest writes is) grants no new hold, at a client that learned the move, for
+failover_grace (default 1 s); the holder on the old owner, which hears of the same move at its
+next call, is told (in doubt) before the other client is granted its lock at the new owner.
+A grant whose own call learned the move (its MOVED) is given back. failover_grace=0 turns it off:
+then the other client is granted the lock at once, before its holder was told."""
+
+import time
+
+import pytest
+from clusterkit import move_without_the_hold, raw_at
+
+
+@pytest.mark.parametrize("grace", [None, 0], ids=["default_grace", "grace_off"])
+def test_a_moved_slot_grants_a_lost_hold_only_after_its_holder_was_told(own_cluster, clients,
+                                                                        grace):
+    cluster = own_cluster
+    slot = cluster.keyslot("fg")
+    source = cluster.node_of_slot(slot)
+    target = next(m for m in cluster.masters() if m.port != source.port)
+    states = []
+    holder = clients(cluster.url, on_state=lambda name, state, why: states.append(
+        (name, state, time.monotonic())))
+    options = {} if grace is None else {"failover_grace": grace}
+    other = clients(cluster.url, **options)
+    held, contender = holder.lock("{fg}held"), other.lock("{fg}held")
+    assert held.acquire(timeout=0)
+    assert contender.locked()  # the other client learns the slot at its first owner
+    move_without_the_hold(cluster, slot, source, target, "{fg}held")
+    tried_at = time.monotonic()
+    granted = contender.acquire(timeout=0)  # answered MOVED: this very call learns the move
+    if grace == 0:
+        assert granted  # at once: its holder has not been told
+        assert states == []
+        contender.release()
+        return
+    assert not granted  # granted at the new owner and given back: the grace holds for it too
+    assert other.stats()["master_changes"] == 1
+    assert not raw_at(target.port)("EXISTS", "{fg}held")
+    time.sleep(0.2)
+    assert not holder.lock("{fg}probe").locked()  # the holder's next call learns the move too
+    assert contender.acquire(timeout=10)
+    got_at = time.monotonic()
+    told = [at for name, state, at in states if name == "{fg}held" and state == "in_doubt"]
+    print("learned the move -> granted %.3f s later; holder told %s" % (
+        got_at - tried_at, [round(at - tried_at, 3) for at in told]))
+    assert got_at - tried_at >= 0.9, got_at - tried_at  # the 1 s grace
+    assert told and told[0] < got_at, states
+    contender.release()
