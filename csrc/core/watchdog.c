@@ -288,10 +288,26 @@ static int renew_round(rl_client *c, int64_t *earliest) {
     return st == RL_OK || n == 0;
 }
 
+/* How often the deployment's topology is checked while holding (0: never): within the failover
+ * grace, so that a holder is told of a failover before another client's grace ends. */
+static int64_t topology_period_ms(const rl_client *c) {
+    return c->deploy->check_topology ? c->cfg.options.failover_grace_ms / 2 : 0;
+}
+
+/* Checks the topology (the thread's loop, c->mu held; let go meanwhile). Returns when the next
+ * check is due. */
+static int64_t check_topology(rl_client *c, int64_t every) {
+    pthread_mutex_unlock(&c->mu);
+    c->deploy->check_topology(c, rl_now_ms() + every); /* a slow node holds rounds up no longer */
+    pthread_mutex_lock(&c->mu);
+    return rl_now_ms() + every;
+}
+
 static void *watchdog_main(void *arg) {
     rl_client *c = arg;
     rl_watchdog *wd = &c->watchdog;
-    const int64_t period = period_ms(c);
+    const int64_t period = period_ms(c), topology_every = topology_period_ms(c);
+    int64_t next_check = topology_every > 0 ? rl_now_ms() + topology_every : INT64_MAX;
     const int64_t retry_min = min64(100, period / 4 + 1), retry_max = min64(2000, period / 2 + 1);
     int64_t retry = retry_min, idle_since = -1;
     pthread_mutex_lock(&c->mu);
@@ -313,8 +329,12 @@ static void *watchdog_main(void *arg) {
             idle_since = -1;
             wd->next_round = next = min64(now + period, next);
         }
+        if (now >= next_check) {
+            next_check = check_topology(c, topology_every);
+            continue; /* what changed meanwhile (a move, a new hold) is read afresh */
+        }
         if (now < next && !atomic_load(&wd->master_moved) && !atomic_load(&wd->slots_moved)) {
-            rl_cond_wait_until(&wd->wake, &c->mu, next);
+            rl_cond_wait_until(&wd->wake, &c->mu, min64(next, next_check));
             continue;
         }
         int64_t earliest;

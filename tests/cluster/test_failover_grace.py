@@ -47,3 +47,46 @@ def test_a_moved_slot_grants_a_lost_hold_only_after_its_holder_was_told(own_clus
     assert got_at - tried_at >= 0.9, got_at - tried_at  # the 1 s grace
     assert told and told[0] < got_at, states
     contender.release()
+
+
+def test_an_idle_holder_hears_of_a_moved_slot_within_the_grace(own_cluster, clients):
+    """The holder's client makes no call after its acquire, and its next renewal is 10 s away
+    (the default 30 s lease): its watchdog asks a node for the map every half grace while it
+    holds, so it is told (in doubt) before the other client's grace ends."""
+    cluster = own_cluster
+    slot = cluster.keyslot("fi")
+    source = cluster.node_of_slot(slot)
+    target = next(m for m in cluster.masters() if m.port != source.port)
+    states = []
+    holder = clients(cluster.url, on_state=lambda name, state, why: states.append(
+        (name, state, time.monotonic())))
+    other = clients(cluster.url)
+    assert other.lock("{fi}held").acquire(timeout=0)  # the other client knows the slot at source
+    other.lock("{fi}held").release()
+    held = holder.lock("{fi}held")
+    assert held.acquire(timeout=0)
+    move_without_the_hold(cluster, slot, source, target, "{fi}held")
+    tried_at = time.monotonic()
+    assert other.lock("{fi}held").acquire(timeout=10)
+    got_at = time.monotonic()
+    told = [at for name, state, at in states if name == "{fi}held" and state == "in_doubt"]
+    print("learned the move -> granted %.3f s later; idle holder told %s" % (
+        got_at - tried_at, [round(at - tried_at, 3) for at in told]))
+    assert told and told[0] < got_at, states
+    other.lock("{fi}held").release()
+
+
+def test_the_map_is_asked_while_holding_and_not_otherwise(cluster, clients):
+    """The cost of the above: one CLUSTER SLOTS every half grace (0.5 s by default) while the
+    client holds a lock, none while it holds nothing."""
+    client = clients(cluster.url)
+    lock = client.lock("{fa}asked")
+    assert not lock.locked()  # the map, once
+    before = client.stats()["cluster_refreshes"]
+    time.sleep(1.6)
+    assert client.stats()["cluster_refreshes"] == before
+    assert lock.acquire(timeout=0)
+    time.sleep(1.6)
+    asked = client.stats()["cluster_refreshes"] - before
+    lock.release()
+    assert 2 <= asked <= 4, asked

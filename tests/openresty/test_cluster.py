@@ -335,6 +335,43 @@ def test_a_moved_slot_grants_a_lost_hold_only_after_the_failover_grace(cluster, 
         holder.close()
 
 
+def test_an_idle_worker_hears_of_a_moved_slot_within_the_grace(cluster, make_nginx):
+    """A request holds a lock and makes no call (its renewal is 10 s away: a 30 s lease); the
+    slot moves without the hold, and a Python client that learns it is granted the lock after
+    its failover grace. The worker asks a node for the map every half grace while it holds, so
+    its hold goes in doubt before that grant, as the rock's does (tests/cluster)."""
+    name = names_on_every_master(cluster, "ngx:fidle", 1)[0]
+    ng = make_nginx(url=cluster.url, watchdog=30, errors=[lost(name, "(failover|owner_changed)")])
+    slot = cluster.keyslot(name)
+    source = cluster.node_of_slot(slot)
+    target = next(m for m in cluster.masters() if m.port != source.port)
+    other = redlease.Client(cluster.url)
+    try:
+        assert other.lock(name).acquire(timeout=0)  # the other client knows the slot at source
+        other.lock(name).release()
+        holder = {}
+        t = in_thread(ng, f"/hold?name={q(name)}&secs=4", holder)
+        assert wait_for(lambda: other.lock(name).locked(), 5)
+        move_without_the_hold(cluster, slot, source, target, name)
+        doubt = f'redlease: lock "{name}" in doubt'
+        told = []
+        waiter = threading.Thread(target=lambda: told.append(
+            wait_for(lambda: doubt in ng.log(), 10) and time.monotonic()))
+        waiter.start()
+        tried_at = time.monotonic()
+        assert other.lock(name).acquire(timeout=10)
+        got_at = time.monotonic()
+        waiter.join(15)
+        t.join(15)
+        print(f"learned the move -> granted {got_at - tried_at:.3f} s later; "
+              f"idle worker told {[round(x - tried_at, 3) for x in told if x]}")
+        assert told and told[0] and told[0] < got_at, told
+        assert holder["lost"] == "true", holder
+        other.lock(name).release()
+    finally:
+        other.close()
+
+
 def test_same_script_calls_as_the_c_rock(cluster, make_nginx):
     """Item 8 on a cluster: MONITOR at the name's master shows the C rock and the backend making
     it run the same script calls (SPUBLISH included) on the same keys."""

@@ -28,6 +28,7 @@ struct rl_cluster {
     rl_error failure;
     int stale; /* a node was unreachable and no time was left to ask the map */
     uint64_t refreshes;
+    unsigned polls;               /* rl_cluster_poll's turn among the known nodes */
     rl_cluster_moved_fn on_moved; /* set once, before any call */
     void *on_moved_userdata;
 };
@@ -393,6 +394,33 @@ void rl_cluster_ask_if_stale(rl_cluster *cl, int64_t deadline) {
     pthread_mutex_unlock(&cl->mu);
     rl_error ignored;
     if (stale) refresh(cl, rl_now_ms(), deadline, &ignored);
+}
+
+void rl_cluster_poll(rl_cluster *cl, int64_t fresh_ms, int64_t deadline) {
+    char host[sizeof cl->nodes->host];
+    int port = 0;
+    pthread_mutex_lock(&cl->mu);
+    if (!cl->refreshing && cl->refreshed_at && rl_now_ms() - cl->refreshed_at >= fresh_ms &&
+        !atomic_load(&cl->cfg->closing)) { /* (stopped: nothing called back) */
+        unsigned known = 0;
+        for (rl_cluster_node *n = cl->nodes; n; n = n->next)
+            known++;
+        /* In turn, not the first known: a master cut off from the others (clients still reach
+         * it) goes on naming itself the owner of slots the others have given to its replica. */
+        unsigned turn = known ? cl->polls++ % known : 0;
+        for (rl_cluster_node *n = cl->nodes; n && !port; n = n->next)
+            if (turn-- == 0) snprintf(host, sizeof host, "%s", n->host), port = n->port;
+    }
+    if (port) cl->refreshing = 1;
+    pthread_mutex_unlock(&cl->mu);
+    if (!port) return;
+    rl_error ignored;
+    rl_status st = ask_node(cl, host, port, deadline, &ignored);
+    pthread_mutex_lock(&cl->mu);
+    if (st == RL_OK) cl->refreshed_at = rl_now_ms();
+    cl->refreshing = 0;
+    pthread_cond_broadcast(&cl->refresh_done);
+    pthread_mutex_unlock(&cl->mu);
 }
 
 static int by_address(const void *a, const void *b) {

@@ -60,6 +60,12 @@ int rl_cluster_unreachable(rl_cluster *cl, int slot, rl_cluster_node *was, int64
 /* Asks the map again, by `deadline`, when a node was found unreachable with no time left to. */
 void rl_cluster_ask_if_stale(rl_cluster *cl, int64_t deadline);
 
+/* Asks one known node for the map, the next in turn after the one asked last, by `deadline`,
+ * unless a refresh is under way or got an answer within `fresh_ms`: the map changes a node
+ * knows of reach this client though none of its calls met them (a failover of a node it only
+ * holds locks at). Changes are told as any refresh's are (rl_cluster_on_moved). */
+void rl_cluster_poll(rl_cluster *cl, int64_t fresh_ms, int64_t deadline);
+
 /* The masters that serve slots now (the map asked first if it never was), sorted by address so
  * that a walk over them (SCAN) keeps its order from call to call; *out: n of them, to free(). */
 rl_status rl_cluster_masters(rl_cluster *cl, rl_cluster_node ***out, size_t *n, rl_error *err);

@@ -47,6 +47,12 @@ static void stop(rl_client *c) {
     rl_cluster_stop(cluster_of(c));
 }
 
+/* A holder hears of a failover at no call of its own: a node, in turn, asked for the map unless
+ * a refresh got one within the grace's half. */
+static void check_topology(rl_client *c, int64_t deadline) {
+    rl_cluster_poll(cluster_of(c), c->cfg.options.failover_grace_ms / 2, deadline);
+}
+
 static void destroy(rl_client *c) {
     rl_cluster_free(cluster_of(c));
     rl_failover_grace_free_slots(c);
@@ -272,5 +278,6 @@ const rl_deploy rl_deploy_cluster = {
     .subscriptions = subscriptions,
     .send_deferred = send_deferred,
     .renew = renew,
+    .check_topology = check_topology,
     .stats = stats,
 };

@@ -43,8 +43,9 @@ end
 -- node's own host).
 function cluster.new(client, ep, o)
   return setmetatable({ client = client, ep = ep, tls_name = o.tls_server_name, nodes = {},
-    map = {}, loaded = false, stale = false, refreshed_at = -math.huge, refreshing = false,
-    done = semaphore.new(0), waiting = 0 }, Cluster)
+    node_list = {}, polls = 0, map = {}, loaded = false, stale = false,
+    refreshed_at = -math.huge, refreshing = false, done = semaphore.new(0), waiting = 0 },
+    Cluster)
 end
 
 -- The node at host:port (made once, kept).
@@ -64,6 +65,7 @@ function Cluster:node(host, port)
   ep.tls_settings = t
   n = setmetatable({ ep = ep, addr = addr, pool = conn.pool_name(ep) }, Node)
   self.nodes[addr] = n
+  self.node_list[#self.node_list + 1] = n -- (poll's turns)
   return n
 end
 
@@ -79,13 +81,16 @@ local function too_old(info, node)
     :format(node.addr, version)
 end
 
--- CLUSTER SLOTS of the mapped masters, then the seeds, in turn -> ranges, the node that
--- answered | nil, err, refused (a node too old: the others will not differ)
-local function fetch(self, deadline)
-  local order, tried, err = {}, {}, "no node to ask"
-  for s = 0, slots.COUNT - 1, 512 do order[#order + 1] = self.map[s] end
-  for _, s in ipairs(self.ep.seeds) do order[#order + 1] = self:node(s.host, s.port) end
-  for _, n in pairs(self.nodes) do order[#order + 1] = n end
+-- CLUSTER SLOTS of the mapped masters, then the seeds, in turn (only: that node alone) ->
+-- ranges, the node that answered | nil, err, refused (a node too old: the others will not
+-- differ)
+local function fetch(self, deadline, only)
+  local order, tried, err = { only }, {}, "no node to ask"
+  if not only then
+    for s = 0, slots.COUNT - 1, 512 do order[#order + 1] = self.map[s] end
+    for _, s in ipairs(self.ep.seeds) do order[#order + 1] = self:node(s.host, s.port) end
+    for _, n in pairs(self.nodes) do order[#order + 1] = n end
+  end
   for _, n in ipairs(order) do
     if not tried[n] then
       tried[n] = true
@@ -114,9 +119,9 @@ local function fetch(self, deadline)
   return nil, err
 end
 
-local function load(self, deadline)
+local function load(self, deadline, only)
   local ranges, via, refused = fetch(self,
-    math.min(deadline or math.huge, now_ms() + self.client.command_ms))
+    math.min(deadline or math.huge, now_ms() + self.client.command_ms), only)
   if refused then return nil, via end
   if not ranges then
     return nil, "connection: no cluster node answered CLUSTER SLOTS (" .. tostring(via) .. ")"
@@ -163,6 +168,25 @@ function Cluster:refresh(deadline)
   self.refresh_err = err
   if self.loaded then return true end -- the old map, until the nodes answer
   return nil, err
+end
+
+-- Asks one known node for the map, the next in turn (as the C core's rl_cluster_poll), within
+-- `ms`, unless a refresh is under way or got an answer within `ms`: the worker hears of a
+-- failover that none of its calls met (watchdog.lua runs it while the worker holds locks). In
+-- turn, not the first: a master cut off from the others (this worker still reaching it) goes on
+-- naming itself the owner of slots the others have given to its replica.
+function Cluster:poll(ms)
+  local list = self.node_list
+  if self.refreshing or not self.loaded or #list == 0 or now_ms() - self.refreshed_at < ms then
+    return
+  end
+  self.polls = self.polls % #list + 1
+  self.refreshing = true
+  local ok, done = pcall(load, self, now_ms() + ms, list[self.polls])
+  self.refreshing = false
+  if done then self.refreshed_at = now_ms() end
+  if self.waiting > 0 then self.done:post(self.waiting) end
+  if not ok then error(done, 0) end
 end
 
 -- The master serving `slot` (a map asked again by `deadline`, when it must be) -> node | nil, err

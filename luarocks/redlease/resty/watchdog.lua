@@ -191,6 +191,15 @@ local function tick(premature, client, exiting_loop)
   if not ok then log(ERR, "redlease: watchdog round failed: ", err) end
 end
 
+-- On a cluster, while the worker holds locks: the map asked of a node every half failover grace
+-- (cluster.lua's poll), so that a holder is told of a failover within the grace though none of
+-- its calls met it, as the C core's watchdog does.
+local function topology_tick(premature, client)
+  if premature or client.shut or not has_holds(client) then return end
+  local ok, err = pcall(client.cluster.poll, client.cluster, client.failover_grace_ms / 2)
+  if not ok then log(ERR, "redlease: cluster map check failed: ", err) end
+end
+
 -- A round now (the master changed: sentinel.lua), unless one is under way.
 function watchdog.round_now(client)
   if client.wd.started and not client.wd.busy and not ngx.worker.exiting() then
@@ -214,6 +223,9 @@ function watchdog.start(client)
     ok, err = ngx.timer.at(0, tick, client, true)
   else
     ok, err = ngx.timer.every(client.watchdog_ms / 3000, tick, client)
+    if ok and client.cluster and client.failover_grace_ms > 0 then
+      ok, err = ngx.timer.every(client.failover_grace_ms / 2000, topology_tick, client)
+    end
   end
   if not ok then return nil, "memory: cannot start the watchdog timer: " .. tostring(err) end
   wd.started = true
