@@ -99,8 +99,29 @@ static int given_back_for_grace(rl_lock *l, attempt *a, int64_t *wait_hint) {
     return 1;
 }
 
+/* A grant answered when the lease it granted had ended by this client's clock, counted from the
+ * sending (the process was paused between sending and reading, or the answer waited that long):
+ * another owner may have been granted the lock since, so it must not be reported acquired. It
+ * is given back (a no-op when it expired) and the acquire goes on as if refused, as Redlock does
+ * with a validity below zero. One answered within the drift margin of that end is acquired and
+ * in doubt at once (validity.c): a lease shorter than the margin must still be acquirable. A
+ * re-entry is the watchdog's to verify. 1 when it was. */
+static int given_back_as_late(rl_lock *l, attempt *a, int64_t *wait_hint) {
+    if (a->reentered || rl_now_ms() < a->sent_at + a->lease) return 0;
+    rl_lock_call_undo_acquire(l, a->owner, a->owner_len, a->lease);
+    a->late = 1;
+    *wait_hint = 0; /* a waiting acquire tries again at once */
+    return 1;
+}
+
+/* The grant in hand is not the caller's (given back): 1. */
+static int given_back(rl_lock *l, attempt *a, int64_t *wait_hint) {
+    return given_back_for_grace(l, a, wait_hint) || given_back_as_late(l, a, wait_hint);
+}
+
 rl_status rl_acquire_try(rl_lock *l, attempt *a, int queue, int64_t *wait_hint, rl_error *err) {
     a->masters_seen = atomic_load(&l->client->master_changes);
+    a->late = 0;
     a->sent_at = rl_now_ms();
     /* Just after a failover nothing new is granted (failover_grace.h); a re-entry goes ahead:
      * the script tells a hold the new master lacks from one it has. */
@@ -112,7 +133,7 @@ rl_status rl_acquire_try(rl_lock *l, attempt *a, int queue, int64_t *wait_hint, 
     }
     rl_status st = rl_lock_call_acquire(l, a->owner, a->owner_len, a->lease, queue, a->window,
                                         wait_hint, &a->token, &a->reentered, err);
-    if (st == RL_OK && given_back_for_grace(l, a, wait_hint)) return RL_NOT_ACQUIRED;
+    if (st == RL_OK && given_back(l, a, wait_hint)) return RL_NOT_ACQUIRED;
     a->server = rl_client_answered_by();
     if (st == RL_NOT_ACQUIRED && l->kind == RL_LOCK_FAIR && *wait_hint < FAIR_RECHECK_MS)
         *wait_hint = FAIR_RECHECK_MS;
@@ -139,6 +160,7 @@ static rl_status sleep_sending(rl_lock *l, attempt *a, rl_sub_ticket *ticket, in
                                rl_error *err) {
     rl_sub_send send;
     a->masters_seen = atomic_load(&l->client->master_changes);
+    a->late = 0;
     int ready = rl_woken_prime(l, a, &send);
     ticket->send = ready ? &send : NULL;
     rl_status st = rl_wait_sleep(l->client, ticket, until, hook, hook_ud, err);
@@ -149,8 +171,7 @@ static rl_status sleep_sending(rl_lock *l, attempt *a, rl_sub_ticket *ticket, in
         /* A sent acquire ends the wait with RL_OK, the only outcome it can come with. */
         if (st == RL_OK && rl_woken_read(l, a, &send, wait_hint, &answer, err)) {
             *answered = 1;
-            st =
-                answer == RL_OK && given_back_for_grace(l, a, wait_hint) ? RL_NOT_ACQUIRED : answer;
+            st = answer == RL_OK && given_back(l, a, wait_hint) ? RL_NOT_ACQUIRED : answer;
         }
         rl_woken_free(&send);
     }
@@ -334,6 +355,11 @@ rl_status rl_acquire_end(rl_lock *l, uint64_t context, attempt *a, const rl_acqu
                 "told first",
                 printable(l, shown), (long long)a->grace_left);
         if (err) err->grace_left_ms = a->grace_left;
+    } else if (st == RL_NOT_ACQUIRED && a->late) {
+        rl_fail(err, RL_NOT_ACQUIRED,
+                "lock \"%s\" was granted, but the answer came after the lease it granted had "
+                "ended (was this process paused?): given back, not acquired",
+                printable(l, shown));
     } else if (st == RL_NOT_ACQUIRED) {
         char waited[RL_WAITED_SIZE];
         rl_fail(err, RL_NOT_ACQUIRED, "lock \"%s\" is held by another owner%s%s",

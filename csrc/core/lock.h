@@ -40,6 +40,7 @@ typedef struct rl_attempt {
     uint64_t yield_floor;  /* and the observer's floor (rl_sub_observe) */
     int fresh;             /* the context held none of this lock: a failover's grace applies */
     int64_t grace_left;    /* the last try was refused by failover_grace.c, this long before */
+    int late;              /* the last grant was answered after its lease had ended: given back */
     uint64_t masters_seen; /* the client's master_changes when the try began */
 } rl_attempt;
 

@@ -3,6 +3,7 @@
  * never later than the lease Redis really keeps. */
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "harness.h"
 
@@ -183,6 +184,43 @@ TEST(check_guards_a_critical_write) {
     CHECK_INT(e.lost_reason, RL_LOST_EXPIRED);
     CHECK_INT(left, 0);
     CHECK_STATUS(rl_lock_release(l, 1, err), RL_LOST);
+    rl_lock_free(l);
+    rl_client_free(c);
+}
+
+/* A grant whose answer comes after the lease it granted has ended, by the client's clock (here
+ * Redis sleeps while the acquire waits in its queue; a process paused between sending and
+ * reading is the same): another owner may hold the lock by then, so it is given back and not
+ * reported acquired. A 100 ms fixed lease, so that a 0.4 s stall outlasts it (with the default
+ * watchdog lease it would take a 30 s stall). */
+TEST(a_grant_answered_after_its_lease_ended_is_given_back) {
+    rl_client *c = new_client(g_server.url, 0);
+    rl_lock *l = new_lock(c, "v:late");
+    redisContext *stall = stall_start(400);
+    rl_error e;
+    CHECK_INT(rl_lock_acquire(l, 1, 100, 0, NULL, NULL, &e), RL_NOT_ACQUIRED);
+    CHECK_MSG(strstr(e.message, "after the lease it granted had ended") != NULL, "%s", e.message);
+    CHECK_INT(raw_int(g_raw, "EXISTS v:late"), 0); /* given back at once, not left to expire */
+    stall_end(stall);
+    CHECK_INT(rl_lock_state(l, 1, NULL), RL_HOLD_NONE);
+    rl_lock_free(l);
+    rl_client_free(c);
+}
+
+/* A waiting acquire whose grant came late tries again at once, and gets the lock in time. */
+TEST(a_waiting_acquire_whose_grant_came_late_tries_again) {
+    rl_client *c = new_client(g_server.url, 0);
+    rl_lock *l = new_lock(c, "v:late-wait");
+    redisContext *stall = stall_start(400);
+    CHECK_OK(rl_lock_acquire(l, 1, 5000, 0, NULL, NULL, err)); /* a lease the stall does not end */
+    CHECK_OK(rl_lock_release(l, 1, err));
+    stall_end(stall);
+    stall = stall_start(400);
+    int64_t until = 0;
+    CHECK_OK(rl_lock_acquire(l, 1, 100, 3000, NULL, NULL, err));
+    CHECK_INT(rl_lock_state(l, 1, &until), RL_HOLD_HELD); /* the second grant, answered at once */
+    stall_end(stall);
+    rl_lock_release(l, 1, NULL); /* (its 100 ms lease may have ended by now) */
     rl_lock_free(l);
     rl_client_free(c);
 }

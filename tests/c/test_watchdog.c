@@ -116,7 +116,6 @@ TEST(watchdog_round_goes_in_slices_of_holds) {
     rl_client_stats(c, &before);
     sleep_ms(1500); /* 2.5 leases: every hold must have been renewed */
     rl_client_stats(c, &after);
-    rl_watchdog_slice_holds = saved;
     uint64_t rounds = after.renew_rounds - before.renew_rounds;
     uint64_t trips = after.renew_round_trips - before.renew_round_trips;
     CHECK_MSG(rounds >= 3, "%llu rounds", (unsigned long long)rounds);
@@ -133,6 +132,7 @@ TEST(watchdog_round_goes_in_slices_of_holds) {
     }
     CHECK_INT(lock_keys(), 0);
     rl_client_free(c);
+    rl_watchdog_slice_holds = saved; /* its watchdog thread, which reads it, has stopped */
 }
 
 /* Collects lost-lock events. */

@@ -64,3 +64,22 @@ def test_in_doubt_while_redis_is_paused_then_held_again(server, raw, make_nginx)
                    "lost": "false",
                    "after_release": 'not_owned: lock "valid" is not held by this request'}, got
     assert "in doubt" in ng.log() and "held again" in ng.log()
+
+
+def test_a_grant_answered_after_its_lease_ended_is_given_back(raw, make_nginx):
+    """Redis sleeps while the acquire waits in its queue (a worker stopped between sending and
+    reading is the same): the grant's 0.1 s lease has ended by the answer, another owner may
+    hold the lock by then, so the worker gives it back and says so, as the rock does
+    (tests/c/test_validity.c). A short fixed lease, so that a 0.4 s stall outlasts it."""
+    ng = make_nginx()
+    assert fields(ng.get("/cycle?name=warm&timeout=0")[1]) == {"ok": "true"}  # scripts loaded
+    stall = threading.Thread(target=lambda: raw("DEBUG", "SLEEP", "0.4"))
+    stall.start()
+    time.sleep(0.05)  # asleep now: the acquire waits in Redis's queue
+    late = fields(ng.get("/hold?name=late&timeout=0&lease=0.1")[1])
+    stall.join()
+    assert late["acquired"] == "false", late
+    assert "after the lease it granted had ended" in late["err"], late
+    assert raw("EXISTS", "late") == 0  # given back at once, not left to expire
+    again = fields(ng.get("/hold?name=late&timeout=0&lease=0.1")[1])
+    assert again["acquired"] == "true", again  # answered in time

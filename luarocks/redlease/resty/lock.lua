@@ -99,6 +99,16 @@ local function try_once(self, who, lease, queue, window, fresh)
       return false, paused, sent_at, nil, true
     end
   end
+  if got and not flag then
+    -- answered after the lease it granted had ended (the worker was stopped between sending
+    -- and reading, or the answer waited that long): another owner may have been granted it
+    -- since, so it is given back and the try goes on as refused (the C core's lock.c)
+    ngx.update_time()
+    if now_ms() >= sent_at + lease then -- (within the drift margin: acquired, in doubt)
+      calls.undo_acquire(self, who, lease)
+      return false, 0, sent_at, nil, "late"
+    end
+  end
   if got == false and self.kind == "fair" and x < FAIR_RECHECK_MS then x = FAIR_RECHECK_MS end
   return got, x, sent_at, flag
 end
@@ -191,7 +201,8 @@ function Lock:_acquire(lease_ms, wait_ms, max_hold)
   local yield_until, floor
   if wait_ms ~= 0 then yield_until, floor = client.handovers:until_ms(self._key, start) end
   local fresh = not hold or hold.count == 0 -- a failover's grace applies (failover.lua)
-  -- (reentered: unanswered when got nil; paused: refused by the failover grace)
+  -- (reentered: unanswered when got nil; paused: refused by the failover grace, or "late": the
+  -- grant answered after its lease had ended, given back)
   local got, x, sent_at, reentered, paused = false, -1, nil, nil, nil
   if not yield_until then
     got, x, sent_at, reentered, paused = try_once(self, who, lease, wait_ms ~= 0, window, fresh)
@@ -207,6 +218,10 @@ function Lock:_acquire(lease_ms, wait_ms, max_hold)
   if got == nil then
     if reentered then forget_lost_acquire(self, run, who, lease, sent_at, x) end
     return nil, x
+  end
+  if got == false and paused == "late" then -- the C rock's words (csrc/core/lock.c)
+    return nil, ('timeout: lock "%s" was granted, but the answer came after the lease it granted '
+      .. 'had ended (was this process paused?): given back, not acquired'):format(self._shown)
   end
   if got == false and paused then -- the C rock's words (csrc/core/lock.c)
     return nil, ('timeout: lock "%s" is not granted yet: this client followed a new master, and '
