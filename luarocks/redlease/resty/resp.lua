@@ -83,17 +83,29 @@ local function fill(self)
   return true
 end
 
-local function line(self)
+-- The index of the "\r\n" that ends the line at self.pos, reading more as needed.
+local function line_end(self)
   while true do
     local e = find(self.buf, "\r\n", self.pos, true)
-    if e then
-      local l = sub(self.buf, self.pos, e - 1)
-      self.pos = e + 2
-      return l
-    end
+    if e then return e end
     local ok, err = fill(self)
     if not ok then return nil, err end
   end
+end
+
+-- The integer written in buf from i to e - 1, read byte by byte (no string made), or nil when
+-- it is no short plain integer (tonumber then reads it as before).
+local function int_at(buf, i, e)
+  local neg = byte(buf, i) == 45 -- -
+  if neg then i = i + 1 end
+  if i >= e or e - i > 15 then return nil end -- (longer: tonumber rounds as it always did)
+  local n = 0
+  for j = i, e - 1 do
+    local d = byte(buf, j) - 48
+    if d < 0 or d > 9 then return nil end
+    n = n * 10 + d
+  end
+  return neg and -n or n
 end
 
 local function exact(self, n)
@@ -118,34 +130,38 @@ function Reader:read()
   return v, err
 end
 
+-- The line's text is taken from the buffer only where a reply is made of it (a status, an
+-- error): a length or an integer is read in place.
 read = function(self)
-  local l, err = line(self)
-  if not l then return nil, err end
-  local kind, rest = byte(l), sub(l, 2)
+  local e, err = line_end(self)
+  if not e then return nil, err end
+  local buf, pos = self.buf, self.pos
+  local kind = byte(buf, pos)
+  self.pos = e + 2
   if kind == 36 then -- $
-    local n = tonumber(rest)
-    if not n then return nil, "protocol error: " .. l end
+    local n = int_at(buf, pos + 1, e) or tonumber(sub(buf, pos + 1, e - 1))
+    if not n then return nil, "protocol error: " .. sub(buf, pos, e - 1) end
     if n < 0 then return resp.null end
     return exact(self, n)
   elseif kind == 58 then -- :
-    return tonumber(rest)
+    return int_at(buf, pos + 1, e) or tonumber(sub(buf, pos + 1, e - 1))
   elseif kind == 43 then -- +
-    return rest
+    return sub(buf, pos + 1, e - 1)
   elseif kind == 45 then -- -
-    return setmetatable({ msg = rest }, Err)
+    return setmetatable({ msg = sub(buf, pos + 1, e - 1) }, Err)
   elseif kind == 42 then -- *
-    local n = tonumber(rest)
-    if not n then return nil, "protocol error: " .. l end
+    local n = int_at(buf, pos + 1, e) or tonumber(sub(buf, pos + 1, e - 1))
+    if not n then return nil, "protocol error: " .. sub(buf, pos, e - 1) end
     if n < 0 then return resp.null end
     local t = {}
     for i = 1, n do
-      local v, e = read(self)
-      if v == nil then return nil, e end
+      local v, verr = read(self)
+      if v == nil then return nil, verr end
       t[i] = v
     end
     return t
   end
-  return nil, "protocol error: " .. l
+  return nil, "protocol error: " .. sub(buf, pos, e - 1)
 end
 
 resp.concat = concat
