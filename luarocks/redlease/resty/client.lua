@@ -60,8 +60,11 @@ function Client.new(ep, o)
 end
 
 -- The worker's identity, made on first use in this process (a client made in init_by_lua is
--- copied into every worker: each gets its own UUID and forgets what the master knew).
-local function identity(self)
+-- copied into every worker: each gets its own UUID and forgets what the master knew). p: the
+-- phase. Only the master forks, and the master runs Lua only in the init phase: an identity
+-- made in any other phase was made in this process, and is not looked at again.
+local function identity(self, p)
+  if self.in_worker then return end
   local pid = ngx.worker.pid()
   if self.pid ~= pid then
     self.pid = pid
@@ -82,15 +85,17 @@ local function identity(self)
     self.sub = Sub.of(self)
     self.handovers = Handovers.new()
   end
+  self.in_worker = (p or ngx.get_phase()) ~= "init"
 end
 
--- true, or nil and why the client cannot talk to Redis here and now.
+-- The phase (a true value: owner.run takes it), or nil and why the client cannot talk to Redis
+-- here and now.
 function Client:ready(what)
   if self.shut then return nil, "closed: the client is closed" end
-  local ok, err = phase.check(what)
-  if not ok then return nil, err end
-  identity(self)
-  return true
+  local p, err = phase.check(what)
+  if not p then return nil, err end
+  identity(self, p)
+  return p
 end
 
 -- Which master this worker talks to now (a count of the masters it followed; 0: one server);
@@ -105,7 +110,7 @@ function Client:id()
 end
 
 function Client:owner_of(run)
-  identity(self)
+  identity(self, run.phase)
   local who = run[self] -- the run's owner string for this client, made once
   if not who or who.uuid ~= self.uuid then
     who = { uuid = self.uuid, owner = self.uuid .. ":" .. run.id }

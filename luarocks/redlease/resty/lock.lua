@@ -72,9 +72,10 @@ local function not_owned(self)
   return nil, ('not_owned: lock "%s" is not held by this context'):format(self._shown)
 end
 
--- The calling run's hold of this lock, or nil (and the run, and the hold's key).
-function Lock:_hold()
-  local run = owner.run()
+-- The calling run's hold of this lock, or nil (and the run, and the hold's key). p: the phase,
+-- when known (client:ready() answers it).
+function Lock:_hold(p)
+  local run = owner.run(p)
   local key = self._key .. "\0" .. run.id
   return self._core.holds[key], run, key
 end
@@ -179,7 +180,7 @@ function Lock:_acquire(lease_ms, wait_ms, max_hold)
   local client = self._core
   local ok, err = client:ready("acquire")
   if not ok then return nil, err end
-  local hold, run, key = self:_hold()
+  local hold, run, key = self:_hold(ok)
   ok, err = check_before_acquire(self, hold, key, wait_ms)
   if not ok then return nil, err end
   local who = client:owner_of(run)
@@ -332,7 +333,7 @@ function Lock:_release_one(hold, settling, guard)
   end
   local lease = hold.watchdog and client.watchdog_ms or hold.lease_ms
   if hold.lost then return release_lost(self, hold, lease) end
-  hold.releasing = owner.run() -- (nginx may drop this run while the release is on the wire)
+  hold.releasing = owner.run(ok) -- (nginx may drop this run while the release is on the wire)
   local request_id = hold.retry_id or client:request_id()
   -- the messages this client's subscription of the channel has read: a re-acquire that gives
   -- way tells this release's own message from the woken waiter's (none when nobody here waits)
@@ -350,12 +351,12 @@ function Lock:_release_one(hold, settling, guard)
     return nil, latch, true
   end
   client:delete_latch(latch)
-  ngx.update_time()
   if reply == null then
     if settling and hold.count <= 1 then -- already released, its latch expired since
       client:forget_hold(hold)
       return true
     end
+    ngx.update_time()
     local reason = now_ms() >= hold.confirmed_until and "expired" or "deleted"
     client:hold_lost(hold, reason)
     drop_one(client, hold)
@@ -365,6 +366,7 @@ function Lock:_release_one(hold, settling, guard)
   local was_failed = hold.release_failed
   hold.retry_id, hold.retry_guard, hold.release_failed = nil, nil, false
   if reply == 2 and client.handover_grace_ms > 0 then -- and its message woke someone
+    ngx.update_time()
     client.handovers:note(self._key, now_ms() + client.handover_grace_ms, before and before + 1)
   end
   if hold.count <= 1 then

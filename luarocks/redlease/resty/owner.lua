@@ -18,9 +18,10 @@ local function request_ctx(p)
   return ngx.ctx
 end
 
--- The calling run: { id = number, ref = weak {ctx =, co =} }.
-function owner.run()
-  local p = get_phase()
+-- The calling run: { id = number, ref = weak {ctx =, co =} }. p: the phase, when the caller
+-- has it already (client:ready() answers it).
+function owner.run(p)
+  p = p or get_phase()
   local ctx, co = request_ctx(p), running()
   local by_co = runs[ctx]
   if not by_co then
