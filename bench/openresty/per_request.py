@@ -115,7 +115,10 @@ def instructions(server, n, keep=None):
     with open(conf, "w") as f:
         f.write(text)
     out = os.path.join(ng.dir, "callgrind.out")
-    p = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "nginx",
+    # (kept dumps name every function in full: each is read alone by callgrind_annotate)
+    names = ["--compress-strings=no", "--compress-pos=no"] if keep else []
+    p = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *names,
+                          "nginx",
                           "-p", ng.dir, "-c", "conf/nginx.conf", "-e", "logs/error.log"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

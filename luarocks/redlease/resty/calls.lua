@@ -132,9 +132,13 @@ function calls.release(l, field, lease, request_id)
   local call, reply, err
   if kind == "lock" and not client.cluster then
     -- {"release", 3, k.name, k.channel, latch, ONE_MAY_GO, lease, field, ttl, PUBLISH}
+    -- (two pieces, each ending with bytes that change from call to call: LuaJIT hashes a
+    -- string of 128 bytes or more by samples of it, and release commands as one string, alike
+    -- but for an owner and a latch in the middle, would share a hash and make each new one be
+    -- compared with the last ones; nginx sends a list of two pieces as cheaply)
     local p = plain_pieces(k, lease, ttl)
-    reply, err = one_encoded(client, p[2] .. BULK[#latch] .. latch .. "\r\n" .. p[3]
-      .. BULK[#field] .. field .. "\r\n" .. p[4], true)
+    reply, err = one_encoded(client, { p[2] .. BULK[#latch] .. latch .. "\r\n",
+      p[3] .. BULK[#field] .. field .. "\r\n" .. p[4] }, true)
     if reply == nil then return nil, err end
     return reply, latch
   elseif kind == "fair" then

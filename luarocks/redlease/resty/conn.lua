@@ -130,9 +130,9 @@ function Conn:raw_exchange(parts, n, skip)
     sock:settimeout(self.command_ms)
     reader.timeout_ms = self.command_ms
   end
-  -- one string: nginx walks a table of pieces twice through the Lua C API (lua_next, then
-  -- lua_rawgeti per piece), which costs more than joining them here
-  local ok, err = sock:send(type(parts) == "table" and concat(parts) or parts)
+  -- one string, or two pieces: nginx walks a table of pieces twice through the Lua C API
+  -- (lua_next, then lua_rawgeti per piece), which costs more than joining many of them here
+  local ok, err = sock:send(type(parts) == "table" and #parts > 2 and concat(parts) or parts)
   if not ok then
     reader.deadline = nil
     sock:close()

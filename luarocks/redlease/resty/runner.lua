@@ -113,9 +113,9 @@ function runner.run(client, calls, idempotent, timeout_ms)
   return run_encoded(client, parts, #calls, idempotent, timeout_ms)
 end
 
--- As runner.run, for calls already encoded as EVALSHA (`parts`: one string of n calls, the
--- bytes encode_call makes), on a client that is no cluster: a lock's own calls build their
--- bytes from pieces made once per lock (calls.lua).
+-- As runner.run, for calls already encoded as EVALSHA (`parts`: the bytes encode_call makes of
+-- n calls, one string or a list of pieces), on a client that is no cluster: a lock's own calls
+-- build their bytes from pieces made once per lock (calls.lua).
 function run_encoded(client, parts, n, idempotent, timeout_ms)
   local trips, err, unanswered = 0, "connection: no time left for the call", false
   local deadline = timeout_ms and ngx.now() * 1000 + timeout_ms
