@@ -13,7 +13,16 @@ Conn.__index = Conn
 
 local tcp = ngx.socket.tcp
 local encode, is_error, null = resp.encode, resp.is_error, resp.null
+local ARRAY, BULK = resp.ARRAY, resp.BULK
 local concat = table.concat
+
+-- A connection is its own reply reader (resp.lua's Reader: the fields sock, buf, pos, mark,
+-- timeout_ms and deadline; conn.reader is the connection itself).
+Conn.read, Conn.pending = resp.Reader.read, resp.Reader.pending
+
+-- Connections given back by conn.recycle, made anew by conn.open: a lock call then allocates
+-- no table of its own for its connection.
+local spare, spares, SPARES_KEPT = {}, 0, 16
 
 -- ep: where the connection goes (a target of the client's resolver carries its epoch: a
 -- failure there makes the resolver ask where the master is again).
@@ -60,8 +69,17 @@ function conn.open(c, timeout_ms, node)
     ok, err = sock:connect(ep.host, ep.port, connect_opts)
   end
   if not ok then return fail(c, ep, "cannot connect to", err) end
-  local self = setmetatable({ sock = sock, reader = resp.reader(sock, command_ms), client = c,
-    exchanges = 0, command_ms = command_ms, ep = ep, node = node }, Conn)
+  local self
+  if spares > 0 then
+    self = spare[spares]
+    spare[spares], spares = nil, spares - 1
+    self.sock, self.buf, self.pos, self.mark, self.timeout_ms = sock, "", 1, 1, command_ms
+    self.client, self.exchanges, self.command_ms, self.ep, self.node = c, 0, command_ms, ep, node
+  else
+    self = setmetatable({ sock = sock, buf = "", pos = 1, mark = 1, timeout_ms = command_ms,
+      client = c, exchanges = 0, command_ms = command_ms, ep = ep, node = node }, Conn)
+    self.reader = self
+  end
   if sock:getreusedtimes() == 0 then
     local t = ep.tls_settings
     if t then
@@ -159,11 +177,18 @@ function Conn:exchange(parts, n)
   -- (not on a cluster node: the latches' slots are anywhere; cluster.lua deletes them)
   local latches = not self.node and self.client:take_latches()
   if latches then
-    local all = encode({}, latches)
-    if type(parts) == "table" then
-      for i = 1, #parts do all[#all + 1] = parts[i] end
+    local all
+    if #latches == 2 then -- {"DEL", key}: the most often
+      local key = latches[2]
+      all = ARRAY[2] .. "$3\r\nDEL\r\n" .. BULK[#key] .. key .. "\r\n"
     else
-      all[#all + 1] = parts
+      all = concat(encode({}, latches))
+    end
+    if type(parts) == "table" then
+      all = { all }
+      for i = 1, #parts do all[i + 1] = parts[i] end
+    else
+      all = all .. parts
     end
     local replies, err = self:raw_exchange(all, n, 1) -- (DEL's count: nothing to learn from it)
     if not replies then
@@ -177,11 +202,20 @@ end
 
 -- Back to the pool, unless something is left unread.
 function Conn:done()
-  if self.reader:pending() then
+  if self:pending() then
     self.sock:close()
   else
     self.sock:setkeepalive(self.client.keepalive_ms, self.client.pool_size)
   end
+end
+
+-- The connection object c, done with (c:done() or closed) and no longer referred to by its
+-- caller, is made anew by a later conn.open.
+function conn.recycle(c)
+  if spares >= SPARES_KEPT then return end
+  c.sock, c.buf, c.client, c.ep, c.node, c.deadline = nil, "", nil, nil, nil, nil
+  spares = spares + 1
+  spare[spares] = c
 end
 
 conn.null = null

@@ -45,6 +45,7 @@ end
 
 local Reader = {}
 Reader.__index = Reader
+resp.Reader = Reader -- (a connection is its own reader: conn.lua)
 
 -- timeout_ms: the socket's read timeout now, when known (a read then sets it only to shorten it).
 function resp.reader(sock, timeout_ms)

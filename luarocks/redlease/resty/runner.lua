@@ -158,12 +158,14 @@ function run_encoded(client, parts, n, idempotent, timeout_ms)
     end
     if replies then
       c:done()
+      local epoch = c.ep.epoch or 0
+      conn.recycle(c)
       local checked_replies, cerr = checked(replies, n, trips)
       if not checked_replies then return nil, cerr, trips end
       -- which master answered (sentinel.lua's epoch; 0: one server), read by the caller with no
       -- yield since: a hold confirmed by one master and found gone by another was lost to a
       -- failover (watchdog.lua). A cluster's calls return above: their nodes are not tracked.
-      client.answered_by = c.ep.epoch or 0
+      client.answered_by = epoch
       return replies, nil, trips
     end
   end
