@@ -17,6 +17,8 @@ local Sub = require "redlease.resty.subscriber"
 local Client = {}
 Client.__index = Client
 
+local new_tab = require "table.new"
+
 local LATCH_FLUSH_S = 0.1 -- latches not carried by another command by then get their own DEL
 
 -- rl_options_init's defaults, by option name (generated from the core's options catalogue)
@@ -150,7 +152,7 @@ end
 function Client:take_latches()
   local l = self.latches
   if #l == 0 then return nil end
-  self.latches = {}
+  self.latches = new_tab(2, 0) -- (room for "DEL" and one latch, the most often)
   table.insert(l, 1, "DEL")
   return l
 end

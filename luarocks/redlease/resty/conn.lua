@@ -15,6 +15,7 @@ local tcp = ngx.socket.tcp
 local encode, is_error, null = resp.encode, resp.is_error, resp.null
 local ARRAY, BULK = resp.ARRAY, resp.BULK
 local concat = table.concat
+local new_tab = require "table.new" -- (sized at birth: no resize when filled)
 
 -- A connection is its own reply reader (resp.lua's Reader: the fields sock, buf, pos, mark,
 -- timeout_ms and deadline; conn.reader is the connection itself).
@@ -74,10 +75,12 @@ function conn.open(c, timeout_ms, node)
     self = spare[spares]
     spare[spares], spares = nil, spares - 1
     self.sock, self.buf, self.pos, self.mark, self.timeout_ms = sock, "", 1, 1, command_ms
-    self.client, self.exchanges, self.command_ms, self.ep, self.node = c, 0, command_ms, ep, node
+    self.client, self.exchanges, self.command_ms, self.ep = c, 0, command_ms, ep
+    self.node = node or false
   else
     self = setmetatable({ sock = sock, buf = "", pos = 1, mark = 1, timeout_ms = command_ms,
-      client = c, exchanges = 0, command_ms = command_ms, ep = ep, node = node }, Conn)
+      deadline = false, client = c, exchanges = 0, command_ms = command_ms, ep = ep,
+      node = node or false }, Conn)
     self.reader = self
   end
   if sock:getreusedtimes() == 0 then
@@ -152,22 +155,22 @@ function Conn:raw_exchange(parts, n, skip)
   -- (lua_next, then lua_rawgeti per piece), which costs more than joining many of them here
   local ok, err = sock:send(type(parts) == "table" and #parts > 2 and concat(parts) or parts)
   if not ok then
-    reader.deadline = nil
+    reader.deadline = false
     sock:close()
     return fail(self.client, self.ep, "lost the connection to", err)
   end
-  local replies = {}
+  local replies = new_tab(n, 0)
   skip = skip or 0
   for i = 1 - skip, n do
     local v, rerr = reader:read()
     if v == nil then
-      reader.deadline = nil
+      reader.deadline = false
       sock:close()
       return fail(self.client, self.ep, "no answer from", rerr)
     end
     if i > 0 then replies[i] = v end
   end
-  reader.deadline = nil
+  reader.deadline = false
   return replies
 end
 
@@ -210,10 +213,11 @@ function Conn:done()
 end
 
 -- The connection object c, done with (c:done() or closed) and no longer referred to by its
--- caller, is made anew by a later conn.open.
+-- caller, is made anew by a later conn.open. (Its fields become false, not nil, here and in
+-- raw_exchange: a key that is removed and set again makes LuaJIT rehash the table.)
 function conn.recycle(c)
   if spares >= SPARES_KEPT then return end
-  c.sock, c.buf, c.client, c.ep, c.node, c.deadline = nil, "", nil, nil, nil, nil
+  c.sock, c.buf, c.client, c.ep, c.node, c.deadline = false, "", false, false, false, false
   spares = spares + 1
   spare[spares] = c
 end

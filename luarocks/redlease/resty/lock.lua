@@ -16,6 +16,7 @@ local takeback = require "redlease.resty.takeback"
 local validity = require "redlease.resty.validity"
 local watchdog = require "redlease.resty.watchdog"
 local with = require "redlease.with"
+local new_tab = require "table.new"
 
 local Lock = {}
 Lock.__index = Lock
@@ -234,9 +235,13 @@ function Lock:_acquire(lease_ms, wait_ms, max_hold)
     return nil, lost_message(self, reason, "; release it first")
   end
   if not hold then
+    -- (the fields an acquire and a release set are there from the start, as false: a table
+    -- that grows past its size is rehashed)
     hold = { key = key, lock = self, name = self.name, shown = self._shown, kind = self.kind,
       field = keys.field(self.kind, who), read_holds = keys.read_holds(self.kind, self._keys, who),
-      count = 0, guards = {}, run = run }
+      count = 0, guards = new_tab(1, 0), run = run, token = false, confirmed_until = 0,
+      master = false, lease_ms = false, watchdog = false, watched = false, releasing = false,
+      retry_id = false, retry_guard = false, release_failed = false }
     client.holds[key] = hold
   end
   local cap = client.max_hold_ms -- nil: the client's

@@ -7,6 +7,7 @@
 local owner = {}
 
 local get_phase, running, status = ngx.get_phase, coroutine.running, coroutine.status
+local new_tab = require "table.new" -- (a run's tables sized at birth: no resize when filled)
 local NO_REQUEST = {} -- init and exit phases have no request, and so no ngx.ctx
 
 local WEAK_KEYS, WEAK_VALUES = { __mode = "k" }, { __mode = "v" } -- shared: none made per run
@@ -25,12 +26,12 @@ function owner.run(p)
   local ctx, co = request_ctx(p), running()
   local by_co = runs[ctx]
   if not by_co then
-    by_co = setmetatable({}, WEAK_KEYS)
+    by_co = setmetatable(new_tab(0, 1), WEAK_KEYS)
     runs[ctx] = by_co
   end
   local by_phase = by_co[co]
   if not by_phase then
-    by_phase = {}
+    by_phase = new_tab(0, 1)
     by_co[co] = by_phase
   end
   local run = by_phase[p]
