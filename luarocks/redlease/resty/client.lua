@@ -113,18 +113,17 @@ end
 
 function Client:owner_of(run)
   identity(self, run.phase)
-  local who = run[self] -- the run's owner string for this client, made once
-  if not who or who.uuid ~= self.uuid then
-    who = { uuid = self.uuid, owner = self.uuid .. ":" .. run.id }
-    run[self] = who
+  local uuid = self.uuid
+  if run.owner_uuid ~= uuid then -- the run's owner string, made once (for the last client asking)
+    run.owner, run.owner_uuid = uuid .. ":" .. run.id, uuid
   end
-  return who.owner
+  return run.owner
 end
 
 -- A fresh unlock request id (32 hex): random per worker, then a counter.
 function Client:request_id()
   self.latch_serial = self.latch_serial + 1
-  return self.latch_id_prefix .. ("%016x"):format(self.latch_serial)
+  return ("%s%016x"):format(self.latch_id_prefix, self.latch_serial)
 end
 
 local function flush_latches(premature, self)

@@ -11,7 +11,7 @@ local new_tab = require "table.new" -- (a run's tables sized at birth: no resize
 local NO_REQUEST = {} -- init and exit phases have no request, and so no ngx.ctx
 
 local WEAK_KEYS, WEAK_VALUES = { __mode = "k" }, { __mode = "v" } -- shared: none made per run
-local runs = setmetatable({}, WEAK_KEYS) -- ctx -> co -> phase -> run
+local runs = setmetatable({}, WEAK_KEYS) -- ctx -> co -> run (its other phases: run.next_phase)
 local last = 0
 
 local function request_ctx(p)
@@ -19,8 +19,9 @@ local function request_ctx(p)
   return ngx.ctx
 end
 
--- The calling run: { id = number, ref = weak {ctx =, co =} }. p: the phase, when the caller
--- has it already (client:ready() answers it).
+-- The calling run: { id = number, phase =, ref = weak {ctx =, co =}, owner =, owner_uuid = }
+-- (owner: its owner string for the client whose id is owner_uuid, client:owner_of). p: the
+-- phase, when the caller has it already (client:ready() answers it).
 function owner.run(p)
   p = p or get_phase()
   local ctx, co = request_ctx(p), running()
@@ -29,16 +30,14 @@ function owner.run(p)
     by_co = setmetatable(new_tab(0, 1), WEAK_KEYS)
     runs[ctx] = by_co
   end
-  local by_phase = by_co[co]
-  if not by_phase then
-    by_phase = new_tab(0, 1)
-    by_co[co] = by_phase
-  end
-  local run = by_phase[p]
+  -- (a coroutine runs a few phases of its request at most: a short list, no table per phase)
+  local run = by_co[co]
+  while run and run.phase ~= p do run = run.next_phase end
   if not run then
     last = last + 1
-    run = { id = last, phase = p, ref = setmetatable({ ctx = ctx, co = co }, WEAK_VALUES) }
-    by_phase[p] = run
+    run = { id = last, phase = p, ref = setmetatable({ ctx = ctx, co = co }, WEAK_VALUES),
+      next_phase = by_co[co] or false, owner = false, owner_uuid = false }
+    by_co[co] = run
   end
   return run
 end
