@@ -235,20 +235,19 @@ function Lock:_acquire(lease_ms, wait_ms, max_hold)
     return nil, lost_message(self, reason, "; release it first")
   end
   if not hold then
-    -- (the fields an acquire and a release set are there from the start, as false: a table
-    -- that grows past its size is rehashed)
+    -- (the fields every acquire and release sets are there from the start: a table that grows
+    -- past its size is rehashed, and sixteen fit; the others are set only when needed)
     hold = { key = key, lock = self, name = self.name, shown = self._shown, kind = self.kind,
       field = keys.field(self.kind, who), read_holds = keys.read_holds(self.kind, self._keys, who),
-      count = 0, guards = new_tab(1, 0), run = run, token = false, confirmed_until = 0,
-      master = false, lease_ms = false, watchdog = false, watched = false, releasing = false,
-      retry_id = false, retry_guard = false, release_failed = false }
+      count = 0, guards = new_tab(1, 0), run = run, confirmed_until = 0, master = false,
+      lease_ms = false, watchdog = false, watched = false, releasing = false }
     client.holds[key] = hold
   end
   local cap = client.max_hold_ms -- nil: the client's
   if max_hold ~= nil then cap = max_hold > 0 and max_hold or nil end -- -1: none
   if hold.count == 0 and cap and cap > 0 then hold.renew_until = sent_at + cap end
   hold.count = hold.count + 1
-  hold.token = self.kind == "fenced" and x or nil
+  if self.kind == "fenced" then hold.token = x end
   validity.confirmed(hold, sent_at, lease)
   hold.master = client.answered_by -- the master that granted it (runner.lua)
   if lease_ms == -1 then hold.watchdog = true else hold.lease_ms = lease_ms end
@@ -369,7 +368,7 @@ function Lock:_release_one(hold, settling, guard)
   end
   if type(reply) ~= "number" then return nil, "server: unexpected answer to release", true end
   local was_failed = hold.release_failed
-  hold.retry_id, hold.retry_guard, hold.release_failed = nil, nil, false
+  if was_failed then hold.retry_id, hold.retry_guard, hold.release_failed = nil, nil, false end
   if reply == 2 and client.handover_grace_ms > 0 then -- and its message woke someone
     ngx.update_time()
     client.handovers:note(self._key, now_ms() + client.handover_grace_ms, before and before + 1)

@@ -94,19 +94,22 @@ local function line_end(self)
   end
 end
 
--- The integer written in buf from i to e - 1, read byte by byte (no string made), or nil when
--- it is no short plain integer (tonumber then reads it as before).
+-- The integer written in buf from i to e - 1 when it has one or two digits (what lengths,
+-- counts and script answers have here), read in place: no string made, and no loop (a loop
+-- would stop the JIT from compiling the read as a whole); else nil (tonumber then reads it).
 local function int_at(buf, i, e)
   local neg = byte(buf, i) == 45 -- -
   if neg then i = i + 1 end
-  if i >= e or e - i > 15 then return nil end -- (longer: tonumber rounds as it always did)
-  local n = 0
-  for j = i, e - 1 do
-    local d = byte(buf, j) - 48
-    if d < 0 or d > 9 then return nil end
-    n = n * 10 + d
+  local digits, d = e - i, byte(buf, i) - 48
+  if digits == 2 then
+    local d2 = byte(buf, i + 1) - 48
+    if d2 < 0 or d2 > 9 then return nil end
+    d = d * 10 + d2
+    if d < 0 or d > 99 then return nil end
+  elseif digits ~= 1 or d < 0 or d > 9 then
+    return nil
   end
-  return neg and -n or n
+  return neg and -d or d
 end
 
 local function exact(self, n)
