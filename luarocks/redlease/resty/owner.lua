@@ -7,11 +7,10 @@
 local owner = {}
 
 local get_phase, running, status = ngx.get_phase, coroutine.running, coroutine.status
-local new_tab = require "table.new" -- (a run's tables sized at birth: no resize when filled)
 local NO_REQUEST = {} -- init and exit phases have no request, and so no ngx.ctx
 
 local WEAK_KEYS, WEAK_VALUES = { __mode = "k" }, { __mode = "v" } -- shared: none made per run
-local runs = setmetatable({}, WEAK_KEYS) -- ctx -> co -> run (its other phases: run.next_phase)
+local runs = setmetatable({}, WEAK_KEYS) -- ctx -> its request's runs, a list (run.next_run)
 local last = 0
 
 local function request_ctx(p)
@@ -25,19 +24,16 @@ end
 function owner.run(p)
   p = p or get_phase()
   local ctx, co = request_ctx(p), running()
-  local by_co = runs[ctx]
-  if not by_co then
-    by_co = setmetatable(new_tab(0, 1), WEAK_KEYS)
-    runs[ctx] = by_co
-  end
-  -- (a coroutine runs a few phases of its request at most: a short list, no table per phase)
-  local run = by_co[co]
-  while run and run.phase ~= p do run = run.next_phase end
+  -- (a request has a few runs, one per coroutine and phase that took a lock: a short list, and
+  -- no table per request besides its runs)
+  local head = runs[ctx]
+  local run = head
+  while run and (run.phase ~= p or run.ref.co ~= co) do run = run.next_run end
   if not run then
     last = last + 1
     run = { id = last, phase = p, ref = setmetatable({ ctx = ctx, co = co }, WEAK_VALUES),
-      next_phase = by_co[co] or false, owner = false, owner_uuid = false }
-    by_co[co] = run
+      next_run = head or false, owner = false, owner_uuid = false }
+    runs[ctx] = run
   end
   return run
 end
