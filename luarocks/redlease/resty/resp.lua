@@ -85,13 +85,25 @@ local function fill(self)
 end
 
 -- The index of the "\r\n" that ends the line at self.pos, reading more as needed.
-local function line_end(self)
+local function line_end_slow(self)
   while true do
     local e = find(self.buf, "\r\n", self.pos, true)
     if e then return e end
     local ok, err = fill(self)
     if not ok then return nil, err end
   end
+end
+
+-- As line_end_slow, with no loop for a line already read or that one read completes (what
+-- replies here are): a loop would stop the JIT from compiling a reply's read as a whole.
+local function line_end(self)
+  local e = find(self.buf, "\r\n", self.pos, true)
+  if e then return e end
+  local ok, err = fill(self)
+  if not ok then return nil, err end
+  e = find(self.buf, "\r\n", self.pos, true)
+  if e then return e end
+  return line_end_slow(self)
 end
 
 -- The integer written in buf from i to e - 1 when it has one or two digits (what lengths,
