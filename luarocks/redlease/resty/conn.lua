@@ -161,14 +161,24 @@ function Conn:raw_exchange(parts, n, skip)
   end
   local replies = new_tab(n, 0)
   skip = skip or 0
-  for i = 1 - skip, n do
-    local v, rerr = reader:read()
-    if v == nil then
-      reader.deadline = false
-      sock:close()
-      return fail(self.client, self.ep, "no answer from", rerr)
+  local v, rerr
+  if n == 1 and skip <= 1 then -- (no loop for one call, with a latch DEL or not: see line_end)
+    if skip == 1 then v, rerr = reader:read() end
+    if skip == 0 or v ~= nil then
+      v, rerr = reader:read()
+      replies[1] = v
     end
-    if i > 0 then replies[i] = v end
+  else
+    for i = 1 - skip, n do
+      v, rerr = reader:read()
+      if v == nil then break end
+      if i > 0 then replies[i] = v end
+    end
+  end
+  if v == nil then
+    reader.deadline = false
+    sock:close()
+    return fail(self.client, self.ep, "no answer from", rerr)
   end
   reader.deadline = false
   return replies

@@ -80,13 +80,20 @@ runner.head = head -- name -> the fixed start of its EVALSHA (after the array he
 local scratch, concat, clear = {}, table.concat, require "table.clear"
 
 -- The answers of n calls -> replies, nil, trips | nil, err, trips when a script refused.
+local function refused(e, trips)
+  local auth = e:sub(1, 6) == "NOAUTH" or e:sub(1, 9) == "WRONGPASS"
+  return nil, (auth and "connection" or "server") .. ": the lock script refused: " .. e, trips
+end
+
 local function checked(replies, n, trips)
+  if n == 1 then -- (no loop for one call: a loop stops the JIT from compiling the call whole)
+    local e = is_error(replies[1])
+    if e then return refused(e, trips) end
+    return replies, nil, trips
+  end
   for i = 1, n do
     local e = is_error(replies[i])
-    if e then
-      local auth = e:sub(1, 6) == "NOAUTH" or e:sub(1, 9) == "WRONGPASS"
-      return nil, (auth and "connection" or "server") .. ": the lock script refused: " .. e, trips
-    end
+    if e then return refused(e, trips) end
   end
   return replies, nil, trips
 end
@@ -134,8 +141,10 @@ function run_encoded(client, parts, n, idempotent, timeout_ms)
     local replies
     replies, err = c:exchange(parts, n)
     if replies then
-      local missing = false
-      for i = 1, n do missing = missing or is_noscript(replies[i]) end
+      local missing = n == 1 and is_noscript(replies[1])
+      if n > 1 then
+        for i = 1, n do missing = missing or is_noscript(replies[i]) end
+      end
       if missing then
         local ok, lerr = load_all(c)
         if not ok then
