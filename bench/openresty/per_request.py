@@ -4,7 +4,7 @@ both alike. With --profile, LuaJIT's sampling profiler (jit.p) runs in the worke
 wrk run of each and its report is printed.
 
     python bench/openresty/per_request.py [--seconds 3] [--repeats 3] [--profile]
-                                          [--commandstats] [--instructions N]
+                                          [--commandstats] [--instructions N [--keep DIR]]
 
 Prints the pairs and their ratios (redlease / polling), per number of workers, and the CPU time
 each request cost the nginx workers and redis-server (from /proc: what other processes take from
@@ -104,8 +104,9 @@ def sequential(port, path, n):
         c.close()
 
 
-def instructions(server, n):
-    """nginx (master_process off) under callgrind: instructions per request, twice each."""
+def instructions(server, n, keep=None):
+    """nginx (master_process off) under callgrind: instructions per request, twice each. keep:
+    a folder where each run's callgrind dump stays (callgrind_annotate reads it)."""
     ng = Nginx(server.url, http_block=HTTP, server_block=LOCATIONS, workers=1,
                log_level="warn", lua_dir=HERE)
     conf = os.path.join(ng.dir, "conf", "nginx.conf")
@@ -114,7 +115,10 @@ def instructions(server, n):
     with open(conf, "w") as f:
         f.write(text)
     out = os.path.join(ng.dir, "callgrind.out")
-    p = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "nginx",
+    # (kept dumps name every function in full: each is read alone by callgrind_annotate)
+    names = ["--compress-strings=no", "--compress-pos=no"] if keep else []
+    p = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *names,
+                          "nginx",
                           "-p", ng.dir, "-c", "conf/nginx.conf", "-e", "logs/error.log"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -124,6 +128,7 @@ def instructions(server, n):
                 break
             except OSError:
                 time.sleep(0.2)
+        runs = 0
         for path in ("/redlease", "/polling", "/redlease", "/polling"):
             sequential(ng.port, path, 300)  # warm: JIT, pools, caches
             subprocess.run(["callgrind_control", "-z", str(p.pid)], capture_output=True,
@@ -136,7 +141,12 @@ def instructions(server, n):
             with open(dump) as f:
                 total = [int(line.split()[1]) for line in f
                          if line.startswith(("summary:", "totals:"))][-1]
-            os.unlink(dump)
+            if keep:
+                os.makedirs(keep, exist_ok=True)
+                shutil.move(dump, os.path.join(keep, f"callgrind.{runs}{path.replace('/', '.')}"))
+                runs += 1
+            else:
+                os.unlink(dump)
             print(f"{path}: {total / n:,.0f} instructions per request (nginx)", flush=True)
     finally:
         p.terminate()
@@ -153,10 +163,11 @@ def main():
     ap.add_argument("--mode", default="Fi1")
     ap.add_argument("--commandstats", action="store_true")
     ap.add_argument("--instructions", type=int, default=0, metavar="N")
+    ap.add_argument("--keep", metavar="DIR", help="with --instructions: keep the callgrind dumps")
     a = ap.parse_args()
     with RedisServer() as server:
         if a.instructions:
-            return instructions(server, a.instructions)
+            return instructions(server, a.instructions, a.keep)
         for workers in (1, 2):
             ng = Nginx(server.url, http_block=HTTP, server_block=LOCATIONS + PROFILE,
                        workers=workers, log_level="warn", lua_dir=HERE).start()

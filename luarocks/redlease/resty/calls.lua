@@ -21,14 +21,60 @@ local function one(client, call, idempotent)
   return replies[1]
 end
 
+-- As one(), for a call already encoded (runner.run_encoded).
+local function one_encoded(client, bytes, idempotent)
+  local replies, err, _, unanswered = runner.run_encoded(client, bytes, 1, idempotent)
+  if not replies then return nil, err, unanswered end
+  return replies[1]
+end
+
+-- The plain lock's acquire and release on one server (no cluster) go out as bytes joined from
+-- pieces made once per lock name and lease: the same bytes runner.encode_call makes of their
+-- call tables, without the tables, the scratch list and a string per number argument. What
+-- changes per call (the owner, the latch) is put in between.
+local ARRAY, BULK, HEAD = resp.ARRAY, resp.BULK, runner.head
+
+local function bulk(a)
+  a = tostring(a)
+  return BULK[#a] .. a .. "\r\n"
+end
+
+-- k: the lock's keys (made once per name, lock.lua); -> {acquire prefix, release prefix,
+-- release middle, release tail} for this lease (ms) and latch TTL.
+local LEASES_KEPT = 8 -- leases kept per name: past that many it starts afresh
+
+local function plain_pieces(k, lease, ttl)
+  local by_lease = k.encoded
+  local p = by_lease and by_lease[lease]
+  if p and by_lease.ttl == ttl then return p end
+  if not by_lease or by_lease.ttl ~= ttl or by_lease.n >= LEASES_KEPT then
+    by_lease = { ttl = ttl, n = 0 }
+    k.encoded = by_lease
+  end
+  by_lease.n = by_lease.n + 1
+  local fixed = bulk(k.name)
+  p = {
+    ARRAY[6] .. HEAD.acquire .. bulk(1) .. fixed .. bulk(lease), -- then the owner
+    ARRAY[11] .. HEAD.release .. bulk(3) .. fixed .. bulk(k.channel), -- then the latch
+    bulk(ONE_MAY_GO) .. bulk(lease), -- then the field
+    bulk(ttl) .. bulk(PUBLISH),
+  }
+  by_lease[lease] = p
+  return p
+end
+
 -- One acquire try for `owner`. -> true, token, reentered | false, wait hint ms (-1: unknown) |
 -- nil, err, unanswered (sent, and its answer lost: Redis may have granted it). reentered: Redis
 -- answered that this owner already held the lock (REENTERED, or a fenced {-1, token, 1}), else
 -- it was granted afresh. queue (fair): join the wait queue for `window` ms.
 function calls.acquire(l, owner, lease, queue, window)
-  local k, kind = l._keys, l.kind
-  local call
-  if kind == "fenced" then
+  local k, kind, client = l._keys, l.kind, l._core
+  local call, reply, err, unanswered
+  if kind == "lock" and not client.cluster then -- {"acquire", 1, k.name, lease, owner}
+    reply, err, unanswered = one_encoded(client, plain_pieces(k, lease, client.latch_ttl_ms)[1]
+      .. BULK[#owner] .. owner .. "\r\n", false)
+    if reply == nil then return nil, err, unanswered end
+  elseif kind == "fenced" then
     call = { "fenced_acquire", 2, k.name, k.token, lease, owner }
   elseif kind == "fair" then
     call = { "fair_acquire", 3, k.name, k.queue, k.deadlines, lease, owner, window, epoch_ms(),
@@ -41,8 +87,10 @@ function calls.acquire(l, owner, lease, queue, window)
   else
     call = { "acquire", 1, k.name, lease, owner }
   end
-  local reply, err, unanswered = one(l._core, call, false)
-  if reply == nil then return nil, err, unanswered end
+  if call then
+    reply, err, unanswered = one(client, call, false)
+    if reply == nil then return nil, err, unanswered end
+  end
   if reply == null then return true, nil, false end
   if reply == REENTERED then return true, nil, true end
   if type(reply) == "number" then
@@ -81,8 +129,19 @@ function calls.release(l, field, lease, request_id)
   local k, kind, client = l._keys, l.kind, l._core
   local latch = k.latch_prefix .. request_id
   local ttl = client.latch_ttl_ms
-  local call
-  if kind == "fair" then
+  local call, reply, err
+  if kind == "lock" and not client.cluster then
+    -- {"release", 3, k.name, k.channel, latch, ONE_MAY_GO, lease, field, ttl, PUBLISH}
+    -- (two pieces, each ending with bytes that change from call to call: LuaJIT hashes a
+    -- string of 128 bytes or more by samples of it, and release commands as one string, alike
+    -- but for an owner and a latch in the middle, would share a hash and make each new one be
+    -- compared with the last ones; nginx sends a list of two pieces as cheaply)
+    local p = plain_pieces(k, lease, ttl)
+    reply, err = one_encoded(client, { p[2] .. BULK[#latch] .. latch .. "\r\n",
+      p[3] .. BULK[#field] .. field .. "\r\n" .. p[4] }, true)
+    if reply == nil then return nil, err end
+    return reply, latch
+  elseif kind == "fair" then
     call = { "fair_release", 5, k.name, k.queue, k.deadlines, k.channel, latch, ONE_MAY_GO, lease,
       field, epoch_ms(), PUBLISH, ttl }
   elseif kind == "read" then
@@ -93,7 +152,7 @@ function calls.release(l, field, lease, request_id)
   else
     call = { "release", 3, k.name, k.channel, latch, ONE_MAY_GO, lease, field, ttl, PUBLISH }
   end
-  local reply, err = one(client, call, true)
+  reply, err = one(client, call, true)
   if reply == nil then return nil, err end
   return reply, latch
 end

@@ -17,6 +17,8 @@ local Sub = require "redlease.resty.subscriber"
 local Client = {}
 Client.__index = Client
 
+local new_tab = require "table.new"
+
 local LATCH_FLUSH_S = 0.1 -- latches not carried by another command by then get their own DEL
 
 -- rl_options_init's defaults, by option name (generated from the core's options catalogue)
@@ -61,8 +63,11 @@ function Client.new(ep, o)
 end
 
 -- The worker's identity, made on first use in this process (a client made in init_by_lua is
--- copied into every worker: each gets its own UUID and forgets what the master knew).
-local function identity(self)
+-- copied into every worker: each gets its own UUID and forgets what the master knew). p: the
+-- phase. Only the master forks, and the master runs Lua only in the init phase: an identity
+-- made in any other phase was made in this process, and is not looked at again.
+local function identity(self, p)
+  if self.in_worker then return end
   local pid = ngx.worker.pid()
   if self.pid ~= pid then
     self.pid = pid
@@ -83,15 +88,17 @@ local function identity(self)
     self.sub = Sub.of(self)
     self.handovers = Handovers.new()
   end
+  self.in_worker = (p or ngx.get_phase()) ~= "init"
 end
 
--- true, or nil and why the client cannot talk to Redis here and now.
+-- The phase (a true value: owner.run takes it), or nil and why the client cannot talk to Redis
+-- here and now.
 function Client:ready(what)
   if self.shut then return nil, "closed: the client is closed" end
-  local ok, err = phase.check(what)
-  if not ok then return nil, err end
-  identity(self)
-  return true
+  local p, err = phase.check(what)
+  if not p then return nil, err end
+  identity(self, p)
+  return p
 end
 
 -- Which master this worker talks to now (a count of the masters it followed; 0: one server);
@@ -106,19 +113,18 @@ function Client:id()
 end
 
 function Client:owner_of(run)
-  identity(self)
-  local who = run[self] -- the run's owner string for this client, made once
-  if not who or who.uuid ~= self.uuid then
-    who = { uuid = self.uuid, owner = self.uuid .. ":" .. run.id }
-    run[self] = who
+  identity(self, run.phase)
+  local uuid = self.uuid
+  if run.owner_uuid ~= uuid then -- the run's owner string, made once (for the last client asking)
+    run.owner, run.owner_uuid = uuid .. ":" .. run.id, uuid
   end
-  return who.owner
+  return run.owner
 end
 
 -- A fresh unlock request id (32 hex): random per worker, then a counter.
 function Client:request_id()
   self.latch_serial = self.latch_serial + 1
-  return self.latch_id_prefix .. ("%016x"):format(self.latch_serial)
+  return ("%s%016x"):format(self.latch_id_prefix, self.latch_serial)
 end
 
 local function flush_latches(premature, self)
@@ -146,7 +152,7 @@ end
 function Client:take_latches()
   local l = self.latches
   if #l == 0 then return nil end
-  self.latches = {}
+  self.latches = new_tab(2, 0) -- (room for "DEL" and one latch, the most often)
   table.insert(l, 1, "DEL")
   return l
 end

@@ -13,7 +13,17 @@ Conn.__index = Conn
 
 local tcp = ngx.socket.tcp
 local encode, is_error, null = resp.encode, resp.is_error, resp.null
+local ARRAY, BULK = resp.ARRAY, resp.BULK
 local concat = table.concat
+local new_tab = require "table.new" -- (sized at birth: no resize when filled)
+
+-- A connection is its own reply reader (resp.lua's Reader: the fields sock, buf, pos, mark,
+-- timeout_ms and deadline; conn.reader is the connection itself).
+Conn.read, Conn.pending = resp.Reader.read, resp.Reader.pending
+
+-- Connections given back by conn.recycle, made anew by conn.open: a lock call then allocates
+-- no table of its own for its connection.
+local spare, spares, SPARES_KEPT = {}, 0, 16
 
 -- ep: where the connection goes (a target of the client's resolver carries its epoch: a
 -- failure there makes the resolver ask where the master is again).
@@ -60,8 +70,19 @@ function conn.open(c, timeout_ms, node)
     ok, err = sock:connect(ep.host, ep.port, connect_opts)
   end
   if not ok then return fail(c, ep, "cannot connect to", err) end
-  local self = setmetatable({ sock = sock, reader = resp.reader(sock, command_ms), client = c,
-    exchanges = 0, command_ms = command_ms, ep = ep, node = node }, Conn)
+  local self
+  if spares > 0 then
+    self = spare[spares]
+    spare[spares], spares = nil, spares - 1
+    self.sock, self.buf, self.pos, self.mark, self.timeout_ms = sock, "", 1, 1, command_ms
+    self.client, self.exchanges, self.command_ms, self.ep = c, 0, command_ms, ep
+    self.node = node or false
+  else
+    self = setmetatable({ sock = sock, buf = "", pos = 1, mark = 1, timeout_ms = command_ms,
+      deadline = false, client = c, exchanges = 0, command_ms = command_ms, ep = ep,
+      node = node or false }, Conn)
+    self.reader = self
+  end
   if sock:getreusedtimes() == 0 then
     local t = ep.tls_settings
     if t then
@@ -130,26 +151,36 @@ function Conn:raw_exchange(parts, n, skip)
     sock:settimeout(self.command_ms)
     reader.timeout_ms = self.command_ms
   end
-  -- one string: nginx walks a table of pieces twice through the Lua C API (lua_next, then
-  -- lua_rawgeti per piece), which costs more than joining them here
-  local ok, err = sock:send(type(parts) == "table" and concat(parts) or parts)
+  -- one string, or two pieces: nginx walks a table of pieces twice through the Lua C API
+  -- (lua_next, then lua_rawgeti per piece), which costs more than joining many of them here
+  local ok, err = sock:send(type(parts) == "table" and #parts > 2 and concat(parts) or parts)
   if not ok then
-    reader.deadline = nil
+    reader.deadline = false
     sock:close()
     return fail(self.client, self.ep, "lost the connection to", err)
   end
-  local replies = {}
+  local replies = new_tab(n, 0)
   skip = skip or 0
-  for i = 1 - skip, n do
-    local v, rerr = reader:read()
-    if v == nil then
-      reader.deadline = nil
-      sock:close()
-      return fail(self.client, self.ep, "no answer from", rerr)
+  local v, rerr
+  if n == 1 and skip <= 1 then -- (no loop for one call, with a latch DEL or not: see line_end)
+    if skip == 1 then v, rerr = reader:read() end
+    if skip == 0 or v ~= nil then
+      v, rerr = reader:read()
+      replies[1] = v
     end
-    if i > 0 then replies[i] = v end
+  else
+    for i = 1 - skip, n do
+      v, rerr = reader:read()
+      if v == nil then break end
+      if i > 0 then replies[i] = v end
+    end
   end
-  reader.deadline = nil
+  if v == nil then
+    reader.deadline = false
+    sock:close()
+    return fail(self.client, self.ep, "no answer from", rerr)
+  end
+  reader.deadline = false
   return replies
 end
 
@@ -159,11 +190,18 @@ function Conn:exchange(parts, n)
   -- (not on a cluster node: the latches' slots are anywhere; cluster.lua deletes them)
   local latches = not self.node and self.client:take_latches()
   if latches then
-    local all = encode({}, latches)
-    if type(parts) == "table" then
-      for i = 1, #parts do all[#all + 1] = parts[i] end
+    local all
+    if #latches == 2 then -- {"DEL", key}: the most often
+      local key = latches[2]
+      all = ARRAY[2] .. "$3\r\nDEL\r\n" .. BULK[#key] .. key .. "\r\n"
     else
-      all[#all + 1] = parts
+      all = concat(encode({}, latches))
+    end
+    if type(parts) == "table" then
+      all = { all }
+      for i = 1, #parts do all[i + 1] = parts[i] end
+    else
+      all = all .. parts
     end
     local replies, err = self:raw_exchange(all, n, 1) -- (DEL's count: nothing to learn from it)
     if not replies then
@@ -177,11 +215,21 @@ end
 
 -- Back to the pool, unless something is left unread.
 function Conn:done()
-  if self.reader:pending() then
+  if self:pending() then
     self.sock:close()
   else
     self.sock:setkeepalive(self.client.keepalive_ms, self.client.pool_size)
   end
+end
+
+-- The connection object c, done with (c:done() or closed) and no longer referred to by its
+-- caller, is made anew by a later conn.open. (Its fields become false, not nil, here and in
+-- raw_exchange: a key that is removed and set again makes LuaJIT rehash the table.)
+function conn.recycle(c)
+  if spares >= SPARES_KEPT then return end
+  c.sock, c.buf, c.client, c.ep, c.node, c.deadline = false, "", false, false, false, false
+  spares = spares + 1
+  spare[spares] = c
 end
 
 conn.null = null

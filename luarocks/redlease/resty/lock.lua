@@ -16,6 +16,7 @@ local takeback = require "redlease.resty.takeback"
 local validity = require "redlease.resty.validity"
 local watchdog = require "redlease.resty.watchdog"
 local with = require "redlease.with"
+local new_tab = require "table.new"
 
 local Lock = {}
 Lock.__index = Lock
@@ -72,9 +73,10 @@ local function not_owned(self)
   return nil, ('not_owned: lock "%s" is not held by this context'):format(self._shown)
 end
 
--- The calling run's hold of this lock, or nil (and the run, and the hold's key).
-function Lock:_hold()
-  local run = owner.run()
+-- The calling run's hold of this lock, or nil (and the run, and the hold's key). p: the phase,
+-- when known (client:ready() answers it).
+function Lock:_hold(p)
+  local run = owner.run(p)
   local key = self._key .. "\0" .. run.id
   return self._core.holds[key], run, key
 end
@@ -189,7 +191,7 @@ function Lock:_acquire(lease_ms, wait_ms, max_hold)
   local client = self._core
   local ok, err = client:ready("acquire")
   if not ok then return nil, err end
-  local hold, run, key = self:_hold()
+  local hold, run, key = self:_hold(ok)
   ok, err = check_before_acquire(self, hold, key, wait_ms)
   if not ok then return nil, err end
   local who = client:owner_of(run)
@@ -248,16 +250,19 @@ function Lock:_acquire(lease_ms, wait_ms, max_hold)
     return nil, lost_message(self, reason, "; release it first")
   end
   if not hold then
+    -- (the fields every acquire and release sets are there from the start: a table that grows
+    -- past its size is rehashed, and sixteen fit; the others are set only when needed)
     hold = { key = key, lock = self, name = self.name, shown = self._shown, kind = self.kind,
       field = keys.field(self.kind, who), read_holds = keys.read_holds(self.kind, self._keys, who),
-      count = 0, guards = {}, run = run }
+      count = 0, guards = new_tab(1, 0), run = run, confirmed_until = 0, master = false,
+      lease_ms = false, watchdog = false, watched = false, releasing = false }
     client.holds[key] = hold
   end
   local cap = client.max_hold_ms -- nil: the client's
   if max_hold ~= nil then cap = max_hold > 0 and max_hold or nil end -- -1: none
   if hold.count == 0 and cap and cap > 0 then hold.renew_until = sent_at + cap end
   hold.count = hold.count + 1
-  hold.token = self.kind == "fenced" and x or nil
+  if self.kind == "fenced" then hold.token = x end
   validity.confirmed(hold, sent_at, lease)
   hold.master = client.answered_by -- the master that granted it (runner.lua)
   if lease_ms == -1 then hold.watchdog = true else hold.lease_ms = lease_ms end
@@ -347,7 +352,7 @@ function Lock:_release_one(hold, settling, guard)
   end
   local lease = hold.watchdog and client.watchdog_ms or hold.lease_ms
   if hold.lost then return release_lost(self, hold, lease) end
-  hold.releasing = owner.run() -- (nginx may drop this run while the release is on the wire)
+  hold.releasing = owner.run(ok) -- (nginx may drop this run while the release is on the wire)
   local request_id = hold.retry_id or client:request_id()
   -- the messages this client's subscription of the channel has read: a re-acquire that gives
   -- way tells this release's own message from the woken waiter's (none when nobody here waits)
@@ -365,12 +370,12 @@ function Lock:_release_one(hold, settling, guard)
     return nil, latch, true
   end
   client:delete_latch(latch)
-  ngx.update_time()
   if reply == null then
     if settling and hold.count <= 1 then -- already released, its latch expired since
       client:forget_hold(hold)
       return true
     end
+    ngx.update_time()
     local reason = now_ms() >= hold.confirmed_until and "expired" or "deleted"
     client:hold_lost(hold, reason)
     drop_one(client, hold)
@@ -378,8 +383,9 @@ function Lock:_release_one(hold, settling, guard)
   end
   if type(reply) ~= "number" then return nil, "server: unexpected answer to release", true end
   local was_failed = hold.release_failed
-  hold.retry_id, hold.retry_guard, hold.release_failed = nil, nil, false
+  if was_failed then hold.retry_id, hold.retry_guard, hold.release_failed = nil, nil, false end
   if reply == 2 and client.handover_grace_ms > 0 then -- and its message woke someone
+    ngx.update_time()
     client.handovers:note(self._key, now_ms() + client.handover_grace_ms, before and before + 1)
   end
   if hold.count <= 1 then

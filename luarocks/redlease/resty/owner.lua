@@ -10,7 +10,7 @@ local get_phase, running, status = ngx.get_phase, coroutine.running, coroutine.s
 local NO_REQUEST = {} -- init and exit phases have no request, and so no ngx.ctx
 
 local WEAK_KEYS, WEAK_VALUES = { __mode = "k" }, { __mode = "v" } -- shared: none made per run
-local runs = setmetatable({}, WEAK_KEYS) -- ctx -> co -> phase -> run
+local runs = setmetatable({}, WEAK_KEYS) -- ctx -> its request's runs, a list (run.next_run)
 local last = 0
 
 local function request_ctx(p)
@@ -18,25 +18,22 @@ local function request_ctx(p)
   return ngx.ctx
 end
 
--- The calling run: { id = number, ref = weak {ctx =, co =} }.
-function owner.run()
-  local p = get_phase()
+-- The calling run: { id = number, phase =, ref = weak {ctx =, co =}, owner =, owner_uuid = }
+-- (owner: its owner string for the client whose id is owner_uuid, client:owner_of). p: the
+-- phase, when the caller has it already (client:ready() answers it).
+function owner.run(p)
+  p = p or get_phase()
   local ctx, co = request_ctx(p), running()
-  local by_co = runs[ctx]
-  if not by_co then
-    by_co = setmetatable({}, WEAK_KEYS)
-    runs[ctx] = by_co
-  end
-  local by_phase = by_co[co]
-  if not by_phase then
-    by_phase = {}
-    by_co[co] = by_phase
-  end
-  local run = by_phase[p]
+  -- (a request has a few runs, one per coroutine and phase that took a lock: a short list, and
+  -- no table per request besides its runs)
+  local head = runs[ctx]
+  local run = head
+  while run and (run.phase ~= p or run.ref.co ~= co) do run = run.next_run end
   if not run then
     last = last + 1
-    run = { id = last, phase = p, ref = setmetatable({ ctx = ctx, co = co }, WEAK_VALUES) }
-    by_phase[p] = run
+    run = { id = last, phase = p, ref = setmetatable({ ctx = ctx, co = co }, WEAK_VALUES),
+      next_run = head or false, owner = false, owner_uuid = false }
+    runs[ctx] = run
   end
   return run
 end

@@ -10,10 +10,10 @@ local YIELDABLE = {
   ssl_cert = true, ssl_session_fetch = true, ssl_client_hello = true, preread = true,
 }
 
--- true, or nil and "unsupported: ..." naming the phase.
+-- The phase (a true value: its name), or nil and "unsupported: ..." naming the phase.
 function phase.check(what)
   local p = get_phase()
-  if YIELDABLE[p] then return true end
+  if YIELDABLE[p] then return p end
   return nil, ("unsupported: %s cannot reach Redis in the %s phase (nginx disables cosockets "
     .. "there): call it from rewrite, access or content, or from an ngx.timer callback")
     :format(what, p)

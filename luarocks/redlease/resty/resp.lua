@@ -45,6 +45,7 @@ end
 
 local Reader = {}
 Reader.__index = Reader
+resp.Reader = Reader -- (a connection is its own reader: conn.lua)
 
 -- timeout_ms: the socket's read timeout now, when known (a read then sets it only to shorten it).
 function resp.reader(sock, timeout_ms)
@@ -83,17 +84,44 @@ local function fill(self)
   return true
 end
 
-local function line(self)
+-- The index of the "\r\n" that ends the line at self.pos, reading more as needed.
+local function line_end_slow(self)
   while true do
     local e = find(self.buf, "\r\n", self.pos, true)
-    if e then
-      local l = sub(self.buf, self.pos, e - 1)
-      self.pos = e + 2
-      return l
-    end
+    if e then return e end
     local ok, err = fill(self)
     if not ok then return nil, err end
   end
+end
+
+-- As line_end_slow, with no loop for a line already read or that one read completes (what
+-- replies here are): a loop would stop the JIT from compiling a reply's read as a whole.
+local function line_end(self)
+  local e = find(self.buf, "\r\n", self.pos, true)
+  if e then return e end
+  local ok, err = fill(self)
+  if not ok then return nil, err end
+  e = find(self.buf, "\r\n", self.pos, true)
+  if e then return e end
+  return line_end_slow(self)
+end
+
+-- The integer written in buf from i to e - 1 when it has one or two digits (what lengths,
+-- counts and script answers have here), read in place: no string made, and no loop (a loop
+-- would stop the JIT from compiling the read as a whole); else nil (tonumber then reads it).
+local function int_at(buf, i, e)
+  local neg = byte(buf, i) == 45 -- -
+  if neg then i = i + 1 end
+  local digits, d = e - i, byte(buf, i) - 48
+  if digits == 2 then
+    local d2 = byte(buf, i + 1) - 48
+    if d2 < 0 or d2 > 9 then return nil end
+    d = d * 10 + d2
+    if d < 0 or d > 99 then return nil end
+  elseif digits ~= 1 or d < 0 or d > 9 then
+    return nil
+  end
+  return neg and -d or d
 end
 
 local function exact(self, n)
@@ -118,34 +146,38 @@ function Reader:read()
   return v, err
 end
 
+-- The line's text is taken from the buffer only where a reply is made of it (a status, an
+-- error): a length or an integer is read in place.
 read = function(self)
-  local l, err = line(self)
-  if not l then return nil, err end
-  local kind, rest = byte(l), sub(l, 2)
+  local e, err = line_end(self)
+  if not e then return nil, err end
+  local buf, pos = self.buf, self.pos
+  local kind = byte(buf, pos)
+  self.pos = e + 2
   if kind == 36 then -- $
-    local n = tonumber(rest)
-    if not n then return nil, "protocol error: " .. l end
+    local n = int_at(buf, pos + 1, e) or tonumber(sub(buf, pos + 1, e - 1))
+    if not n then return nil, "protocol error: " .. sub(buf, pos, e - 1) end
     if n < 0 then return resp.null end
     return exact(self, n)
   elseif kind == 58 then -- :
-    return tonumber(rest)
+    return int_at(buf, pos + 1, e) or tonumber(sub(buf, pos + 1, e - 1))
   elseif kind == 43 then -- +
-    return rest
+    return sub(buf, pos + 1, e - 1)
   elseif kind == 45 then -- -
-    return setmetatable({ msg = rest }, Err)
+    return setmetatable({ msg = sub(buf, pos + 1, e - 1) }, Err)
   elseif kind == 42 then -- *
-    local n = tonumber(rest)
-    if not n then return nil, "protocol error: " .. l end
+    local n = int_at(buf, pos + 1, e) or tonumber(sub(buf, pos + 1, e - 1))
+    if not n then return nil, "protocol error: " .. sub(buf, pos, e - 1) end
     if n < 0 then return resp.null end
     local t = {}
     for i = 1, n do
-      local v, e = read(self)
-      if v == nil then return nil, e end
+      local v, verr = read(self)
+      if v == nil then return nil, verr end
       t[i] = v
     end
     return t
   end
-  return nil, "protocol error: " .. l
+  return nil, "protocol error: " .. sub(buf, pos, e - 1)
 end
 
 resp.concat = concat

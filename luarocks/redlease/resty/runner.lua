@@ -76,16 +76,24 @@ local function encode_call(parts, call)
   return parts
 end
 runner.encode_call = encode_call
+runner.head = head -- name -> the fixed start of its EVALSHA (after the array header)
 local scratch, concat, clear = {}, table.concat, require "table.clear"
 
 -- The answers of n calls -> replies, nil, trips | nil, err, trips when a script refused.
+local function refused(e, trips)
+  local auth = e:sub(1, 6) == "NOAUTH" or e:sub(1, 9) == "WRONGPASS"
+  return nil, (auth and "connection" or "server") .. ": the lock script refused: " .. e, trips
+end
+
 local function checked(replies, n, trips)
+  if n == 1 then -- (no loop for one call: a loop stops the JIT from compiling the call whole)
+    local e = is_error(replies[1])
+    if e then return refused(e, trips) end
+    return replies, nil, trips
+  end
   for i = 1, n do
     local e = is_error(replies[i])
-    if e then
-      local auth = e:sub(1, 6) == "NOAUTH" or e:sub(1, 9) == "WRONGPASS"
-      return nil, (auth and "connection" or "server") .. ": the lock script refused: " .. e, trips
-    end
+    if e then return refused(e, trips) end
   end
   return replies, nil, trips
 end
@@ -95,6 +103,8 @@ end
 -- with nil, whether the calls were sent and not answered (Redis may have run them).
 -- `idempotent`: a call that failed on the network is tried once more on a fresh connection.
 -- `timeout_ms`: the whole run ends within that long (else the client's timeouts, per try).
+local run_encoded
+
 function runner.run(client, calls, idempotent, timeout_ms)
   if client.cluster then -- each call at the master of its slot (cluster.lua)
     local replies, err, trips, unanswered = client.cluster:run(calls, idempotent, timeout_ms)
@@ -107,6 +117,13 @@ function runner.run(client, calls, idempotent, timeout_ms)
   for i = 1, #calls do encode_call(scratch, calls[i]) end
   local parts = concat(scratch)
   clear(scratch)
+  return run_encoded(client, parts, #calls, idempotent, timeout_ms)
+end
+
+-- As runner.run, for calls already encoded as EVALSHA (`parts`: the bytes encode_call makes of
+-- n calls, one string or a list of pieces), on a client that is no cluster: a lock's own calls
+-- build their bytes from pieces made once per lock (calls.lua).
+function run_encoded(client, parts, n, idempotent, timeout_ms)
   local trips, err, unanswered = 0, "connection: no time left for the call", false
   local deadline = timeout_ms and ngx.now() * 1000 + timeout_ms
   local tries, try, readonly = idempotent and 2 or 1, 0, false
@@ -122,22 +139,24 @@ function runner.run(client, calls, idempotent, timeout_ms)
     c, err = conn.open(client, left)
     if not c then return nil, err, trips, unanswered end
     local replies
-    replies, err = c:exchange(parts, #calls)
+    replies, err = c:exchange(parts, n)
     if replies then
-      local missing = false
-      for i = 1, #calls do missing = missing or is_noscript(replies[i]) end
+      local missing = n == 1 and is_noscript(replies[1])
+      if n > 1 then
+        for i = 1, n do missing = missing or is_noscript(replies[i]) end
+      end
       if missing then
         local ok, lerr = load_all(c)
         if not ok then
           c.sock:close()
           return nil, lerr, trips + c.exchanges
         end
-        replies, err = c:exchange(parts, #calls)
+        replies, err = c:exchange(parts, n)
       end
     end
     trips = trips + c.exchanges
     unanswered = unanswered or not replies
-    if replies and client.resolver and refused_readonly(replies, #calls) then
+    if replies and client.resolver and refused_readonly(replies, n) then
       -- the master became a replica (a failover): a write it refused did nothing, so the calls
       -- go once more, to the master the sentinels name now
       client.resolver:doubt(c.ep.epoch)
@@ -148,17 +167,20 @@ function runner.run(client, calls, idempotent, timeout_ms)
     end
     if replies then
       c:done()
-      local checked_replies, cerr = checked(replies, #calls, trips)
+      local epoch = c.ep.epoch or 0
+      conn.recycle(c)
+      local checked_replies, cerr = checked(replies, n, trips)
       if not checked_replies then return nil, cerr, trips end
       -- which master answered (sentinel.lua's epoch; 0: one server), read by the caller with no
       -- yield since: a hold confirmed by one master and found gone by another was lost to a
       -- failover (watchdog.lua). A cluster's calls return above: their nodes are not tracked.
-      client.answered_by = c.ep.epoch or 0
+      client.answered_by = epoch
       return replies, nil, trips
     end
   end
   return nil, err, trips, unanswered
 end
+runner.run_encoded = run_encoded
 
 -- One plain command (a list of strings) -> reply | nil, err; retried once (read-only queries).
 function runner.command(client, args)
