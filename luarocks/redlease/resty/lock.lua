@@ -24,6 +24,13 @@ Lock.__index = Lock
 local null = resp.null
 local forget_lost_acquire -- (below the release helpers it shares)
 local FAIR_RECHECK_MS = 100 -- a fair waiter told "0 ms" (another is first in line) looks again
+-- A clock read afresh without ngx.update_time()'s cost (it formats nginx's time strings), for
+-- how long an acquire took; lua-resty-core has it since 0.1.23 (OpenResty 1.21.4).
+local has_core_time, core_time = pcall(require, "resty.core.time")
+local elapsed_clock_ms = has_core_time and core_time.monotonic_msec or function()
+  ngx.update_time()
+  return ngx.now() * 1000
+end
 
 local function now_ms()
   return ngx.now() * 1000
@@ -90,6 +97,7 @@ local function try_once(self, who, lease, queue, window, fresh)
   local paused = fresh and failover.grace_left(client, self.name) or 0
   if paused > 0 then return false, paused, sent_at, nil, true end
   local masters_seen = client.counters.master_changes
+  local sending = elapsed_clock_ms()
   local got, x, flag = calls.acquire(self, who, lease, queue, window)
   if got and fresh and client.counters.master_changes ~= masters_seen then
     -- the call itself followed a new master (its connection asked the sentinels, or a MOVED
@@ -105,8 +113,7 @@ local function try_once(self, who, lease, queue, window, fresh)
     -- answered after the lease it granted had ended (the worker was stopped between sending
     -- and reading, or the answer waited that long): another owner may have been granted it
     -- since, so it is given back and the try goes on as refused (the C core's lock.c)
-    ngx.update_time()
-    if now_ms() >= sent_at + lease then -- (within the drift margin: acquired, in doubt)
+    if elapsed_clock_ms() - sending >= lease then -- (within the drift margin: acquired, in doubt)
       calls.undo_acquire(self, who, lease)
       return false, 0, sent_at, nil, "late"
     end
