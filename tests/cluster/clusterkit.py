@@ -109,6 +109,14 @@ def close_migration(cluster, slot, target):
         assert cluster.cli(node.port, "CLUSTER", "SETSLOT", str(slot), "NODE", target_id) == "OK"
 
 
+def slot_and_masters(cluster, name):
+    """The slot of `name` (or of its hash tag), the master serving it, and another master: where
+    a test moves it."""
+    slot = cluster.keyslot(name)
+    source = cluster.node_of_slot(slot)
+    return slot, source, next(m for m in cluster.masters() if m.port != source.port)
+
+
 def move_without_the_hold(cluster, slot, source, target, key):
     """The slot goes to `target` and the hold at `source` is gone, as after a failover to a
     replica that never got it: no MIGRATE, the key deleted at `source` (which refuses to hand over

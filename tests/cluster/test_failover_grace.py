@@ -8,16 +8,14 @@ then the other client is granted the lock at once, before its holder was told.""
 import time
 
 import pytest
-from clusterkit import move_without_the_hold, raw_at
+from clusterkit import move_without_the_hold, raw_at, slot_and_masters
 
 
 @pytest.mark.parametrize("grace", [None, 0], ids=["default_grace", "grace_off"])
 def test_a_moved_slot_grants_a_lost_hold_only_after_its_holder_was_told(own_cluster, clients,
                                                                         grace):
     cluster = own_cluster
-    slot = cluster.keyslot("fg")
-    source = cluster.node_of_slot(slot)
-    target = next(m for m in cluster.masters() if m.port != source.port)
+    slot, source, target = slot_and_masters(cluster, "fg")
     states = []
     holder = clients(cluster.url, on_state=lambda name, state, why: states.append(
         (name, state, time.monotonic())))
@@ -54,9 +52,7 @@ def test_an_idle_holder_hears_of_a_moved_slot_within_the_grace(own_cluster, clie
     (the default 30 s lease): its watchdog asks a node for the map every half grace while it
     holds, so it is told (in doubt) before the other client's grace ends."""
     cluster = own_cluster
-    slot = cluster.keyslot("fi")
-    source = cluster.node_of_slot(slot)
-    target = next(m for m in cluster.masters() if m.port != source.port)
+    slot, source, target = slot_and_masters(cluster, "fi")
     states = []
     holder = clients(cluster.url, on_state=lambda name, state, why: states.append(
         (name, state, time.monotonic())))

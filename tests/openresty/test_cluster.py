@@ -26,6 +26,7 @@ from clusterkit import (  # noqa: E402
     names_on_every_master,
     node_call,
     raw_at,
+    slot_and_masters,
 )
 
 # The subscriber's and the renewal's view of a killed master (nginx's lines, and ours).
@@ -304,9 +305,7 @@ def test_a_moved_slot_grants_a_lost_hold_only_after_the_failover_grace(cluster, 
     call, is told (in doubt) before nginx gets the lock, as in the rock (tests/cluster)."""
     ng = make_nginx(url=cluster.url)
     name = names_on_every_master(cluster, "ngx:fgrace", 1)[0]
-    slot = cluster.keyslot(name)
-    source = cluster.node_of_slot(slot)
-    target = next(m for m in cluster.masters() if m.port != source.port)
+    slot, source, target = slot_and_masters(cluster, name)
     states = []
     holder = redlease.Client(cluster.url, on_state=lambda n, state, why:
                              states.append((n, state, time.monotonic())))
@@ -342,9 +341,7 @@ def test_an_idle_worker_hears_of_a_moved_slot_within_the_grace(cluster, make_ngi
     its hold goes in doubt before that grant, as the rock's does (tests/cluster)."""
     name = names_on_every_master(cluster, "ngx:fidle", 1)[0]
     ng = make_nginx(url=cluster.url, watchdog=30, errors=[lost(name, "(failover|owner_changed)")])
-    slot = cluster.keyslot(name)
-    source = cluster.node_of_slot(slot)
-    target = next(m for m in cluster.masters() if m.port != source.port)
+    slot, source, target = slot_and_masters(cluster, name)
     other = redlease.Client(cluster.url)
     try:
         assert other.lock(name).acquire(timeout=0)  # the other client knows the slot at source
