@@ -289,9 +289,11 @@ static int renew_round(rl_client *c, int64_t *earliest) {
 }
 
 /* How often the deployment's topology is checked while holding (0: never): within the failover
- * grace, so that a holder is told of a failover before another client's grace ends. */
+ * grace, so that a holder is told of a failover before another client's grace ends; not more
+ * often than every 100 ms however short the grace. */
 static int64_t topology_period_ms(const rl_client *c) {
-    return c->deploy->check_topology ? c->cfg.options.failover_grace_ms / 2 : 0;
+    int64_t grace = c->cfg.options.failover_grace_ms;
+    return c->deploy->check_topology && grace > 0 ? (grace / 2 > 100 ? grace / 2 : 100) : 0;
 }
 
 /* Checks the topology (the thread's loop, c->mu held; let go meanwhile). Returns when the next

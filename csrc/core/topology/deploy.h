@@ -128,10 +128,11 @@ typedef struct rl_deploy {
     rl_status (*renew)(struct rl_client *c, rl_hold **batch, size_t n, int64_t lease,
                        int64_t timeout_ms, long long *answers, uint32_t *servers,
                        rl_renew_outcome *out, rl_error *err);
-    /* On the watchdog's thread, client mutex NOT held, every failover_grace / 2 while the
-     * client has holds to renew: learns by `deadline` of topology changes no call has met (a
-     * cluster asks a node for its map), so that a holder that makes no call is told of a
-     * failover within the failover grace. NULL: the deployment is told without asking. */
+    /* On the watchdog's thread, client mutex NOT held, every failover_grace / 2 (at least
+     * 100 ms) while the client has holds to renew, `deadline` a period away: learns by then of
+     * topology changes no call has met (a cluster asks a node for its map), so that a holder
+     * that makes no call is told of a failover within the failover grace. NULL: the deployment
+     * is told without asking. */
     void (*check_topology)(struct rl_client *c, int64_t deadline);
     /* Any thread (rl_client_stats): adds the deployment's own counters to *out. */
     void (*stats)(struct rl_client *c, rl_stats *out);

@@ -48,9 +48,10 @@ static void stop(rl_client *c) {
 }
 
 /* A holder hears of a failover at no call of its own: a node, in turn, asked for the map unless
- * a refresh got one within the grace's half. */
+ * a refresh got one since the last check was due (the watchdog calls this once a period, due by
+ * `deadline`'s distance from now). */
 static void check_topology(rl_client *c, int64_t deadline) {
-    rl_cluster_poll(cluster_of(c), c->cfg.options.failover_grace_ms / 2, deadline);
+    rl_cluster_poll(cluster_of(c), deadline - rl_now_ms(), deadline);
 }
 
 static void destroy(rl_client *c) {

@@ -196,7 +196,8 @@ end
 -- its calls met it, as the C core's watchdog does.
 local function topology_tick(premature, client)
   if premature or client.shut or not has_holds(client) then return end
-  local ok, err = pcall(client.cluster.poll, client.cluster, client.failover_grace_ms / 2)
+  local every = math.max(100, client.failover_grace_ms / 2)
+  local ok, err = pcall(client.cluster.poll, client.cluster, every)
   if not ok then log(ERR, "redlease: cluster map check failed: ", err) end
 end
 
@@ -224,7 +225,9 @@ function watchdog.start(client)
   else
     ok, err = ngx.timer.every(client.watchdog_ms / 3000, tick, client)
     if ok and client.cluster and client.failover_grace_ms > 0 then
-      ok, err = ngx.timer.every(client.failover_grace_ms / 2000, topology_tick, client)
+      -- (every half grace, not more often than every 100 ms however short the grace)
+      ok, err = ngx.timer.every(math.max(100, client.failover_grace_ms / 2) / 1000, topology_tick,
+        client)
     end
   end
   if not ok then return nil, "memory: cannot start the watchdog timer: " .. tostring(err) end
