@@ -296,11 +296,15 @@ static int64_t topology_period_ms(const rl_client *c) {
     return c->deploy->check_topology && grace > 0 ? (grace / 2 > 100 ? grace / 2 : 100) : 0;
 }
 
-/* Checks the topology (the thread's loop, c->mu held; let go meanwhile). Returns when the next
- * check is due. */
-static int64_t check_topology(rl_client *c, int64_t every) {
+/* A check shorter than this is not begun: the round due sooner goes first. */
+#define TOPOLOGY_CHECK_MIN_MS 20
+
+/* Checks the topology by `deadline` (the thread's loop, c->mu held; let go meanwhile): no later
+ * than the next round is due, so that a slow node never delays a renewal (and the report of its
+ * failure). Returns when the next check is due. */
+static int64_t check_topology(rl_client *c, int64_t deadline, int64_t every) {
     pthread_mutex_unlock(&c->mu);
-    c->deploy->check_topology(c, rl_now_ms() + every); /* a slow node holds rounds up no longer */
+    c->deploy->check_topology(c, deadline);
     pthread_mutex_lock(&c->mu);
     return rl_now_ms() + every;
 }
@@ -331,12 +335,14 @@ static void *watchdog_main(void *arg) {
             idle_since = -1;
             wd->next_round = next = min64(now + period, next);
         }
-        if (now >= next_check) {
-            next_check = check_topology(c, topology_every);
+        int moved = atomic_load(&wd->master_moved) || atomic_load(&wd->slots_moved);
+        if (now >= next_check && !moved && next - now >= TOPOLOGY_CHECK_MIN_MS) {
+            next_check = check_topology(c, min64(now + topology_every, next), topology_every);
             continue; /* what changed meanwhile (a move, a new hold) is read afresh */
         }
-        if (now < next && !atomic_load(&wd->master_moved) && !atomic_load(&wd->slots_moved)) {
-            rl_cond_wait_until(&wd->wake, &c->mu, min64(next, next_check));
+        if (now < next && !moved) { /* (a check due that did not fit: after the round) */
+            rl_cond_wait_until(&wd->wake, &c->mu,
+                               next_check > now ? min64(next, next_check) : next);
             continue;
         }
         int64_t earliest;

@@ -21,6 +21,7 @@ struct rl_cluster {
     int refreshing;
     pthread_cond_t refresh_done;
     rl_conn fetch; /* the refresh's connection (refreshing set): closing cuts it short */
+    rl_conn poll;  /* rl_cluster_poll's (the watchdog thread's): a slow node holds up no refresh */
     rl_cluster_node *nodes;
     rl_cluster_node *owner[RL_SLOTS];
     int64_t refreshed_at; /* monotonic ms of the last refresh that got an answer; 0: never */
@@ -59,6 +60,7 @@ rl_status rl_cluster_new(rl_config *cfg, rl_cluster **out, rl_error *err) {
     pthread_mutex_init(&cl->mu, NULL);
     rl_cond_init(&cl->refresh_done);
     rl_conn_init(&cl->fetch, cfg);
+    rl_conn_init(&cl->poll, cfg);
     *out = cl;
     return RL_OK;
 }
@@ -69,6 +71,7 @@ void rl_cluster_stop(rl_cluster *cl) {
     rl_cluster_node *nodes = cl->nodes;
     pthread_mutex_unlock(&cl->mu);
     rl_conn_interrupt(&cl->fetch);
+    rl_conn_interrupt(&cl->poll);
     for (rl_cluster_node *n = nodes; n; n = n->next) {
         rl_pool_close(&n->pool);
         rl_pool_interrupt(&n->pool);
@@ -88,6 +91,7 @@ void rl_cluster_free(rl_cluster *cl) {
         free(n);
     }
     rl_conn_close(&cl->fetch);
+    rl_conn_close(&cl->poll);
     pthread_mutex_destroy(&cl->mu);
     pthread_cond_destroy(&cl->refresh_done);
     free(cl);
@@ -189,11 +193,10 @@ static int apply_slots(rl_cluster *cl, const redisReply *r, const char *asked, u
 }
 
 /* Asks one node for the map, and its version (a node without sharded pub/sub is refused), in
- * one round trip (refreshing set), ending by `deadline` (INT64_MAX: its full timeouts): RL_OK
- * (applied), or why not. */
-static rl_status ask_node(rl_cluster *cl, const char *host, int port, int64_t deadline,
-                          rl_error *err) {
-    rl_conn *conn = &cl->fetch;
+ * one round trip on `conn` (the refresh's, refreshing set; or the poll's), ending by `deadline`
+ * (INT64_MAX: its full timeouts): RL_OK (applied), or why not. */
+static rl_status ask_node(rl_cluster *cl, rl_conn *conn, const char *host, int port,
+                          int64_t deadline, rl_error *err) {
     int64_t timeout = cl->cfg->options.command_timeout_ms;
     if (deadline != INT64_MAX && deadline - rl_now_ms() < timeout) timeout = deadline - rl_now_ms();
     if (timeout <= 0)
@@ -319,7 +322,7 @@ static rl_status refresh(rl_cluster *cl, int64_t since, int64_t deadline, rl_err
     rl_error last_err = {0};
     for (size_t i = 0; i < n && st != RL_OK && st != RL_ERR_CLOSED; i++) {
         if (deadline != INT64_MAX && rl_now_ms() >= deadline) break;
-        st = ask_node(cl, c[i].host, c[i].port, deadline, &last_err);
+        st = ask_node(cl, &cl->fetch, c[i].host, c[i].port, deadline, &last_err);
         /* A node not in cluster mode (a wrong URL), or too old: the others will not differ. */
         if (st == RL_ERR_ARGUMENT || st == RL_ERR_UNSUPPORTED) break;
     }
@@ -411,16 +414,14 @@ void rl_cluster_poll(rl_cluster *cl, int64_t fresh_ms, int64_t deadline) {
         for (rl_cluster_node *n = cl->nodes; n && !port; n = n->next)
             if (turn-- == 0) snprintf(host, sizeof host, "%s", n->host), port = n->port;
     }
-    if (port) cl->refreshing = 1;
     pthread_mutex_unlock(&cl->mu);
     if (!port) return;
-    rl_error ignored;
-    rl_status st = ask_node(cl, host, port, deadline, &ignored);
-    pthread_mutex_lock(&cl->mu);
-    if (st == RL_OK) cl->refreshed_at = rl_now_ms();
-    cl->refreshing = 0;
-    pthread_cond_broadcast(&cl->refresh_done);
-    pthread_mutex_unlock(&cl->mu);
+    rl_error ignored; /* on a connection of its own: a refresh meanwhile need not wait for it */
+    if (ask_node(cl, &cl->poll, host, port, deadline, &ignored) == RL_OK) {
+        pthread_mutex_lock(&cl->mu);
+        cl->refreshed_at = rl_now_ms();
+        pthread_mutex_unlock(&cl->mu);
+    }
 }
 
 static int by_address(const void *a, const void *b) {
@@ -550,6 +551,7 @@ void rl_cluster_after_fork_child(rl_cluster *cl) {
 
 void rl_cluster_forget_after_fork(rl_cluster *cl) {
     rl_conn_abandon(&cl->fetch); /* its refresh was forgotten at the fork */
+    rl_conn_abandon(&cl->poll);
     for (rl_cluster_node *n = cl->nodes; n; n = n->next) {
         pthread_mutex_lock(&n->pool.mu);
         rl_pool_forget_after_fork(&n->pool);
