@@ -5,7 +5,7 @@ on the other masters go on untouched, and waiters acquire afterwards."""
 import threading
 import time
 
-from clusterkit import names_on_every_master, raw_at
+from clusterkit import move_without_the_hold, names_on_every_master, raw_at, slot_and_masters
 
 from testkit import LostRecorder, wait_for
 
@@ -87,3 +87,24 @@ def test_master_killed_replica_takes_over(own_cluster, clients):
     print(f"\nfailover: replica promoted {(promoted - killed) * 1000:.0f} ms after the kill; "
           f"waiter on the unsynced name acquired {(acquired[unsynced + ':at'] - killed) * 1000:.0f}"
           f" ms after it; loss reported {(unsynced_lost.calls[0][2] - killed) * 1000:.0f} ms after")
+
+
+def test_a_hold_lost_at_a_new_owner_without_the_scripts_is_reported_as_a_failover(own_cluster,
+                                                                                    clients):
+    """A promoted replica has none of the scripts (the script cache is not replicated): the
+    round's call there answers NOSCRIPT and is sent again through the pool. The hold must still see
+    that another server answered it: lost to a failover, not "deleted" as if someone had deleted
+    its key at the server that granted it."""
+    cluster = own_cluster
+    slot, source, target = slot_and_masters(cluster, "fn")
+    lost = LostRecorder()
+    holder = clients(cluster.url, on_lost=lost)
+    assert holder.lock("{fn}held").acquire(timeout=0)
+    move_without_the_hold(cluster, slot, source, target, "{fn}held")
+    raw = raw_at(target.port)
+    assert raw("SCRIPT", "FLUSH") == "OK"
+    raw.close()
+    # The holder's map check (every half grace) sees the move and runs a round at once.
+    assert lost.wait(10)
+    assert lost.calls[0][0] in ("{fn}held", b"{fn}held")
+    assert lost.calls[0][1] == "failover", lost.calls

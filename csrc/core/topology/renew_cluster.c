@@ -45,15 +45,18 @@ static int split_slot(const rl_renew_calls *b, size_t k) {
     return b->count[k] > 1 && (kind == RL_REDIRECT_ASK || kind == RL_REDIRECT_TRYAGAIN);
 }
 
-/* Redoes call k through the pool, which follows MOVED/ASK and loads a missing script. */
-static void redo(rl_client *c, rl_renew_calls *b, size_t k, rl_renew_outcome *out) {
+/* Redoes call k through the pool, which follows MOVED/ASK and loads a missing script. Returns
+ * the identity of the server that answered it (0: not known): a promoted replica answers a
+ * client's first call NOSCRIPT, and its holds must still see that their server changed. */
+static uint32_t redo(rl_client *c, rl_renew_calls *b, size_t k, rl_renew_outcome *out) {
     freeReplyObject(b->replies[k]);
     b->replies[k] = NULL;
     rl_error ignored;
     rl_cmd *cmd = &b->cmds[k];
-    rl_client_script(c, RL_SCRIPT_RENEW, cmd->argc, cmd->argv, cmd->lens, &b->replies[k], 1, NULL,
-                     NULL, &ignored);
+    rl_status st = rl_client_script(c, RL_SCRIPT_RENEW, cmd->argc, cmd->argv, cmd->lens,
+                                    &b->replies[k], 1, NULL, NULL, &ignored);
     out->round_trips++;
+    return st == RL_OK ? rl_client_answered_by() : 0;
 }
 
 /* The answer of a call of one key (1, 0, 2), or -1 when there is none. */
@@ -63,9 +66,9 @@ static long long single_answer(const redisReply *r) {
 }
 
 /* Call k one key at a time through the pool (ASKING at the target for a key that moved): its
- * slot is split by a migration. answers[i] for its holds. */
+ * slot is split by a migration. answers[i] and servers[i] for its holds. */
 static void redo_per_key(rl_client *c, const rl_renew_calls *b, size_t k, const placed *order,
-                         long long *answers, rl_renew_outcome *out) {
+                         long long *answers, uint32_t *servers, rl_renew_outcome *out) {
     const rl_cmd *cmd = &b->cmds[k];
     size_t n = b->count[k];
     for (size_t j = 0; j < n; j++) {
@@ -79,9 +82,11 @@ static void redo_per_key(rl_client *c, const rl_renew_calls *b, size_t k, const 
         argv[6] = cmd->argv[args + 2 + 2 * j], lens[6] = cmd->lens[args + 2 + 2 * j];
         redisReply *reply = NULL;
         rl_error ignored;
-        rl_client_script(c, RL_SCRIPT_RENEW, 7, argv, lens, &reply, 1, NULL, NULL, &ignored);
+        rl_status st =
+            rl_client_script(c, RL_SCRIPT_RENEW, 7, argv, lens, &reply, 1, NULL, NULL, &ignored);
         out->round_trips++, out->calls++;
         answers[order[b->first[k] + j].index] = single_answer(reply);
+        servers[order[b->first[k] + j].index] = st == RL_OK ? rl_client_answered_by() : 0;
         freeReplyObject(reply);
     }
 }
@@ -198,13 +203,12 @@ rl_status rl_renew_on_cluster(rl_client *c, rl_cluster *cl, rl_hold **batch, siz
             r++;
         /* The node's identity vouches only for the answers its own connection gave. */
         uint32_t server = r < nodes && rounds[r].sent ? rounds[r].server : 0;
-        if (is_error(b.replies[k]) && !split_slot(&b, k)) redo(c, &b, k, out), server = 0;
-        if (split_slot(&b, k)) server = 0;
+        if (is_error(b.replies[k]) && !split_slot(&b, k)) server = redo(c, &b, k, out);
         for (size_t j = 0; j < b.count[k]; j++) {
             answers[order[b.first[k] + j].index] = rl_renew_calls_answer(&b, k, j);
             servers[order[b.first[k] + j].index] = server;
         }
-        if (split_slot(&b, k)) redo_per_key(c, &b, k, order, answers, out);
+        if (split_slot(&b, k)) redo_per_key(c, &b, k, order, answers, servers, out);
     }
 done:
     rl_renew_calls_free(&b);
