@@ -8,7 +8,7 @@ then the other client is granted the lock at once, before its holder was told.""
 import time
 
 import pytest
-from clusterkit import move_without_the_hold, raw_at, slot_and_masters
+from clusterkit import move_without_the_hold, names_on_every_master, raw_at, slot_and_masters
 
 
 @pytest.mark.parametrize("grace", [None, 0], ids=["default_grace", "grace_off"])
@@ -86,3 +86,43 @@ def test_the_map_is_asked_while_holding_and_not_otherwise(cluster, clients):
     asked = client.stats()["cluster_refreshes"] - before
     lock.release()
     assert 2 <= asked <= 4, asked
+
+
+def test_a_map_check_at_a_paused_node_delays_no_renewal_round(own_cluster, clients):
+    """The map check asks the masters in turn, a paused one too, and waits there until its time
+    is up: it must end before the next round is due, so that no round waits for it (a round kept
+    waiting past the lease's end is a hold lost unreported). A 900 ms lease (a round every 300 ms)
+    and a 3 s grace (a check every 1.5 s) make a check stuck at a paused node as long as five
+    rounds; the defaults take the same path (test_an_idle_holder_hears_of_a_moved_slot_...)."""
+    cluster = own_cluster
+    name = names_on_every_master(cluster, "fp", 1)[0]
+    home = cluster.node_of_slot(cluster.keyslot(name))
+    states = []
+    holder = clients(cluster.url, watchdog_timeout=0.9, failover_grace=3,
+                     on_state=lambda n, state, why: states.append((state, why)))
+    assert holder.lock(name).acquire(timeout=0)
+    paused = [raw_at(m.port) for m in cluster.masters() if m.port != home.port]
+    for raw in paused:  # (CLIENT PAUSE leaves the cluster bus alone: no failover)
+        assert raw("CLIENT", "PAUSE", "7000", "ALL") == "OK"
+    try:
+        rounds, last, longest = holder.stats()["renew_rounds"], time.monotonic(), 0.0
+        end = last + 6
+        while time.monotonic() < end:
+            now_rounds = holder.stats()["renew_rounds"]
+            if now_rounds != rounds:
+                rounds, longest, last = now_rounds, max(longest, time.monotonic() - last), \
+                    time.monotonic()
+            time.sleep(0.01)
+        longest = max(longest, time.monotonic() - last)  # (rounds that stopped count too)
+        checks = holder.stats()["cluster_refreshes"]
+    finally:
+        for raw in paused:
+            raw("CLIENT", "UNPAUSE")
+            raw.close()
+    print("longest time between rounds %.3f s; %d map checks; states %s" % (
+        longest, checks, states))
+    assert states == []  # never in doubt (a check that kept a round waiting: lost, unreachable)
+    assert longest < 0.9, longest  # a round every 0.3 s; a check kept one waiting: 1.5 s
+    assert checks >= 1  # the check ran (the answers of the unpaused node count)
+    assert holder.lock(name).locked()
+    holder.lock(name).release()

@@ -43,8 +43,9 @@ end
 -- node's own host).
 function cluster.new(client, ep, o)
   return setmetatable({ client = client, ep = ep, tls_name = o.tls_server_name, nodes = {},
-    node_list = {}, polls = 0, map = {}, loaded = false, stale = false,
-    refreshed_at = -math.huge, refreshing = false, done = semaphore.new(0), waiting = 0 },
+    node_list = {}, polls = 0, polling = false, polled_at = -math.huge, loads = 0, loaded_by = 0,
+    map = {}, loaded = false, stale = false, refreshed_at = -math.huge, refreshing = false,
+    done = semaphore.new(0), waiting = 0 },
     Cluster)
 end
 
@@ -120,9 +121,13 @@ local function fetch(self, deadline, only)
 end
 
 local function load(self, deadline, only)
+  -- A refresh and the watchdog's poll may ask at once: the map of the later one begun is kept.
+  self.loads = self.loads + 1
+  local ticket = self.loads
   local ranges, via, refused = fetch(self,
     math.min(deadline or math.huge, now_ms() + self.client.command_ms), only)
   if refused then return nil, via end
+  if ticket < self.loaded_by then return true end
   if not ranges then
     return nil, "connection: no cluster node answered CLUSTER SLOTS (" .. tostring(via) .. ")"
   end
@@ -138,7 +143,7 @@ local function load(self, deadline, only)
       if was[s] and was[s] ~= map[s] then moved[#moved + 1] = s end
     end
   end
-  self.map, self.loaded = map, true
+  self.map, self.loaded, self.loaded_by = map, true, ticket
   if #moved > 0 then require("redlease.resty.failover").slots_moved(self.client, moved) end
   return true
 end
@@ -174,18 +179,22 @@ end
 -- `ms`, unless a refresh is under way or got an answer within `ms`: the worker hears of a
 -- failover that none of its calls met (watchdog.lua runs it while the worker holds locks). In
 -- turn, not the first: a master cut off from the others (this worker still reaching it) goes on
--- naming itself the owner of slots the others have given to its replica.
+-- naming itself the owner of slots the others have given to its replica. A request that needs
+-- the map meanwhile does not wait for it: a node that is slow to answer the poll (stopped, cut
+-- off) delays nobody.
 function Cluster:poll(ms)
   local list = self.node_list
-  if self.refreshing or not self.loaded or #list == 0 or now_ms() - self.refreshed_at < ms then
+  if self.polling or self.refreshing or not self.loaded or #list == 0
+    or now_ms() - math.max(self.refreshed_at, self.polled_at) < ms then
     return
   end
   self.polls = self.polls % #list + 1
-  self.refreshing = true
+  self.polling = true
   local ok, done = pcall(load, self, now_ms() + ms, list[self.polls])
-  self.refreshing = false
-  if done then self.refreshed_at = now_ms() end
-  if self.waiting > 0 then self.done:post(self.waiting) end
+  self.polling = false
+  -- (not refreshed_at: a request that meets a MOVED still asks at once, whom the poll asked
+  -- may be a cut-off master)
+  if ok and done then self.polled_at = now_ms() end
   if not ok then error(done, 0) end
 end
 
