@@ -212,21 +212,29 @@ TEST(local_waiters_share_one_subscription) {
     rl_client_free(b);
 }
 
+/* A client of the shared server with the given handover_grace_ms; exits the run when it cannot
+ * be made. */
+static rl_client *client_with_handover_grace(int64_t grace_ms) {
+    rl_options o;
+    rl_options_init(&o);
+    o.handover_grace_ms = grace_ms;
+    rl_client *c = NULL;
+    rl_error e;
+    if (rl_client_new(g_server.url, &o, &c, &e) != RL_OK) {
+        fprintf(stderr, "rl_client_new: %s\n", e.message);
+        exit(2);
+    }
+    return c;
+}
+
 /* Rounds of: A holds, B waits, A releases and at once acquires again (waiting); *first: in how
  * many of `rounds` B, the waiter A's release woke, went first (-1 when a check failed). A's
  * client has the given handover_grace_ms; B is on a client of its own, or on A's (same_client:
  * another context, waiting on the client's one subscription of the channel). */
 static void woken_waiter_first(int64_t grace_ms, int same_client, int rounds, int *first) {
     *first = -1;
-    rl_options o;
-    rl_options_init(&o);
-    o.handover_grace_ms = grace_ms;
-    rl_client *a = NULL, *b = same_client ? NULL : new_client(g_server.url, 0);
-    rl_error e;
-    if (rl_client_new(g_server.url, &o, &a, &e) != RL_OK) {
-        fprintf(stderr, "rl_client_new: %s\n", e.message);
-        exit(2);
-    }
+    rl_client *a = client_with_handover_grace(grace_ms);
+    rl_client *b = same_client ? NULL : new_client(g_server.url, 0);
     rl_lock *la = new_lock(a, "handover");
     rl_lock *lb = same_client ? la : new_lock(b, "handover");
     int waiter_first = 0;
@@ -306,15 +314,8 @@ TEST_SOLO(release_then_reacquire_leaves_the_lock_to_the_woken_waiter) {
  * to take the lock (a subscriber on a raw connection: a paused process): a re-acquire that gives
  * way waits out the whole grace. */
 static int64_t reacquire_ms_after_waking_a_silent_waiter(int64_t grace_ms) {
-    rl_options o;
-    rl_options_init(&o);
-    o.handover_grace_ms = grace_ms;
-    rl_client *a = NULL;
-    rl_error e;
-    if (rl_client_new(g_server.url, &o, &a, &e) != RL_OK) {
-        fprintf(stderr, "rl_client_new: %s\n", e.message);
-        exit(2);
-    }
+    rl_client *a = client_with_handover_grace(grace_ms);
+    rl_error e = {0};
     rl_lock *la = new_lock(a, "silent");
     redisContext *silent = server_connect(&g_server);
     freeReplyObject(raw(silent, "SUBSCRIBE redisson_lock__channel:{silent}"));
