@@ -1,6 +1,8 @@
 -- The handlers of the OpenResty benchmark (bench/openresty/run.py): an empty one (the limit),
--- one lock cycle per request with redlease, and the same with a polling lock written the usual
--- way (SET NX PX, retried with ngx.sleep, released by a compare-and-delete script).
+-- one lock cycle per request with redlease, the same with a polling lock written the usual
+-- way (SET NX PX, retried with ngx.sleep, released by a compare-and-delete script), and with
+-- redlease's own two scripts sent as the polling lock sends its commands (the bare format: what
+-- Redisson's format costs Redis and the worker with no client around the scripts).
 local redlease = require "redlease"
 
 local ffi = require "ffi"
@@ -74,6 +76,37 @@ function app.empty() ngx.say("ok") end
 function app.redlease_cycle()
   local g = assert(client:lock(cycle_name()):acquire { timeout = 5, lease = 30 })
   assert(g:release())
+  ngx.say("ok")
+end
+
+-- The bare format: the acquire and release scripts redlease runs (Redisson's format: a hash with
+-- the owner's count, the unlock latch, the publish), by EVALSHA through command(); one try, so
+-- only for the uncontended cycle. Its latches are left to expire (redlease deletes its own in
+-- batches): the same writes in Redis, one DEL fewer per few requests.
+local SCRIPTS = require "redlease.resty.scripts"
+local KEYS = require "redlease.resty.keys" -- (the same key, channel and latch names)
+local BARE_LEASE_MS, BARE_LATCH_MS = 30000, 10000
+local bare_owner -- this worker's UUID and ":"
+local bare_sha -- {acquire = sha, release = sha}, once loaded by this worker
+
+local function sha1_hex(text)
+  return (ngx.sha1_bin(text):gsub(".", function(c) return ("%02x"):format(c:byte()) end))
+end
+
+function app.bare_cycle()
+  if not bare_sha then
+    bare_sha, bare_owner = {}, require("redlease.resty.owner").uuid() .. ":"
+    for _, which in ipairs { "acquire", "release" } do
+      assert(command("SCRIPT", "LOAD", SCRIPTS[which]))
+      bare_sha[which] = sha1_hex(SCRIPTS[which])
+    end
+  end
+  local k = KEYS.of("lock", cycle_name())
+  serial = serial + 1
+  local owner = bare_owner .. serial -- (a field as long as redlease's: a UUID and a number)
+  assert(command("EVALSHA", bare_sha.acquire, 1, k.name, BARE_LEASE_MS, owner) == "$-1")
+  assert(command("EVALSHA", bare_sha.release, 3, k.name, k.channel, k.latch_prefix .. owner,
+    "0", BARE_LEASE_MS, owner, BARE_LATCH_MS, "publish") == ":1")
   ngx.say("ok")
 end
 

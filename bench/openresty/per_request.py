@@ -129,7 +129,7 @@ def instructions(server, n, keep=None):
             except OSError:
                 time.sleep(0.2)
         runs = 0
-        for path in ("/redlease", "/polling", "/redlease", "/polling"):
+        for path in ("/redlease", "/polling", "/bare", "/redlease", "/polling", "/bare"):
             sequential(ng.port, path, 300)  # warm: JIT, pools, caches
             subprocess.run(["callgrind_control", "-z", str(p.pid)], capture_output=True,
                            check=True)
@@ -172,14 +172,14 @@ def main():
             ng = Nginx(server.url, http_block=HTTP, server_block=LOCATIONS + PROFILE,
                        workers=workers, log_level="warn", lua_dir=HERE).start()
             try:
-                for path in ("/redlease", "/polling"):
+                for path in ("/redlease", "/polling", "/bare"):
                     wrk(ng.port, path, 1, a.connections)  # warm-up: pools, JIT
                 if a.profile and workers == 1:
                     for path in ("/redlease", "/polling"):
                         print(f"--- jit.p {a.mode} {path} (1 worker)")
                         print(profile(ng, path, a.seconds, a.connections, a.mode))
                 if a.commandstats:
-                    for path in ("/redlease", "/polling"):
+                    for path in ("/redlease", "/polling", "/bare"):
                         print(f"--- INFO commandstats {path} ({workers} worker(s))")
                         print("\n".join(commandstats(ng, server, path, a.seconds,
                                                      a.connections)), flush=True)
@@ -187,10 +187,12 @@ def main():
                 for _ in range(a.repeats):
                     r, rw, rr = measured(ng, server, "/redlease", a.seconds, a.connections)
                     p, pw, pr = measured(ng, server, "/polling", a.seconds, a.connections)
+                    b, bw, br = measured(ng, server, "/bare", a.seconds, a.connections)
                     ratios.append(r / p)
                     print(f"workers={workers} redlease={r:.0f}/s (worker {rw:.0f} µs, redis "
                           f"{rr:.0f} µs) polling={p:.0f}/s (worker {pw:.0f} µs, redis {pr:.0f} "
-                          f"µs) ratio={r / p:.3f}", flush=True)
+                          f"µs) bare format={b:.0f}/s (worker {bw:.0f} µs, redis {br:.0f} µs) "
+                          f"ratio={r / p:.3f} bare/polling={b / p:.3f}", flush=True)
                 print(f"workers={workers} ratios {' '.join(f'{x:.3f}' for x in ratios)}")
             finally:
                 ng.close()

@@ -1,6 +1,7 @@
 """The OpenResty rows of `make bench`: requests/s with wrk through nginx (1 and 2 workers) for
-an empty handler (the limit), one redlease lock cycle per request, and one cycle of a polling
-lock written the usual way (SET NX PX retried every 50 ms with ngx.sleep), each with the CPU
+an empty handler (the limit), one redlease lock cycle per request, one cycle of a polling
+lock written the usual way (SET NX PX retried every 50 ms with ngx.sleep), and one cycle of
+redlease's two scripts sent the polling lock's way (the bare format), each with the CPU
 time the nginx workers spent per request; and hand-off latency between two nginx requests,
 redlease (woken by pub/sub) against the polling lock. (bench/openresty/deployments.py: the same
 rows against Sentinel and Cluster.)
@@ -32,6 +33,7 @@ LOCATIONS = """
     location = /empty { content_by_lua_block { require("bench_app").empty() } }
     location = /redlease { content_by_lua_block { require("bench_app").redlease_cycle() } }
     location = /polling { content_by_lua_block { require("bench_app").polling_cycle() } }
+    location = /bare { content_by_lua_block { require("bench_app").bare_cycle() } }
     location = /handoff { content_by_lua_block { require("bench_app").handoff() } }
 """
 
@@ -102,10 +104,10 @@ def main():
         ng = Nginx(a.url, http_block=HTTP, server_block=LOCATIONS, workers=workers,
                    log_level="warn", lua_dir=HERE).start()
         try:
-            for path in ("/empty", "/redlease", "/polling"):
+            for path in ("/empty", "/redlease", "/polling", "/bare"):
                 wrk(ng.port, path, 1, a.connections)  # warm-up: pools, JIT
             for impl, path in (("empty", "/empty"), ("redlease", "/redlease"),
-                               ("polling", "/polling")):
+                               ("polling", "/polling"), ("bare", "/bare")):
                 rows.append({"kind": "rps", "impl": impl, "workers": workers,
                              "connections": a.connections, "seconds": seconds,
                              **measured(ng, path, seconds, a.connections)})

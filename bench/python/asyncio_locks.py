@@ -3,7 +3,8 @@
     asyncio_locks.py URL cycles IMPLS --bursts B --cycles N --seconds S
         One task, acquire (one try) + release, in B bursts per library taken in turn in one
         process; "redlease" is the blocking Python API in the same process (outside the loop),
-        the row the asyncio one is compared with.
+        the row the asyncio one is compared with. In the same bursts, the bare cycle made
+        blocking and on the loop ("floor": aio_floor.py), what asyncio itself costs a cycle.
     asyncio_locks.py URL waiting IMPL --tasks N --seconds S
         N tasks, each waiting on its own lock, held by another owner (written straight into
         Redis), in a fresh process: the CPU the process and the loop's thread use while they
@@ -21,7 +22,9 @@ import statistics
 import subprocess
 import sys
 import time
+import urllib.parse
 
+from aio_floor import Floor
 from aio_peers import AIO_IMPLS
 from peers import IMPLS, version_of
 
@@ -60,6 +63,10 @@ def cycles(url, names, bursts, n, seconds):
     loop = asyncio.new_event_loop()
     per = max(1, n // bursts)
     impls, rates = {}, {name: [] for name in names}
+    where = urllib.parse.urlsplit(url)
+    floor = Floor(where.hostname, where.port or 6379)  # the loop's own cost (aio_floor.py)
+    loop.run_until_complete(floor.start())
+    floor_rates = {"blocking": [], "asyncio": []}
     for name in names:
         if name in AIO_IMPLS:
             async def make(cls=AIO_IMPLS[name]):
@@ -74,12 +81,18 @@ def cycles(url, names, bursts, n, seconds):
             loop.run_until_complete(aio_burst(lock, 200, 1.0))
         else:
             sync_burst(lock, 200, 1.0)
+    floor.blocking_burst(200, 1.0)
+    loop.run_until_complete(floor.asyncio_burst(200, 1.0))
     for _ in range(bursts):
         for name, (_, lock) in impls.items():
             if name in AIO_IMPLS:
                 rates[name].append(loop.run_until_complete(aio_burst(lock, per, seconds / bursts)))
             else:
                 rates[name].append(sync_burst(lock, per, seconds / bursts))
+        floor_rates["blocking"].append(floor.blocking_burst(per, seconds / bursts))
+        floor_rates["asyncio"].append(
+            loop.run_until_complete(floor.asyncio_burst(per, seconds / bursts)))
+    floor.close()
     rows = []
     for name, (impl, _) in impls.items():
         cls = AIO_IMPLS.get(name) or IMPLS[name]
@@ -90,7 +103,9 @@ def cycles(url, names, bursts, n, seconds):
         else:
             impl.close()
     loop.close()
-    return {"measure": "aio-cycles", "rows": rows}
+    return {"measure": "aio-cycles", "rows": rows,
+            "floor": {k: {"cycles_per_s": statistics.median(v), "bursts_cycles_per_s": v}
+                      for k, v in floor_rates.items()}}
 
 
 # ---- many waiting tasks -------------------------------------------------------------------

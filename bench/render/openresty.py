@@ -39,13 +39,17 @@ def deployment_table(rps, deps):
 
 
 def goal_per_request(rps):
-    """Issue 30, goal 4: redlease's requests/s ≥ the polling lock's, 1 and 2 workers."""
+    """Issue 30, goal 4: redlease's requests/s ≥ the polling lock's, 1 and 2 workers; with the
+    bare format's ratio to the polling lock beside it, where it ran (the format's own cost)."""
     parts, ok = [], True
     for w in WORKERS:
         r, p = rps[("redlease", w)]["requests_per_s"], rps[("polling", w)]["requests_per_s"]
+        b = rps.get(("bare", w))
         ok = ok and r >= p
+        bare = (f"; the bare format {n0(b['requests_per_s'])}, "
+                f"{b['requests_per_s'] / p:.2f}" if b else "")
         parts.append(f"{w} worker{'s' if w > 1 else ''}: {n0(r)} against {n0(p)} req/s, "
-                     f"{r / p:.2f}")
+                     f"{r / p:.2f}{bare}")
     return verdict(ok), "; ".join(parts)
 
 
@@ -66,9 +70,12 @@ def render(R):
     rows = []
     for w in WORKERS:
         e, r, p = rps[("empty", w)], rps[("redlease", w)], rps[("polling", w)]
+        b = rps.get(("bare", w))  # (runs before the bare row's step have none)
         rows.append([w, f"{e['requests_per_s']:,.0f}", f"{r['requests_per_s']:,.0f}",
                      f"{r['requests_per_s'] / e['requests_per_s']:.2f}",
-                     f"{p['requests_per_s']:,.0f}"])
+                     f"{p['requests_per_s']:,.0f}",
+                     f"{b['requests_per_s']:,.0f} ({cpu(b)} µs)" if b else "–",
+                     f"{r['requests_per_s'] / b['requests_per_s']:.2f}" if b else "–"])
     ho = {r["impl"]: r["latencies_ms"] for r in d["rows"] if r["kind"] == "handoff"}
     ho_rows = [[name, f"{statistics.median(lat):.2f}", f"{pct(lat, 0.9):.2f}", f"{max(lat):.2f}"]
                for name, lat in (("redlease (pub/sub wake-up)", ho["redlease"]),
@@ -81,7 +88,9 @@ def render(R):
         "openresty_seconds": first["seconds"],
         "openresty_poll_ms": f"{d['poll_step_s'] * 1000:.0f}",
         "openresty_rps_table": table(["workers", "empty handler (limit), req/s", "redlease, req/s",
-                                      "share of the limit", "polling lock, req/s"], rows),
+                                      "share of the limit", "polling lock, req/s",
+                                      "bare format, req/s (worker CPU)",
+                                      "redlease / bare format"], rows),
         "openresty_rounds": len(ho["redlease"]),
         "openresty_handoff_table": table(["lock", "p50 ms", "p90 ms", "max ms"], ho_rows),
         "openresty_share": f"{share:.2f}",
