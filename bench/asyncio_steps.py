@@ -11,9 +11,10 @@ def asyncio_locks(h):
     full = p["handoffs"] >= 100
     peers = [name for name in AIO_PEERS if aio_available(name)]
     script = "asyncio_locks.py"
+    # (bursts four times as many as measure 1's, as short: more pairs for the per-burst ratios)
     h.run("aio-cycles", "aio-cycles",
           h.py(script, "cycles", ",".join(["redlease", "redlease-asyncio"] + peers), "--bursts",
-               p["cycle_bursts"], "--cycles", p["cycles"], "--seconds", p["cycle_seconds"]))
+               4 * p["cycle_bursts"], "--cycles", p["cycles"], "--seconds", p["cycle_seconds"]))
     for name in ["redlease-asyncio"] + [n for n in peers if n == "redis-py-asyncio"]:
         h.run(f"aio-waiting-{name}", "aio-waiting",
               h.py(script, "waiting", name, "--tasks",

@@ -3,7 +3,9 @@
     asyncio_locks.py URL cycles IMPLS --bursts B --cycles N --seconds S
         One task, acquire (one try) + release, in B bursts per library taken in turn in one
         process; "redlease" is the blocking Python API in the same process (outside the loop),
-        the row the asyncio one is compared with. In the same bursts, the bare cycle made
+        the row the asyncio one is compared with: each asyncio burst against the blocking burst
+        just before it, the median of those ratios (of_blocking), so that a slow moment of the
+        machine weighs on both sides of a pair. In the same bursts, the bare cycle made
         blocking and on the loop ("floor": aio_floor.py), what asyncio itself costs a cycle.
     asyncio_locks.py URL waiting IMPL --tasks N --seconds S
         N tasks, each waiting on its own lock, held by another owner (written straight into
@@ -96,16 +98,24 @@ def cycles(url, names, bursts, n, seconds):
     rows = []
     for name, (impl, _) in impls.items():
         cls = AIO_IMPLS.get(name) or IMPLS[name]
+        extra = {}
+        if name in AIO_IMPLS and "redlease" in rates:  # each burst against the blocking one
+            pairs = [a / b for a, b in zip(rates[name], rates["redlease"], strict=True)]
+            extra = {"of_blocking": statistics.median(pairs), "bursts_of_blocking": pairs}
         rows.append(row(cls, cycles_per_s=statistics.median(rates[name]),
-                        bursts_cycles_per_s=rates[name]))
+                        bursts_cycles_per_s=rates[name], **extra))
         if name in AIO_IMPLS:
             loop.run_until_complete(impl.close())
         else:
             impl.close()
     loop.close()
+    floor_pairs = [a / b for a, b in zip(floor_rates["asyncio"], floor_rates["blocking"],
+                                          strict=True)]
     return {"measure": "aio-cycles", "rows": rows,
-            "floor": {k: {"cycles_per_s": statistics.median(v), "bursts_cycles_per_s": v}
-                      for k, v in floor_rates.items()}}
+            "floor": {**{k: {"cycles_per_s": statistics.median(v), "bursts_cycles_per_s": v}
+                         for k, v in floor_rates.items()},
+                      "of_blocking": statistics.median(floor_pairs),
+                      "bursts_of_blocking": floor_pairs}}
 
 
 # ---- many waiting tasks -------------------------------------------------------------------
