@@ -29,7 +29,7 @@ def render(R):
     goals = []
     if sync and aio:
         ratio = aio.get("of_blocking", aio["cycles_per_s"] / sync["cycles_per_s"])
-        goals.append(["one task's cycles ≥ 0.8 of the blocking Python row", f"{ratio:.2f}",
+        goals.append(["one task's cycles ≥ 0.8 of the blocking Python row", f"{ratio:.3f}",
                       verdict(ratio >= 0.8)])
     waiting = R.row("aio-waiting", "redlease-asyncio")
     if waiting:

@@ -27,7 +27,7 @@ def goal_asyncio(R):
                       f"{b:,.0f}); redlease.asyncio against that bare asyncio cycle: "
                       f"{aio['cycles_per_s'] / a:.2f}")
     return ("T1", f"(1) asyncio: one task's cycles ≥ {AIO_GOAL} of the blocking Python row",
-            f"{ratio:.2f} (medians {aio['cycles_per_s']:,.0f} against {sync['cycles_per_s']:,.0f} "
+            f"{ratio:.3f} (medians {aio['cycles_per_s']:,.0f} against {sync['cycles_per_s']:,.0f} "
             f"cycles/s in one process: {extra_us:.0f} µs more per cycle){floor_text}",
             verdict(ratio >= AIO_GOAL))
 
