@@ -735,7 +735,8 @@ void rl_scan_page_free(rl_scan_page *page);
 
 /* Waits until `name` changes (a keyspace notification) or until timeout_ms passed. *notified:
  * 1 when the server sends keyspace events for it (notify-keyspace-events allows them); 0 when
- * it does not, and the call just slept (the caller polls). RL_OK either way. */
+ * it does not, and the call just slept (the caller polls). RL_OK either way. timeout_ms 0: only
+ * answers *notified, subscribing to nothing. */
 rl_status rl_watch_wait(rl_client *client, const void *name, size_t name_len, int64_t timeout_ms,
                         rl_wait_hook hook, void *hook_userdata, int *notified, rl_error *err);
 

@@ -50,7 +50,11 @@ rl_status rl_watch_wait(rl_client *c, const void *name, size_t name_len, int64_t
         return rl_fail(err, RL_ERR_ARGUMENT, "timeout must be from 0 to 2^40 ms");
     rl_status st = rl_client_enter(c, err);
     if (st != RL_OK) return st;
-    if (!notifications_on(c)) {
+    int on = notifications_on(c);
+    if (timeout_ms == 0) { /* only the question: a subscription made and left at once would
+                            * leave its confirmations to wake the caller's next wait */
+        if (notified) *notified = on;
+    } else if (!on) {
         st = sleep_for(timeout_ms, hook, hook_userdata, err);
     } else {
         char head[48];

@@ -128,7 +128,7 @@ PyObject *rlpy_client_watch_wait(PyObject *client, PyObject *args) {
     Py_ssize_t len;
     int64_t ms;
     if (!core || rlpy_name_bytes(name, &bytes, &len) < 0 ||
-        rlpy_positive_ms(timeout, "timeout", &ms) < 0)
+        rlpy_nonnegative_ms(timeout, "timeout", &ms) < 0)
         return NULL;
     rlpy_wait w;
     if (rlpy_wait_start(&w, ms) < 0) return NULL;

@@ -299,7 +299,8 @@ class Client:
 
     def watch_wait(self, name: Union[str, bytes], timeout: float) -> bool:
         """Sleeps until the key changes (keyspace notifications) or ``timeout`` seconds; answers
-        whether the server sends notifications (False: it only slept, poll)."""
+        whether the server sends notifications (False: it only slept, poll). ``timeout`` 0:
+        only answers, subscribing to nothing."""
         return self._core.watch_wait(name, timeout)
 
     def close(self) -> None:

@@ -238,6 +238,7 @@ def test_watch_polls_or_follows_keyspace_notifications(client, server, raw):
     views = [json.loads(line) for line in polled.stdout.splitlines()]
     assert len(views) == 2 and "polling every 0.5 s" in views[0]["refresh"]
     raw("CONFIG", "SET", "notify-keyspace-events", "KA")
+    raw("CONFIG", "RESETSTAT")
     env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
     proc = subprocess.Popen([sys.executable, "-m", "redlease", "watch", "w", "--count", "2",
                              "--json", "--url", server.url], stdout=subprocess.PIPE, text=True,
@@ -245,7 +246,13 @@ def test_watch_polls_or_follows_keyspace_notifications(client, server, raw):
     try:
         first = json.loads(proc.stdout.readline())
         assert first["kind"] == "none" and first["refresh"] == "keyspace notifications"
-        time.sleep(0.3)
+        # Its wait is subscribed (the change below must not come before it) with one SUBSCRIBE:
+        # asking whether notifications are on subscribed to nothing (a subscription made and
+        # left for that once woke the wait with its confirmations: a redraw with no change).
+        channel = "__keyspace@0__:w"
+        assert wait_for(lambda: raw("PUBSUB", "NUMSUB", channel)[1] == 1, timeout=10)
+        stats = raw("INFO", "commandstats").decode()
+        assert "cmdstat_subscribe:calls=1," in stats and "cmdstat_unsubscribe" not in stats
         start = time.monotonic()
         assert client.lock("w", lease=10).acquire()
         second = json.loads(proc.stdout.readline())

@@ -29,7 +29,7 @@ def inspect(client: Client, name: str, as_json: bool, out: TextIO) -> int:
 
 def watch(client: Client, name: str, as_json: bool, count: int, out: TextIO) -> int:
     """Redraws on every change the server notifies, or every 0.5 s when it does not."""
-    notified = client.watch_wait(name, 0.001)
+    notified = client.watch_wait(name, 0)  # (only asks: no subscription made and left)
     how = ("keyspace notifications" if notified
            else f"polling every {POLL_SECONDS} s (keyspace notifications are off)")
     shown = 0
