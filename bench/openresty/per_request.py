@@ -4,7 +4,8 @@ both alike. With --profile, LuaJIT's sampling profiler (jit.p) runs in the worke
 wrk run of each and its report is printed.
 
     python bench/openresty/per_request.py [--seconds 3] [--repeats 3] [--profile]
-                                          [--commandstats] [--instructions N [--keep DIR]]
+                                          [--commandstats] [--mux]
+                                          [--instructions N [--keep DIR]]
 
 Prints the pairs and their ratios (redlease / polling), per number of workers, and the CPU time
 each request cost the nginx workers and redis-server (from /proc: what other processes take from
@@ -41,6 +42,14 @@ from nginx import Nginx  # noqa: E402
 
 from redlease.testing import RedisServer  # noqa: E402
 from run import HTTP, LOCATIONS, cpu_seconds, wrk  # noqa: E402
+
+# --mux: the bare format on one pipelined connection per worker (bench_mux.lua, an experiment)
+MUX_HTTP = HTTP.replace('require("bench_app").init("{redis}")',
+                        'require("bench_app").init("{redis}") require("bench_mux").init("{redis}")')
+MUX = """
+    location = /mux { content_by_lua_block {
+      require("bench_mux").cycle("rps:" .. ngx.var.connection) } }
+"""
 
 PROFILE = """
     location = /prof_start { content_by_lua_block {
@@ -162,6 +171,8 @@ def main():
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--mode", default="Fi1")
     ap.add_argument("--commandstats", action="store_true")
+    ap.add_argument("--mux", action="store_true",
+                    help="also the bare format multiplexed per worker (bench_mux.lua)")
     ap.add_argument("--instructions", type=int, default=0, metavar="N")
     ap.add_argument("--keep", metavar="DIR", help="with --instructions: keep the callgrind dumps")
     a = ap.parse_args()
@@ -169,10 +180,11 @@ def main():
         if a.instructions:
             return instructions(server, a.instructions, a.keep)
         for workers in (1, 2):
-            ng = Nginx(server.url, http_block=HTTP, server_block=LOCATIONS + PROFILE,
+            ng = Nginx(server.url, http_block=MUX_HTTP if a.mux else HTTP,
+                       server_block=LOCATIONS + PROFILE + (MUX if a.mux else ""),
                        workers=workers, log_level="warn", lua_dir=HERE).start()
             try:
-                for path in ("/redlease", "/polling", "/bare"):
+                for path in ("/redlease", "/polling", "/bare") + (("/mux",) if a.mux else ()):
                     wrk(ng.port, path, 1, a.connections)  # warm-up: pools, JIT
                 if a.profile and workers == 1:
                     for path in ("/redlease", "/polling"):
@@ -189,6 +201,11 @@ def main():
                     p, pw, pr = measured(ng, server, "/polling", a.seconds, a.connections)
                     b, bw, br = measured(ng, server, "/bare", a.seconds, a.connections)
                     ratios.append(r / p)
+                    if a.mux:
+                        m, mw, mr = measured(ng, server, "/mux", a.seconds, a.connections)
+                        print(f"workers={workers} multiplexed bare format={m:.0f}/s (worker "
+                              f"{mw:.0f} µs, redis {mr:.0f} µs) mux/polling={m / p:.3f}",
+                              flush=True)
                     print(f"workers={workers} redlease={r:.0f}/s (worker {rw:.0f} µs, redis "
                           f"{rr:.0f} µs) polling={p:.0f}/s (worker {pw:.0f} µs, redis {pr:.0f} "
                           f"µs) bare format={b:.0f}/s (worker {bw:.0f} µs, redis {br:.0f} µs) "
