@@ -12,14 +12,9 @@ local url, queue, wake, started = nil, {}, semaphore.new(), false
 local LEASE_MS, LATCH_MS = 30000, 10000
 local sha, owner_prefix, serial = {}, nil, 0
 
-local function encode(args)
-  local parts = { "*" .. #args .. "\r\n" }
-  for _, a in ipairs(args) do
-    a = tostring(a)
-    parts[#parts + 1] = "$" .. #a .. "\r\n" .. a .. "\r\n"
-  end
-  return table.concat(parts)
-end
+local resp = require "redlease.resty.resp"
+
+local function encode(args) return table.concat(resp.encode({}, args)) end
 
 local function sha1_hex(text)
   return (ngx.sha1_bin(text):gsub(".", function(c) return ("%02x"):format(c:byte()) end))
