@@ -7,7 +7,10 @@ wrk run of each and its report is printed.
                                           [--commandstats] [--mux]
                                           [--instructions N [--keep DIR]]
 
-Prints the pairs and their ratios (redlease / polling), per number of workers, and the CPU time
+Each repeat also runs the bare format (bench_app.lua: redlease's two scripts sent the polling
+lock's way, no client around them) and, with --mux, the bare format on one pipelined connection
+per worker (bench_mux.lua, an experiment). Prints the pairs and their ratios (redlease / polling,
+bare format / polling), per number of workers, and the CPU time
 each request cost the nginx workers and redis-server (from /proc: what other processes take from
 the machine does not count in it). With --commandstats, one wrk run of each with Redis's INFO
 commandstats around it: which commands each request made Redis run, and the µs of execution
@@ -201,15 +204,15 @@ def main():
                     p, pw, pr = measured(ng, server, "/polling", a.seconds, a.connections)
                     b, bw, br = measured(ng, server, "/bare", a.seconds, a.connections)
                     ratios.append(r / p)
+                    print(f"workers={workers} redlease={r:.0f}/s (worker {rw:.0f} µs, redis "
+                          f"{rr:.0f} µs) polling={p:.0f}/s (worker {pw:.0f} µs, redis {pr:.0f} "
+                          f"µs) bare format={b:.0f}/s (worker {bw:.0f} µs, redis {br:.0f} µs) "
+                          f"ratio={r / p:.3f} bare/polling={b / p:.3f}", flush=True)
                     if a.mux:
                         m, mw, mr = measured(ng, server, "/mux", a.seconds, a.connections)
                         print(f"workers={workers} multiplexed bare format={m:.0f}/s (worker "
                               f"{mw:.0f} µs, redis {mr:.0f} µs) mux/polling={m / p:.3f}",
                               flush=True)
-                    print(f"workers={workers} redlease={r:.0f}/s (worker {rw:.0f} µs, redis "
-                          f"{rr:.0f} µs) polling={p:.0f}/s (worker {pw:.0f} µs, redis {pr:.0f} "
-                          f"µs) bare format={b:.0f}/s (worker {bw:.0f} µs, redis {br:.0f} µs) "
-                          f"ratio={r / p:.3f} bare/polling={b / p:.3f}", flush=True)
                 print(f"workers={workers} ratios {' '.join(f'{x:.3f}' for x in ratios)}")
             finally:
                 ng.close()
