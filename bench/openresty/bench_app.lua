@@ -89,17 +89,20 @@ local BARE_LEASE_MS, BARE_LATCH_MS = 30000, 10000
 local bare_owner -- this worker's UUID and ":"
 local bare_sha -- {acquire = sha, release = sha}, once loaded by this worker
 
-local function sha1_hex(text)
+-- A script's SHA1, as EVALSHA names it (also bench_mux.lua's).
+function app.sha1_hex(text)
   return (ngx.sha1_bin(text):gsub(".", function(c) return ("%02x"):format(c:byte()) end))
 end
 
 function app.bare_cycle()
-  if not bare_sha then
-    bare_sha, bare_owner = {}, require("redlease.resty.owner").uuid() .. ":"
+  if not bare_sha then -- (requests that start meanwhile load them too: SCRIPT LOAD is idempotent)
+    local shas = {}
     for _, which in ipairs { "acquire", "release" } do
       assert(command("SCRIPT", "LOAD", SCRIPTS[which]))
-      bare_sha[which] = sha1_hex(SCRIPTS[which])
+      shas[which] = app.sha1_hex(SCRIPTS[which])
     end
+    bare_owner = bare_owner or require("redlease.resty.owner").uuid() .. ":"
+    bare_sha = shas
   end
   local k = KEYS.of("lock", cycle_name())
   serial = serial + 1

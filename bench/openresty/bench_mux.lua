@@ -16,9 +16,7 @@ local resp = require "redlease.resty.resp"
 
 local function encode(args) return table.concat(resp.encode({}, args)) end
 
-local function sha1_hex(text)
-  return (ngx.sha1_bin(text):gsub(".", function(c) return ("%02x"):format(c:byte()) end))
-end
+local sha1_hex = require("bench_app").sha1_hex
 
 -- The timer: one connection; each turn sends every queued command at once, then reads as many
 -- one-line replies (all the bare format's replies are one line) and wakes each request.
