@@ -68,6 +68,7 @@ build = {
       ["redlease.resty.multilock"] = "luarocks/redlease/resty/multilock.lua",
       ["redlease.resty.owner"] = "luarocks/redlease/resty/owner.lua",
       ["redlease.resty.phase"] = "luarocks/redlease/resty/phase.lua",
+      ["redlease.resty.pipe"] = "luarocks/redlease/resty/pipe.lua",
       ["redlease.resty.resp"] = "luarocks/redlease/resty/resp.lua",
       ["redlease.resty.runner"] = "luarocks/redlease/resty/runner.lua",
       ["redlease.resty.scripts"] = "luarocks/redlease/resty/scripts.lua",

@@ -5,6 +5,8 @@ local args = require "redlease.args"
 local conn = require "redlease.resty.conn"
 local owner = require "redlease.resty.owner"
 local phase = require "redlease.resty.phase"
+local pipe = require "redlease.resty.pipe"
+local encode = require("redlease.resty.resp").encode
 local calls = require "redlease.resty.calls"
 local cluster = require "redlease.resty.cluster"
 local Handovers = require "redlease.resty.wake_grace"
@@ -48,6 +50,7 @@ function Client.new(ep, o)
     holds = {},
     latches = {},
     takebacks = {}, -- hold key -> a hold being taken back (takeback.lua)
+    pipe = false, -- the worker's shared connection (pipe.lua)
     wd = {},
     counters = { renew_rounds = 0, renew_round_trips = 0, renew_calls = 0, renewed_holds = 0,
       last_round_holds = 0, master_changes = 0 },
@@ -84,6 +87,7 @@ local function identity(self, p)
     self.latches = {}
     self.takebacks = {}
     self.takeback_running = false
+    self.pipe = false -- (pipe.lua: the worker's shared connection, made on first call)
     self.wd = {}
     self.sub = Sub.of(self)
     self.handovers = Handovers.new()
@@ -132,9 +136,12 @@ local function flush_latches(premature, self)
   local del = self:take_latches()
   if not del or premature and self.shut then return end
   if self.cluster then return self.cluster:delete(del) end
+  -- (the answer, a count, tells nothing; failed, the latches expire by their TTL)
+  local p = pipe.of(self)
+  if p then return p:exchange(encode({}, del), 1) end
   local c = conn.open(self)
-  if not c then return end -- the latches expire by their TTL
-  local ok = c:raw_exchange(require("redlease.resty.resp").encode({}, del), 1)
+  if not c then return end
+  local ok = c:raw_exchange(encode({}, del), 1)
   if ok then c:done() end
 end
 
@@ -230,6 +237,7 @@ end
 -- their lease.
 function Client:close()
   self.shut = true
+  if self.pipe then self.pipe.wake:post(1) end
   if self.sub then self.sub.wake:post(1) end
   if self.resolver then self.resolver:stop() end
 end
@@ -245,6 +253,7 @@ function Client:stats()
   s.watched = n
   s.subscriptions = self.sub.subscriptions
   s.watchdog_running = self.wd.started == true
+  s.shared_connection = self.pipe and self.pipe.running or false -- (pipe.lua)
   return s
 end
 

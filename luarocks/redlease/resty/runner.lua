@@ -3,6 +3,7 @@
 -- both. A NOSCRIPT answer (a restarted or flushed server) loads every script in one round trip
 -- and runs the calls again: a call answered NOSCRIPT did not run, so that is safe for any script.
 local conn = require "redlease.resty.conn"
+local pipe = require "redlease.resty.pipe"
 local resp = require "redlease.resty.resp"
 local texts = require "redlease.resty.scripts"
 local url = require "redlease.resty.url"
@@ -120,10 +121,50 @@ function runner.run(client, calls, idempotent, timeout_ms)
   return run_encoded(client, parts, #calls, idempotent, timeout_ms)
 end
 
+local function noscript_in(replies, n)
+  local missing = n == 1 and is_noscript(replies[1])
+  if n > 1 then
+    for i = 1, n do missing = missing or is_noscript(replies[i]) end
+  end
+  return missing
+end
+
+-- run_encoded over the worker's shared connection (pipe.lua): the same tries and answers.
+local function run_piped(client, p, parts, n, idempotent, timeout_ms)
+  local trips, err, unanswered = 0, "connection: no time left for the call", false
+  local deadline = timeout_ms and ngx.now() * 1000 + timeout_ms
+  for _ = 1, idempotent and 2 or 1 do
+    local left
+    if deadline then
+      ngx.update_time()
+      left = deadline - ngx.now() * 1000
+      if left < 1 then break end
+    end
+    local replies, sent
+    replies, err, sent = p:exchange(parts, n, left)
+    trips = trips + 1
+    if replies and noscript_in(replies, n) then
+      local ok, lerr = load_all(p)
+      if not ok then return nil, lerr, trips + 1 end
+      replies, err, sent = p:exchange(parts, n, left)
+      trips = trips + 2
+    end
+    if replies then
+      client.answered_by = 0 -- (one server: see below)
+      return checked(replies, n, trips)
+    end
+    unanswered = unanswered or sent
+  end
+  return nil, err, trips, unanswered
+end
+
 -- As runner.run, for calls already encoded as EVALSHA (`parts`: the bytes encode_call makes of
 -- n calls, one string or a list of pieces), on a client that is no cluster: a lock's own calls
 -- build their bytes from pieces made once per lock (calls.lua).
+-- On one server, the calls go over the worker's shared connection.
 function run_encoded(client, parts, n, idempotent, timeout_ms)
+  local p = pipe.of(client)
+  if p then return run_piped(client, p, parts, n, idempotent, timeout_ms) end
   local trips, err, unanswered = 0, "connection: no time left for the call", false
   local deadline = timeout_ms and ngx.now() * 1000 + timeout_ms
   local tries, try, readonly = idempotent and 2 or 1, 0, false
@@ -140,19 +181,13 @@ function run_encoded(client, parts, n, idempotent, timeout_ms)
     if not c then return nil, err, trips, unanswered end
     local replies
     replies, err = c:exchange(parts, n)
-    if replies then
-      local missing = n == 1 and is_noscript(replies[1])
-      if n > 1 then
-        for i = 1, n do missing = missing or is_noscript(replies[i]) end
+    if replies and noscript_in(replies, n) then
+      local ok, lerr = load_all(c)
+      if not ok then
+        c.sock:close()
+        return nil, lerr, trips + c.exchanges
       end
-      if missing then
-        local ok, lerr = load_all(c)
-        if not ok then
-          c.sock:close()
-          return nil, lerr, trips + c.exchanges
-        end
-        replies, err = c:exchange(parts, n)
-      end
+      replies, err = c:exchange(parts, n)
     end
     trips = trips + c.exchanges
     unanswered = unanswered or not replies
@@ -193,14 +228,19 @@ function runner.command(client, args)
   end
   local parts = encode({}, args)
   local err
+  local p = pipe.of(client)
   for _ = 1, 2 do
-    local c
-    c, err = conn.open(client)
-    if not c then return nil, err end
     local replies
-    replies, err = c:exchange(parts, 1)
+    if p then
+      replies, err = p:exchange(parts, 1)
+    else
+      local c
+      c, err = conn.open(client)
+      if not c then return nil, err end
+      replies, err = c:exchange(parts, 1)
+      if replies then c:done() end
+    end
     if replies then
-      c:done()
       local e = is_error(replies[1])
       if e then return nil, ("server: %s refused: %s"):format(args[1], e) end
       return replies[1]
