@@ -50,14 +50,16 @@ SIZES = {
                  wd_big_periods=2, wait_threads=10000, aio_wait_tasks=100000,
                  gil_seconds=2.0, gil_waiters=[1, 8, 32],
                  mem_objects=100000, mem_cycles=1000000, mem_threads=4,
-                 openresty_seconds=5, openresty_handoffs=100, cluster_holds=100000),
+                 openresty_seconds=5, openresty_handoffs=100, openresty_rounds=3,
+                 cluster_holds=100000),
     "smoke": dict(cycles=400, cycle_bursts=2, cycle_seconds=1.0,
                   c_handoffs=20, parallel_threads=16, parallel_seconds=0.3, rb_requests=2000,
                   handoffs=10, contended_seconds=0.3, contended_workers=[2, 8],
                   contended_procs=4, wd_timeout_ms=300, wd_periods=3, wd_sizes=[100, 1000],
                   wd_big=None, wait_threads=100, aio_wait_tasks=200,
                   gil_seconds=0.2, gil_waiters=[1, 8], mem_objects=2000, mem_cycles=4000,
-                  mem_threads=4, openresty_seconds=1, openresty_handoffs=5, cluster_holds=1000),
+                  mem_threads=4, openresty_seconds=1, openresty_handoffs=5, openresty_rounds=1,
+                  cluster_holds=1000),
 }
 LUA_INTERPRETERS = ["lua5.4", "luajit"]
 STEP_TIMEOUT = 600
@@ -262,7 +264,8 @@ class Harness:
         # 7: OpenResty (bench/openresty): requests/s with wrk, hand-off in nginx
         self.run("openresty", "openresty",
                  [sys.executable, os.path.join(HERE, "openresty", "run.py"), self.url,
-                  "--seconds", p["openresty_seconds"], "--handoffs", p["openresty_handoffs"]])
+                  "--seconds", p["openresty_seconds"], "--handoffs", p["openresty_handoffs"],
+                  "--rounds", p["openresty_rounds"]])
         # 7, deployments: the per-request rows against Sentinel and a 3-master Cluster, which the
         # step starts itself (the smoke run skips their warm-up: its time)
         self.run("openresty-deployments", "openresty-deployments",

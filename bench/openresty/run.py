@@ -4,9 +4,12 @@ lock written the usual way (SET NX PX retried every 50 ms with ngx.sleep), and o
 redlease's two scripts sent the polling lock's way (the bare format), each with the CPU
 time the nginx workers spent per request; and hand-off latency between two nginx requests,
 redlease (woken by pub/sub) against the polling lock. (bench/openresty/deployments.py: the same
-rows against Sentinel and Cluster.)
+rows against Sentinel and Cluster.) The three locks are measured in --rounds alternated rounds:
+a row keeps the median and each round's requests/s, so that redlease and the polling lock can be
+compared round by round (a slow moment of the machine weighs on both of a round's runs).
 
     python bench/openresty/run.py REDIS_URL [--seconds 5] [--connections 32] [--handoffs 50]
+        [--rounds 3]
 
 Prints one JSON object: {"measure": "openresty", "rows": [...]}."""
 
@@ -15,6 +18,7 @@ import json
 import os
 import random
 import re
+import statistics
 import subprocess
 import sys
 import threading
@@ -36,6 +40,10 @@ LOCATIONS = """
     location = /bare { content_by_lua_block { require("bench_app").bare_cycle() } }
     location = /handoff { content_by_lua_block { require("bench_app").handoff() } }
 """
+
+
+# the locks measured in each round, in this order
+LOCKS = (("redlease", "/redlease"), ("polling", "/polling"), ("bare", "/bare"))
 
 
 def wrk(port, path, seconds, connections):
@@ -97,6 +105,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--connections", type=int, default=32)
     ap.add_argument("--handoffs", type=int, default=50)
+    ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()
     seconds = max(1, int(round(a.seconds)))
     rows = []
@@ -106,11 +115,20 @@ def main():
         try:
             for path in ("/empty", "/redlease", "/polling", "/bare"):
                 wrk(ng.port, path, 1, a.connections)  # warm-up: pools, JIT
-            for impl, path in (("empty", "/empty"), ("redlease", "/redlease"),
-                               ("polling", "/polling"), ("bare", "/bare")):
+            rows.append({"kind": "rps", "impl": "empty", "workers": workers,
+                         "connections": a.connections, "seconds": seconds,
+                         **measured(ng, "/empty", seconds, a.connections)})
+            rounds = {impl: [] for impl, _ in LOCKS}
+            for _ in range(a.rounds):
+                for impl, path in LOCKS:
+                    rounds[impl].append(measured(ng, path, seconds, a.connections))
+            for impl, runs in rounds.items():
                 rows.append({"kind": "rps", "impl": impl, "workers": workers,
                              "connections": a.connections, "seconds": seconds,
-                             **measured(ng, path, seconds, a.connections)})
+                             "requests_per_s": statistics.median(
+                                 r["requests_per_s"] for r in runs),
+                             "worker_cpu_us": statistics.median(r["worker_cpu_us"] for r in runs),
+                             "rounds_requests_per_s": [r["requests_per_s"] for r in runs]})
             if workers == 1:
                 for impl in ("redlease", "polling"):
                     rows.append({"kind": "handoff", "impl": impl, "workers": 1,
