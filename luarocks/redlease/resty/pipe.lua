@@ -137,6 +137,15 @@ local function read_replies(p, c)
       if e.bytes then finish(e, DONE) end
     end
   end
+end
+
+local function reader(p, c)
+  local ok, err = pcall(read_replies, p, c)
+  if not ok then
+    ngx.log(ngx.ERR, "redlease: reading the answers of the worker's shared connection failed: ",
+      err)
+    p.broken = "failed"
+  end
   p.wake:post(1)
 end
 
@@ -165,7 +174,7 @@ local function connect(p)
     (IDLE_S + 2 * WAKE_S) * 1000 + client.command_ms)
   c.timeout_ms = nil -- (not the one conn.open set)
   p.c = c
-  p.reader = ngx.thread.spawn(read_replies, p, c)
+  p.reader = ngx.thread.spawn(reader, p, c)
   return true
 end
 
