@@ -250,7 +250,7 @@ local function serve(premature, p)
   local c = p.c
   p.c = false
   if c then
-    if idle(p) then c:done() else c.sock:close() end
+    if idle(p) and not p.broken then c:done() else c.sock:close() end
   end
   if not idle(p) then give_up(p, "the pipe ended") end
   for i = 1, p.nq do

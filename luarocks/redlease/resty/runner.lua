@@ -129,17 +129,21 @@ local function noscript_in(replies, n)
   return missing
 end
 
+-- The ms left before deadline (ms; nil: none) -> ms | nil (no deadline) | false (none left).
+local function ms_left(deadline)
+  if not deadline then return nil end
+  ngx.update_time()
+  local left = deadline - ngx.now() * 1000
+  return left >= 1 and left
+end
+
 -- run_encoded over the worker's shared connection (pipe.lua): the same tries and answers.
 local function run_piped(client, p, parts, n, idempotent, timeout_ms)
   local trips, err, unanswered = 0, "connection: no time left for the call", false
   local deadline = timeout_ms and ngx.now() * 1000 + timeout_ms
   for _ = 1, idempotent and 2 or 1 do
-    local left
-    if deadline then
-      ngx.update_time()
-      left = deadline - ngx.now() * 1000
-      if left < 1 then break end
-    end
+    local left = ms_left(deadline)
+    if left == false then break end
     local replies, sent
     replies, err, sent = p:exchange(parts, n, left)
     trips = trips + 1
@@ -170,12 +174,8 @@ function run_encoded(client, parts, n, idempotent, timeout_ms)
   local tries, try, readonly = idempotent and 2 or 1, 0, false
   while try < tries do
     try = try + 1
-    local left
-    if deadline then
-      ngx.update_time()
-      left = deadline - ngx.now() * 1000
-      if left < 1 then break end
-    end
+    local left = ms_left(deadline)
+    if left == false then break end
     local c
     c, err = conn.open(client, left)
     if not c then return nil, err, trips, unanswered end
