@@ -42,7 +42,8 @@ def test_a_worker_s_requests_share_one_connection(server, raw, make_nginx):
     answers = hammer(ng, "/cycle?name=shared", 400, 16)
     assert len(answers) == 400 and all(a["ok"] == "true" for a in answers), answers[:3]
     made = connections_received(raw) - before
-    # the shared one was open already; a latch DEL flushed by its timer may open one more
+    # the shared one was open already, and every call (latch flushes included) goes over it;
+    # one more is tolerated for a connection Redis might drop meanwhile
     assert made <= 1, made
     clients = [c for c in raw("CLIENT", "LIST").decode().splitlines() if "name=redlease:" in c]
     assert len(clients) <= 2, clients
