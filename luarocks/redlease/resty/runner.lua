@@ -150,6 +150,8 @@ local function run_piped(client, p, parts, n, idempotent, timeout_ms)
     if replies and noscript_in(replies, n) then
       local ok, lerr = load_all(p)
       if not ok then return nil, lerr, trips + 1 end
+      left = ms_left(deadline) -- (the load took some of it)
+      if left == false then return nil, "connection: no time left for the call", trips + 1 end
       replies, err, sent = p:exchange(parts, n, left)
       trips = trips + 2
     end
