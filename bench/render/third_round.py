@@ -22,8 +22,8 @@ def goal_asyncio(R):
     floor_text = ""
     if floor:
         b, a = floor["blocking"]["cycles_per_s"], floor["asyncio"]["cycles_per_s"]
-        floor_text = (f"; the loop's floor, the bare cycle on an asyncio Protocol against the same "
-                      f"cycle blocking: {floor.get('of_blocking', a / b):.2f} ({a:,.0f} against "
+        floor_text = (f"; a bare cycle on an asyncio Protocol against the same cycle blocking "
+                      f"(a client making its round trips on the loop): {floor.get('of_blocking', a / b):.2f} ({a:,.0f} against "
                       f"{b:,.0f}); redlease.asyncio against that bare asyncio cycle: "
                       f"{aio['cycles_per_s'] / a:.2f}")
     return ("T1", f"(1) asyncio: one task's cycles ≥ {AIO_GOAL} of the blocking Python row",

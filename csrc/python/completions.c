@@ -4,6 +4,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
+#include <poll.h>
 #include <unistd.h>
 #ifdef __linux__
 #include <sys/eventfd.h>
@@ -184,6 +186,23 @@ static PyObject *completions_run(rlpy_completions *self, PyObject *unused) {
     return PyLong_FromLong(n);
 }
 
+/* Waits, without the GIL, until ended calls are queued, the loop's own descriptor (`loop_fd`, its
+ * selector's) is readable, or `seconds` pass (rounded up to a millisecond, as asyncio rounds its
+ * selector's waits); runs the queued calls as run() does when they came first. A signal ends the
+ * wait too: its handler runs in the Python code that follows. */
+static PyObject *completions_wait(rlpy_completions *self, PyObject *args) {
+    int loop_fd;
+    double seconds;
+    if (!PyArg_ParseTuple(args, "id:wait", &loop_fd, &seconds)) return NULL;
+    if (self->fd < 0 || loop_fd < 0 || !(seconds > 0)) return PyLong_FromLong(0);
+    int ms = seconds >= 60.0 ? 60000 : (int)ceil(seconds * 1e3);
+    struct pollfd fds[2] = {{.fd = self->fd, .events = POLLIN}, {.fd = loop_fd, .events = POLLIN}};
+    int rc;
+    RLPY_UNLOCKED(rc = poll(fds, 2, ms));
+    if (rc <= 0 || !(fds[0].revents & POLLIN)) return PyLong_FromLong(0);
+    return completions_run(self, NULL);
+}
+
 static PyObject *completions_fileno(rlpy_completions *self, PyObject *unused) {
     (void)unused;
     return PyLong_FromLong(self->fd);
@@ -230,6 +249,9 @@ static PyMethodDef completions_methods[] = {
      "queue."},
     {"run", (PyCFunction)completions_run, METH_NOARGS,
      "run() -> int\n--\n\nCalls done(value, error) of every ended call, in order; how many."},
+    {"wait", (PyCFunction)completions_wait, METH_VARARGS,
+     "wait(loop_fd, seconds, /) -> int\n--\n\nWaits for ended calls, or for loop_fd to be "
+     "readable, at most seconds (up to 60 s); runs the ended calls as run() does; how many."},
     {"new_context", completions_new_context, METH_NOARGS,
      "new_context() -> int\n--\n\nA fresh owner context id (one per task or greenlet)."},
     {"context_ended", completions_context_ended, METH_VARARGS,

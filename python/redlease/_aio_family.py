@@ -41,7 +41,7 @@ class _Family:
         owners = client._owners_now()
         owners.waiting(context, call)
         try:
-            return await answer.fut
+            return await answer.result()
         except asyncio.CancelledError:
             call.cancel()
             await answer.through_cancels()

@@ -1,7 +1,8 @@
 """The locks of redlease.asyncio: thin awaitable wrappers over the core's async calls.
 
 Every call starts in the core (it runs on the client's worker threads) and ends through the
-client's Completions on the loop; nothing here blocks the loop, polls or uses an executor.
+client's Completions on the loop (inside the call when the loop is idle: _aio_idle); nothing here
+blocks the loop, polls or uses an executor.
 """
 
 import asyncio
@@ -10,6 +11,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from . import _core
+from ._aio_idle import IdleWait
 from ._errors import LockError, LockLostError, LockTimeout
 from ._ops import Owner
 from ._unset import UNSET, MaxHold, Unset
@@ -26,11 +28,14 @@ class _Answer:
     waited for with ``through_cancels``. Until it comes, the answer is in ``answers`` (the loop's
     reader's): the loop keeps it, its future and the task alive, as it keeps an I/O wait's."""
 
-    __slots__ = ("loop", "answers", "fut", "late", "ready", "value", "error", "__weakref__")
+    __slots__ = ("loop", "answers", "idle", "fut", "late", "ready", "value", "error",
+                 "__weakref__")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, answers: "Set[_Answer]") -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, answers: "Set[_Answer]",
+                 idle: Optional[IdleWait]) -> None:
         self.loop = loop
         self.answers = answers
+        self.idle = idle
         self.fut: "asyncio.Future[Any]" = loop.create_future()
         self.late: "Optional[asyncio.Future[Any]]" = None
         self.ready = False
@@ -42,6 +47,13 @@ class _Answer:
     def done(self) -> "_Done":
         """The ``done`` to give the core."""
         return _Done(self)
+
+    def result(self) -> "asyncio.Future[Any]":
+        """The future to await, once the call has started: answered already when the answer
+        came while the loop had nothing else to run (_aio_idle)."""
+        if self.idle is not None and not self.ready:
+            self.idle(self.loop)
+        return self.fut
 
     def __call__(self, value: Any, error: Optional[BaseException]) -> None:
         self.ready, self.value, self.error = True, value, error
@@ -96,7 +108,7 @@ async def _acquire(client: "Client", start: _Start, release: _Start) -> bool:
     call = start(comp, context, answer.done)
     owners.waiting(context, call)  # cancelled if the task is gone or its loop closed
     try:
-        return bool(await answer.fut)
+        return bool(await answer.result())
     except asyncio.CancelledError:
         call.cancel()
         await answer.through_cancels()
@@ -163,7 +175,7 @@ class Lock:
         context, comp, answer, _ = self._client._begin()
         comp.release(self._core, context, answer.done)
         try:  # as _finish, inline: one coroutine less on every release
-            await answer.fut
+            await answer.result()
         except asyncio.CancelledError:
             await answer.through_cancels()
             raise
@@ -173,7 +185,7 @@ class Lock:
         """The answer of a call that runs to its end even when the task is cancelled
         (CancelledError is raised once it has ended)."""
         try:
-            return await answer.fut
+            return await answer.result()
         except asyncio.CancelledError:
             await answer.through_cancels()
             raise

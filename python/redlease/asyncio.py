@@ -8,8 +8,9 @@
 
 The owner of a hold is (client, asyncio Task): two tasks never share one, even on one thread,
 and a task re-entering adds a hold. Network calls run on the core's worker threads; their ends
-reach the loop through an eventfd it watches, and a waiting acquire is woken by the core's
-pub/sub subscriber: no thread per waiter, no polling, no executor. See docs/asyncio.md.
+reach the loop through an eventfd it watches (or, when the loop has nothing else to run, the
+call itself: _aio_idle), and a waiting acquire is woken by the core's pub/sub subscriber: no
+thread per waiter, no polling, no executor. See docs/asyncio.md.
 """
 
 import asyncio
@@ -34,6 +35,7 @@ from typing import (
 
 from . import _core
 from ._aio_family import CountDownLatch, PermitExpirableSemaphore, Semaphore
+from ._aio_idle import IdleWait
 from ._aio_locks import FairLock, FencedLock, Lock, MultiLock, ReadWriteLock, _Answer, _Guarded
 from ._client import Client as SyncClient
 from ._client import ClientOptions
@@ -118,11 +120,12 @@ class _Reader:
     the answers awaited on the loop alive, as the loop keeps an I/O wait's. A closed (or
     collected) loop drops it, and its finalizer ends every task of the client left pending."""
 
-    __slots__ = ("completions", "answers", "__weakref__")
+    __slots__ = ("completions", "answers", "idle", "__weakref__")
 
-    def __init__(self, completions: _core.Completions) -> None:
+    def __init__(self, completions: _core.Completions, idle: Optional[IdleWait]) -> None:
         self.completions = completions
         self.answers: Set[_Answer] = set()
+        self.idle = idle
 
     def __call__(self) -> None:
         self.completions.run()
@@ -168,7 +171,7 @@ class Client:
                 raise ClientClosedError("the client is closed")
             self._completions = _core.Completions()
             self._owners = _Owners(self._sync, self._completions)
-            reader = _Reader(self._completions)
+            reader = _Reader(self._completions, IdleWait.on(loop, self._completions))
             loop.add_reader(self._completions.fileno(), reader)
             gone = weakref.finalize(reader, self._owners.loop_gone)
             gone.atexit = False  # type: ignore[misc, unused-ignore]
@@ -200,7 +203,7 @@ class Client:
         reader = self._reader() if self._reader is not None else None
         if reader is None:  # the reader was removed by close()
             raise ClientClosedError("the client is closed")
-        return _Answer(loop, reader.answers)
+        return _Answer(loop, reader.answers, reader.idle)
 
     def _context(self) -> int:
         """The current task's owner context, made on its first use and ended with the task."""
