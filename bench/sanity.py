@@ -34,7 +34,8 @@ def check_step(name, step, params):
         if m == "handoff" and r["impl"] == "redlease" and not pos(r.get("ping_rtt_ms"),
                                                                   r.get("acquire_rtt_ms")):
             bad.append("redlease: no wire round trips beside the hand-offs")
-        if m == "handoff" and r["impl"] == "redlease" and not pos(r.get("bare_handoff_ms")):
+        if m == "handoff" and r["impl"] == "redlease" and not pos(r.get("bare_handoff_ms"),
+                                                                  r.get("bare_handoff_apart_ms")):
             bad.append("redlease: no bare hand-offs beside the hand-offs")
         if m == "semaphore" and not (pos(r["cycles_per_s"])
                                      and len(r["latencies_ms"]) == params["handoffs"]

@@ -2,11 +2,14 @@
 #include "bare_loop.h"
 
 #include <hiredis/hiredis.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "redlease.h"
 
@@ -192,6 +195,63 @@ out:
     bl_close(h[0]);
     bl_close(h[1]);
     bl_close(s);
+    return rc;
+}
+
+/* The waiter of bl_handoff_apart, in the child: subscribed, it waits for the release's message,
+ * acquires, notes the time, releases (and reads its own release's message), and writes the time
+ * to `out`, round after round until killed; a failure writes -1 and ends it. */
+static void waiter_process(const char *url, int ready, int out) {
+    const char *owner = "8c6e5a7e-0000-4000-8000-000000000000:2";
+    bl_conn *w = bl_open(url), *s = bl_open(url);
+    const char *sub[] = {"SUBSCRIBE", CHANNEL};
+    redisReply *x = w && s ? command(s, 2, sub) : NULL;
+    double t = x ? 0 : -1;
+    freeReplyObject(x);
+    if (write(ready, &t, sizeof t) != sizeof t) t = -1;
+    while (t == 0) {
+        double held = -1;
+        if (await_message(s->ctx) == 0 && acquire(w, owner) == 0) {
+            held = now_s();
+            append_release(w, owner);
+            if (flush(w) != 0 || released(w) != 0 || await_message(s->ctx) != 0) held = -1;
+        }
+        if (write(out, &held, sizeof held) != sizeof held || held < 0) break;
+    }
+    _exit(0);
+}
+
+int bl_handoff_apart(const char *url, int n, double settle_ms, double *ms) {
+    const char *owner = "8c6e5a7e-0000-4000-8000-000000000000:1";
+    int fds[2];
+    if (pipe(fds) != 0) return -1;
+    pid_t child = fork();
+    if (child == 0) waiter_process(url, fds[1], fds[1]);
+    close(fds[1]);
+    bl_conn *h = child > 0 ? bl_open(url) : NULL;
+    double t = -1;
+    int rc = -1;
+    if (!h || read(fds[0], &t, sizeof t) != sizeof t || t != 0) goto out;
+    struct timespec settle = {.tv_sec = (time_t)(settle_ms / 1e3),
+                              .tv_nsec = (long)((settle_ms - 1e3 * (long)(settle_ms / 1e3)) * 1e6)};
+    for (int i = 0; i < n; i++) {
+        if (acquire(h, owner) != 0) goto out;
+        nanosleep(&settle, NULL); /* the waiter sleeps in its read by then */
+        append_release(h, owner);
+        double t0 = now_s(), held;
+        if (flush(h) != 0 || released(h) != 0 || read(fds[0], &held, sizeof held) != sizeof held ||
+            held < 0)
+            goto out;
+        ms[i] = (held - t0) * 1e3;
+    }
+    rc = 0;
+out:
+    if (child > 0) {
+        kill(child, SIGKILL);
+        waitpid(child, NULL, 0);
+    }
+    close(fds[0]);
+    bl_close(h);
     return rc;
 }
 

@@ -21,6 +21,12 @@ const char *bl_sha(bl_conn *c, int release); /* the loaded script's SHA1 (acquir
  * release's own answer is read. Fills ms[0..n-1] with each round's time from the release's send
  * to the acquire's answer; 0, or -1 on failure. */
 int bl_handoff(const char *url, int n, double *ms);
+/* The same hand-off with the waiter in a process of its own (forked), asleep in its read until
+ * the release's message wakes it, as a waiting client in another process is: each of n rounds,
+ * this process acquires, sleeps settle_ms, sends its release; the waiter, woken by the message,
+ * acquires, notes the time and releases. Fills ms[0..n-1] with each round's time from the
+ * release's send to the waiter's granted acquire; 0, or -1 on failure. */
+int bl_handoff_apart(const char *url, int n, double settle_ms, double *ms);
 void bl_close(bl_conn *c);
 
 #endif

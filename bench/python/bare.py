@@ -10,7 +10,8 @@ from types import SimpleNamespace
 def loop(url):
     """ping(n), scripts(n), acquire(n) -> per second: PING round trips, acquire+release script
     cycles, and acquire-script round trips (bare_loop.h), on one connection of this process;
-    handoff(n) -> the ms of each of n bare hand-offs (bl_handoff)."""
+    handoff(n) -> the ms of each of n bare hand-offs (bl_handoff); handoff_apart(n, settle_ms)
+    -> the same with the waiter in a process of its own (bl_handoff_apart)."""
     path = os.environ.get("BENCH_BARE") or os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "bench_bare.so")
     lib = ctypes.CDLL(path)
@@ -38,5 +39,16 @@ def loop(url):
         if lib.bl_handoff(url.encode(), n, out) != 0:
             sys.exit("the bare hand-off failed")
         return list(out)
+    lib.bl_handoff_apart.restype = ctypes.c_int
+    lib.bl_handoff_apart.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_double,
+                                     ctypes.POINTER(ctypes.c_double)]
+
+    def handoff_apart(n, settle_ms):
+        """n bare hand-offs to a waiter in a forked process (bl_handoff_apart): each one's ms."""
+        out = (ctypes.c_double * n)()
+        if lib.bl_handoff_apart(url.encode(), n, settle_ms, out) != 0:
+            sys.exit("the bare hand-off between processes failed")
+        return list(out)
     return SimpleNamespace(ping=runner(lib.bl_ping), scripts=runner(lib.bl_scripts),
-                           acquire=runner(lib.bl_acquire), handoff=handoff)
+                           acquire=runner(lib.bl_acquire), handoff=handoff,
+                           handoff_apart=handoff_apart)

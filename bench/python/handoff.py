@@ -11,12 +11,16 @@ BLPOP, polling) and the waiter's acquire round trip. For a library that polls at
 interval (redis-py: 0.1 s), the release comes at a random point of the waiter's interval (the
 settle time gets a random extra of up to one interval), as it would in real use; with a fixed
 settle time, every release would land at the same phase of the poll. With --wire, the holder
-also measures the wire around the rounds (before and after them, on a bare hiredis connection of
-its own process, bench_bare.so): one PING round trip and one round trip of redlease's acquire
-script, the goal's floor for a hand-off (the release's message reaching the waiter, then its
-acquire), and bare hand-offs: the same release and acquire scripts and the release's message on
-three hiredis connections driven by one thread, with no client around them (bl_handoff), the
-least a hand-off over this wire takes. Prints one JSON object.
+also measures the wire between the rounds (the rounds run in BLOCKS blocks, each after a block
+of the wire's measures, so that a slow moment of the machine weighs on both), on bare hiredis
+connections of its own process (bench_bare.so): one PING round trip and one round trip of
+redlease's acquire script, the goal's floor for a hand-off (the release's message reaching the
+waiter, then its acquire); bare hand-offs: the same release and acquire scripts and the
+release's message on three hiredis connections driven by one thread, with no client around them
+(bl_handoff), the least a hand-off over this wire takes; and the same bare hand-off with the
+waiter in a process of its own, asleep in its read until the message wakes it, as a waiting
+client in another process is (bl_handoff_apart, with the same settle time). Prints one JSON
+object.
 """
 
 import argparse
@@ -33,15 +37,32 @@ from peers import IMPLS, version_of
 
 SETTLE = 0.003  # s between "start waiting" and the release: the waiter is blocked by then
 NAME = "bench:handoff"
-WIRE_ROUNDS = 2000  # round trips per wire measure, before and after the hand-offs
+BLOCKS = 5  # the rounds' blocks, each after a block of the wire's measures
+WIRE_ROUNDS = 800  # round trips per wire measure in each block (bare hand-offs: half as many)
 
 
-def wire_ms(url, measures, bare_handoffs):
-    """Appends (PING ms, acquire-script ms) round trips, each the mean over WIRE_ROUNDS, and
-    the times of WIRE_ROUNDS // 2 bare hand-offs."""
-    w = bare.loop(url)
-    measures.append((1e3 / w.ping(WIRE_ROUNDS), 1e3 / w.acquire(WIRE_ROUNDS)))
-    bare_handoffs += w.handoff(WIRE_ROUNDS // 2)
+class Wire:
+    """The wire's measures, a block at a time (bench_bare.so)."""
+
+    def __init__(self, url):
+        self.bare = bare.loop(url)
+        self.round_trips, self.handoffs, self.apart = [], [], []
+
+    def block(self, apart_rounds):
+        """(PING ms, acquire-script ms), each the mean over WIRE_ROUNDS; WIRE_ROUNDS // 2 bare
+        hand-offs; apart_rounds bare hand-offs to a waiter in another process (its first
+        dropped: it warms the new process up)."""
+        w = self.bare
+        self.round_trips.append((1e3 / w.ping(WIRE_ROUNDS), 1e3 / w.acquire(WIRE_ROUNDS)))
+        self.handoffs += w.handoff(WIRE_ROUNDS // 2)
+        self.apart += w.handoff_apart(apart_rounds + 1, SETTLE * 1e3)[1:]
+
+    def figures(self):
+        return {"ping_rtt_ms": statistics.mean(m[0] for m in self.round_trips),
+                "acquire_rtt_ms": statistics.mean(m[1] for m in self.round_trips),
+                "bare_handoff_ms": statistics.median(self.handoffs),
+                "bare_handoff_apart_ms": statistics.median(self.apart),
+                "wire_blocks": len(self.round_trips)}
 
 
 def waiter(url, impl_name):
@@ -61,9 +82,8 @@ def waiter(url, impl_name):
 
 def holder(url, impl_name, rounds, wire):
     cls = IMPLS[impl_name]
-    measures, bare_handoffs = [], []
-    if wire:
-        wire_ms(url, measures, bare_handoffs)
+    wire = Wire(url) if wire else None
+    blocks = min(BLOCKS, rounds) if wire else 1
     impl = cls(url)
     lock = impl.lock(NAME)
     child = subprocess.Popen([sys.executable, os.path.abspath(__file__), url, impl_name,
@@ -72,7 +92,10 @@ def holder(url, impl_name, rounds, wire):
     if child.stdout.readline().strip() != "ready":
         sys.exit("waiter did not start")
     latencies = []
+    per_block = -(-rounds // blocks)  # rounded up
     for i in range(rounds + 1):  # round 0 warms both sides up
+        if wire and i >= 1 and (i - 1) % per_block == 0:
+            wire.block(per_block)
         if not lock.acquire(None):
             sys.exit("holder: acquire returned False")
         child.stdin.write("go\n")
@@ -91,10 +114,7 @@ def holder(url, impl_name, rounds, wire):
     row = {"impl": cls.name, "label": cls.label, "version": version_of(cls.dist),
            "rounds": rounds, "latencies_ms": sorted(latencies)}
     if wire:
-        wire_ms(url, measures, bare_handoffs)
-        row["ping_rtt_ms"] = sum(m[0] for m in measures) / len(measures)
-        row["acquire_rtt_ms"] = sum(m[1] for m in measures) / len(measures)
-        row["bare_handoff_ms"] = statistics.median(bare_handoffs)
+        row.update(wire.figures())
     return row
 
 

@@ -5,7 +5,7 @@ import statistics
 from .fmt import NOT_YET, f2, ms, pct, table
 
 PLOT = "handoff"
-WIRE_ROUNDS = 2000  # bench/python/handoff.py's, before and after the hand-offs
+WIRE_BLOCKS, WIRE_ROUNDS = 5, 800  # bench/python/handoff.py's: blocks, round trips per block
 
 
 def series(R, two_processes=""):
@@ -32,19 +32,26 @@ def render(R):
     wire = next((r for r in ho if r["impl"] == "redlease" and "ping_rtt_ms" in r), None)
     return {
         "handoff_wire_text": "" if not wire else (
-            f" Around redlease's rounds the holder also measured the wire on a bare hiredis "
-            f"connection of its own process ({WIRE_ROUNDS:,} round trips before the rounds and "
-            f"{WIRE_ROUNDS:,} after): one PING round trip took {ms(wire['ping_rtt_ms'])} ms and "
-            f"one round trip of the acquire script {ms(wire['acquire_rtt_ms'])} ms, "
+            f" Between redlease's rounds (in {wire.get('wire_blocks', WIRE_BLOCKS)} blocks, each "
+            f"after a block of these measures, so that a slow moment of the machine weighs on "
+            f"both) the holder also measured the wire on bare hiredis connections of its own "
+            f"process ({WIRE_ROUNDS:,} round trips a block): one PING round trip took "
+            f"{ms(wire['ping_rtt_ms'])} ms and one round trip of the acquire script "
+            f"{ms(wire['acquire_rtt_ms'])} ms, "
             f"{ms(wire['ping_rtt_ms'] + wire['acquire_rtt_ms'])} ms together: the goal's floor "
             f"for a hand-off (the release's message reaching the waiter, then its acquire)."
             + ("" if not wire.get("bare_handoff_ms") else
-               f" It also ran {WIRE_ROUNDS:,} bare hand-offs (half before, half after): the "
+               f" It also ran {WIRE_ROUNDS // 2:,} bare hand-offs a block: the "
                f"same release and acquire scripts and the release's message on three hiredis "
                f"connections driven by one thread, with no client around them "
                f"(`bl_handoff` in `bench/c/bare_loop.c`); their median, "
                f"{ms(wire['bare_handoff_ms'])} ms, is the least a hand-off over this wire "
-               f"takes.")),
+               f"takes.")
+            + ("" if not wire.get("bare_handoff_apart_ms") else
+               f" And as many bare hand-offs a block as redlease's with the waiter in a process "
+               f"of its own, asleep in its read until the release's message wakes it, as a "
+               f"waiting client in another process is (`bl_handoff_apart`, the same settle "
+               f"time): median {ms(wire['bare_handoff_apart_ms'])} ms.")),
         "handoffs": R.p["handoffs"],
         "handoff_table": table(["", "median ms", "p90", "p99", "max", "hand-offs",
                                 "median / redlease's"], rows),

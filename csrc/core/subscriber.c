@@ -144,8 +144,10 @@ static void claim_primed(rl_subscriber *sub, rl_sub_entry *e) { /* mu held */
 }
 
 /* Writes each claimed waiter's acquire on an idle open connection of its pool, without waiting
- * for the answer, then wakes the waiter to read it. Without the mutex: the pool's mutex comes
- * before the subscriber's (client.c), and a claimed waiter does not leave before it is done. */
+ * for the answer, then wakes the waiter to read it (and tells its entry's other waiters and
+ * observers of the message, as handle_reply does for one not claimed). Without the mutex: the
+ * pool's mutex comes before the subscriber's (client.c), and a claimed waiter does not leave before
+ * it is done. */
 static void send_claimed(rl_subscriber *sub) { /* mu held; dropped meanwhile */
     rl_sub_ticket *list = sub->claimed;
     sub->claimed = NULL;
@@ -173,7 +175,7 @@ static void send_claimed(rl_subscriber *sub) { /* mu held; dropped meanwhile */
     pthread_mutex_lock(&sub->mu);
     for (rl_sub_ticket *t = list; t; t = t->claimed_next) {
         t->send_state = SEND_DONE;
-        pthread_cond_broadcast(&t->entry->changed);
+        entry_changed(t->entry);
     }
 }
 
@@ -206,10 +208,15 @@ static void handle_reply(rl_subscriber *sub, const redisReply *r) { /* mu held *
     if (str_is(kind, "message") || str_is(kind, "smessage")) {
         e->messages++;
         if (!e->every && str_is(r->element[2], "0")) { /* one waiter may proceed */
-            if (e->primed)
-                claim_primed(sub, e); /* this waiter: its acquire goes out from here */
-            else if (e->permits < (unsigned)e->waiters)
-                e->permits++;
+            if (e->primed) {
+                /* This waiter: its acquire goes out from here, and the entry's waiters are
+                 * woken once it is out (send_claimed). Woken now, the claimed one would only
+                 * block on the mutex this thread holds, and the unlock before the send would
+                 * wait on waking it. */
+                claim_primed(sub, e);
+                return;
+            }
+            if (e->permits < (unsigned)e->waiters) e->permits++;
         } else { /* "1" (read/write unlock) and anything else: all may proceed */
             e->wake_all_gen++;
         }
