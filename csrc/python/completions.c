@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <poll.h>
 #include <unistd.h>
 #ifdef __linux__
@@ -195,7 +194,8 @@ static PyObject *completions_wait(rlpy_completions *self, PyObject *args) {
     double seconds;
     if (!PyArg_ParseTuple(args, "id:wait", &loop_fd, &seconds)) return NULL;
     if (self->fd < 0 || loop_fd < 0 || !(seconds > 0)) return PyLong_FromLong(0);
-    int ms = seconds >= 60.0 ? 60000 : (int)ceil(seconds * 1e3);
+    int ms = seconds >= 60.0 ? 60000 : (int)(seconds * 1e3);
+    if (ms < seconds * 1e3) ms++; /* rounded up */
     struct pollfd fds[2] = {{.fd = self->fd, .events = POLLIN}, {.fd = loop_fd, .events = POLLIN}};
     int rc;
     RLPY_UNLOCKED(rc = poll(fds, 2, ms));

@@ -19,6 +19,10 @@ from typing import Any, Optional
 
 from . import _core
 
+# What a wait reads of the loop (BaseEventLoop's): the callbacks ready to run, stop(), debug mode
+# and the heap of timers.
+LOOP_STATE = ("_ready", "_stopping", "_debug", "_scheduled")
+
 # The longest wait: past a local round trip by far (tens of µs to a few ms); a later answer saves
 # nothing worth a second poll, and the loop waits for it as usual.
 MAX_WAIT = 0.005  # s
@@ -40,7 +44,8 @@ class IdleWait:
         selector = getattr(loop, "_selector", None)
         run_once = getattr(asyncio.base_events.BaseEventLoop, "_run_once", None)
         if (type(selector) is not getattr(selectors, "EpollSelector", None)
-                or run_once is None or getattr(type(loop), "_run_once", None) is not run_once):
+                or run_once is None or getattr(type(loop), "_run_once", None) is not run_once
+                or not all(hasattr(loop, name) for name in LOOP_STATE)):
             return None
         assert selector is not None
         return IdleWait(completions, selector.fileno())
