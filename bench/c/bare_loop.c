@@ -198,17 +198,18 @@ out:
     return rc;
 }
 
-/* The waiter of bl_handoff_apart, in the child: subscribed, it waits for the release's message,
- * acquires, notes the time, releases (and reads its own release's message), and writes the time
- * to `out`, round after round until killed; a failure writes -1 and ends it. */
-static void waiter_process(const char *url, int ready, int out) {
+/* The waiter of bl_handoff_apart, in the child: subscribed, it writes 0 to `out` (ready), then
+ * waits for the release's message, acquires, notes the time, releases (and reads its own
+ * release's message), and writes the time to `out`, round after round until killed; a failure
+ * writes -1 and ends it. */
+static void waiter_process(const char *url, int out) {
     const char *owner = "8c6e5a7e-0000-4000-8000-000000000000:2";
     bl_conn *w = bl_open(url), *s = bl_open(url);
     const char *sub[] = {"SUBSCRIBE", CHANNEL};
     redisReply *x = w && s ? command(s, 2, sub) : NULL;
     double t = x ? 0 : -1;
     freeReplyObject(x);
-    if (write(ready, &t, sizeof t) != sizeof t) t = -1;
+    if (write(out, &t, sizeof t) != sizeof t) t = -1;
     while (t == 0) {
         double held = -1;
         if (await_message(s->ctx) == 0 && acquire(w, owner) == 0) {
@@ -226,7 +227,7 @@ int bl_handoff_apart(const char *url, int n, double settle_ms, double *ms) {
     int fds[2];
     if (pipe(fds) != 0) return -1;
     pid_t child = fork();
-    if (child == 0) waiter_process(url, fds[1], fds[1]);
+    if (child == 0) waiter_process(url, fds[1]);
     close(fds[1]);
     bl_conn *h = child > 0 ? bl_open(url) : NULL;
     double t = -1;
