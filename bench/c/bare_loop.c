@@ -233,8 +233,9 @@ int bl_handoff_apart(const char *url, int n, double settle_ms, double *ms) {
     double t = -1;
     int rc = -1;
     if (!h || read(fds[0], &t, sizeof t) != sizeof t || t != 0) goto out;
-    struct timespec settle = {.tv_sec = (time_t)(settle_ms / 1e3),
-                              .tv_nsec = (long)((settle_ms - 1e3 * (long)(settle_ms / 1e3)) * 1e6)};
+    long settle_ns = (long)(settle_ms * 1e6);
+    struct timespec settle = {.tv_sec = settle_ns / 1000000000L,
+                              .tv_nsec = settle_ns % 1000000000L};
     for (int i = 0; i < n; i++) {
         if (acquire(h, owner) != 0) goto out;
         nanosleep(&settle, NULL); /* the waiter sleeps in its read by then */

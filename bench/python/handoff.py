@@ -83,7 +83,7 @@ def waiter(url, impl_name):
 def holder(url, impl_name, rounds, wire):
     cls = IMPLS[impl_name]
     wire = Wire(url) if wire else None
-    blocks = min(BLOCKS, rounds) if wire else 1
+    blocks = max(1, min(BLOCKS, rounds)) if wire else 1
     impl = cls(url)
     lock = impl.lock(NAME)
     child = subprocess.Popen([sys.executable, os.path.abspath(__file__), url, impl_name,

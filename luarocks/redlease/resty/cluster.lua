@@ -234,7 +234,7 @@ function Cluster:exec(slot, parts, idempotent, deadline, script)
   while true do
     local left = deadline - now_ms()
     if left < 1 then
-      return nil, err or "connection: no time left for the call", trips, unanswered
+      return nil, err or runner.NO_TIME, trips, unanswered
     end
     local node = ask
     if not node then

@@ -129,6 +129,10 @@ local function noscript_in(replies, n)
   return missing
 end
 
+-- What a call that ran out of time before it could be sent answers.
+local NO_TIME = "connection: no time left for the call"
+runner.NO_TIME = NO_TIME
+
 -- The ms left before deadline (ms; nil: none) -> ms | nil (no deadline) | false (none left).
 local function ms_left(deadline)
   if not deadline then return nil end
@@ -139,7 +143,7 @@ end
 
 -- run_encoded over the worker's shared connection (pipe.lua): the same tries and answers.
 local function run_piped(client, p, parts, n, idempotent, timeout_ms)
-  local trips, err, unanswered = 0, "connection: no time left for the call", false
+  local trips, err, unanswered = 0, NO_TIME, false
   local deadline = timeout_ms and ngx.now() * 1000 + timeout_ms
   for _ = 1, idempotent and 2 or 1 do
     local left = ms_left(deadline)
@@ -151,7 +155,7 @@ local function run_piped(client, p, parts, n, idempotent, timeout_ms)
       local ok, lerr = load_all(p)
       if not ok then return nil, lerr, trips + 1 end
       left = ms_left(deadline) -- (the load took some of it)
-      if left == false then return nil, "connection: no time left for the call", trips + 1 end
+      if left == false then return nil, NO_TIME, trips + 1 end
       replies, err, sent = p:exchange(parts, n, left)
       trips = trips + 2
     end
@@ -171,7 +175,7 @@ end
 function run_encoded(client, parts, n, idempotent, timeout_ms)
   local p = pipe.of(client)
   if p then return run_piped(client, p, parts, n, idempotent, timeout_ms) end
-  local trips, err, unanswered = 0, "connection: no time left for the call", false
+  local trips, err, unanswered = 0, NO_TIME, false
   local deadline = timeout_ms and ngx.now() * 1000 + timeout_ms
   local tries, try, readonly = idempotent and 2 or 1, 0, false
   while try < tries do
